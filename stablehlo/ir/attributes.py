@@ -1,0 +1,229 @@
+"""MLIR attributes as used by StableHLO programs.
+
+Attributes are immutable values. Their text form is produced by
+``stablehlo.text.printer.print_attribute`` (printing needs the float rules of
+``stablehlo.text.literals``), and ``str(attr)`` delegates there.
+
+Anything we do not model (Shardy ``#sdy.*`` attributes, foreign dialect
+attributes) is an ``OpaqueAttr`` holding its text verbatim, so sharding and
+other annotations survive a round trip unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from stablehlo.ir.types import Type, TensorType
+
+
+class Attribute:
+    def __str__(self) -> str:
+        from stablehlo.text.printer import print_attribute
+        return print_attribute(self)
+
+
+@dataclass(frozen=True)
+class IntegerAttr(Attribute):
+    """``5 : i64``; ``type`` is an IntegerType or IndexType."""
+    value: int
+    type: Type
+
+
+
+@dataclass(frozen=True)
+class FloatAttr(Attribute):
+    """``1.000000e+00 : f32``."""
+    value: float
+    type: Type
+
+
+
+@dataclass(frozen=True)
+class BoolAttr(Attribute):
+    value: bool
+
+
+
+@dataclass(frozen=True)
+class StringAttr(Attribute):
+    value: str
+
+
+
+@dataclass(frozen=True)
+class UnitAttr(Attribute):
+    """Present-or-absent flag: ``{use_global_device_ids}``."""
+
+
+
+@dataclass(frozen=True)
+class ArrayAttr(Attribute):
+    """``[a, b, ...]`` of attributes."""
+    values: tuple
+
+
+
+@dataclass(frozen=True)
+class DenseArrayAttr(Attribute):
+    """``array<i64: 1, 2>``; ``values`` are Python ints/bools/floats."""
+    element_type: Type
+    values: tuple
+
+
+
+@dataclass(frozen=True, eq=False)
+class DenseElementsAttr(Attribute):
+    """``dense<...> : tensor<...>``.
+
+    ``array`` is a numpy array of ``numpy_dtype(type.element_type)`` with the
+    tensor's shape (quantized element types hold their storage values).
+    """
+    type: TensorType
+    array: np.ndarray
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DenseElementsAttr) or other.type != self.type:
+            return False
+        a, b = self.array, other.array
+        return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.array.tobytes()))
+
+
+
+@dataclass(frozen=True)
+class DictAttr(Attribute):
+    """``{name = value, flag}``; ``items`` is a tuple of (name, Attribute)."""
+    items: tuple = ()
+
+    def get(self, name: str, default=None):
+        for key, value in self.items:
+            if key == name:
+                return value
+        return default
+
+    def as_dict(self) -> dict:
+        return dict(self.items)
+
+
+
+@dataclass(frozen=True)
+class SymbolRefAttr(Attribute):
+    """``@name`` or ``@root::@nested``."""
+    name: str
+    nested: tuple = ()
+
+
+
+@dataclass(frozen=True)
+class TypeAttr(Attribute):
+    type: Type
+
+
+
+@dataclass(frozen=True)
+class EnumAttr(Attribute):
+    """``#stablehlo<comparison_direction LT>``: ``kind`` and ``value``.
+
+    ``dialect`` is the prefix (``stablehlo`` or ``chlo``).
+    """
+    kind: str
+    value: str
+    dialect: str = "stablehlo"
+
+
+
+@dataclass(frozen=True)
+class StructAttr(Attribute):
+    """``#stablehlo.gather<offset_dims = [1], ...>`` and friends.
+
+    ``kind`` is the mnemonic (``gather``, ``scatter``, ``dot``, ``channel_handle``,
+    ``output_operand_alias``, ``result_accuracy``, ``dot_algorithm``, ...).
+    ``fields`` is a tuple of (name, value) where a value is an int, a bool, a
+    tuple of ints, a Type, or an Attribute, in canonical order.
+    """
+    kind: str
+    fields: tuple
+    dialect: str = "stablehlo"
+
+    def get(self, name: str, default=None):
+        for key, value in self.fields:
+            if key == name:
+                return value
+        return default
+
+
+
+@dataclass(frozen=True)
+class ConvDimensionNumbersAttr(Attribute):
+    """``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>``."""
+    input_batch_dimension: int
+    input_feature_dimension: int
+    input_spatial_dimensions: tuple
+    kernel_input_feature_dimension: int
+    kernel_output_feature_dimension: int
+    kernel_spatial_dimensions: tuple
+    output_batch_dimension: int
+    output_feature_dimension: int
+    output_spatial_dimensions: tuple
+
+
+
+@dataclass(frozen=True)
+class OpaqueAttr(Attribute):
+    """An attribute we keep verbatim (``#sdy.sharding<...>``, ``#foo.bar``)."""
+    text: str
+
+
+
+# ---------------------------------------------------------------------------
+# Small constructors used by the builder and the interpreter
+
+def i64_array(values) -> DenseArrayAttr:
+    from stablehlo.ir.types import I64
+    return DenseArrayAttr(I64, tuple(int(v) for v in values))
+
+
+def bool_array(values) -> DenseArrayAttr:
+    from stablehlo.ir.types import I1
+    return DenseArrayAttr(I1, tuple(bool(v) for v in values))
+
+
+def i64_attr(value: int) -> IntegerAttr:
+    from stablehlo.ir.types import I64
+    return IntegerAttr(int(value), I64)
+
+
+def dense(array, type: Optional[TensorType] = None) -> DenseElementsAttr:
+    """A DenseElementsAttr from a numpy array (type inferred from its dtype)."""
+    from stablehlo.ir.types import element_type_for_dtype, numpy_dtype
+    array = np.asarray(array)
+    if type is None:
+        type = TensorType(array.shape, element_type_for_dtype(array.dtype))
+    return DenseElementsAttr(type, np.asarray(array, dtype=numpy_dtype(type.element_type)))
+
+
+def attr_to_python(attr: Attribute):
+    """Plain Python value of a simple attribute (ints, bools, lists, strings).
+
+    Used by kernels and verifiers that just want numbers. DenseElementsAttr
+    returns its numpy array.
+    """
+    if isinstance(attr, (IntegerAttr, FloatAttr, BoolAttr, StringAttr)):
+        return attr.value
+    if isinstance(attr, DenseArrayAttr):
+        return list(attr.values)
+    if isinstance(attr, ArrayAttr):
+        return [attr_to_python(a) for a in attr.values]
+    if isinstance(attr, DenseElementsAttr):
+        return attr.array
+    if isinstance(attr, UnitAttr):
+        return True
+    if isinstance(attr, EnumAttr):
+        return attr.value
+    if isinstance(attr, SymbolRefAttr):
+        return attr.name
+    return attr

@@ -1,0 +1,34 @@
+"""Control flow, calls, composites, custom calls, tokens and I/O."""
+from stablehlo.ir.ops.base import (define, TERMINATOR, SIDE_EFFECTING, ISOLATED,
+                                   VARIADIC)
+
+define("stablehlo.while", syntax="while", num_regions=2)
+define("stablehlo.if", num_regions=2)
+define("stablehlo.case", num_regions=VARIADIC)
+define("stablehlo.return", syntax="return", traits=(TERMINATOR,))
+define("stablehlo.optimization_barrier", syntax="optimization_barrier")
+define("stablehlo.composite", properties=("name", "composite_attributes", "decomposition",
+                                          "version"), syntax="composite")
+define("stablehlo.custom_call",
+       properties=("call_target_name", "has_side_effect", "backend_config", "api_version",
+                   "called_computations", "operand_layouts", "result_layouts",
+                   "output_operand_aliases"), syntax="custom_call")
+define("stablehlo.after_all", syntax="after_all")
+define("stablehlo.create_token", syntax="create_token")
+define("stablehlo.infeed", properties=("infeed_config", "layout"), traits=(SIDE_EFFECTING,))
+define("stablehlo.outfeed", properties=("outfeed_config",), traits=(SIDE_EFFECTING,))
+define("stablehlo.send", properties=("channel_handle", "is_host_transfer",
+                                     "source_target_pairs"), traits=(SIDE_EFFECTING,))
+define("stablehlo.recv", properties=("channel_handle", "is_host_transfer",
+                                     "source_target_pairs"), traits=(SIDE_EFFECTING,))
+define("stablehlo.async_start", properties=("execution_thread",), num_regions=0)
+define("stablehlo.async_done", num_regions=0)
+
+# builtin and func dialects
+define("builtin.module", properties=("sym_name", "sym_visibility"), syntax="module",
+       num_regions=1, traits=(ISOLATED,))
+define("func.func", properties=("sym_name", "function_type", "sym_visibility", "arg_attrs",
+                                "res_attrs"), syntax="func", num_regions=1, traits=(ISOLATED,))
+define("func.return", syntax="func_return", traits=(TERMINATOR,))
+define("func.call", properties=("callee", "arg_attrs", "res_attrs", "no_inline"),
+       syntax="call")

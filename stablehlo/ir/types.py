@@ -1,0 +1,284 @@
+"""StableHLO types: element types, tensors, tuples, tokens, quantized types.
+
+Types are immutable and hashable; ``str(t)`` is the MLIR text form. Dynamic
+dimensions are ``None`` in ``TensorType.shape`` and print as ``?``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+try:
+    import ml_dtypes
+except ImportError:  # pragma: no cover - ml_dtypes is a hard dependency
+    ml_dtypes = None
+
+
+class Type:
+    """Base of every type."""
+
+
+@dataclass(frozen=True)
+class IntegerType(Type):
+    width: int
+    signed: bool = True  # i1 is always "signed" (bool); unsigned prints as uiN
+
+    def __str__(self) -> str:
+        return f"i{self.width}" if self.signed or self.width == 1 else f"ui{self.width}"
+
+
+@dataclass(frozen=True)
+class IndexType(Type):
+    def __str__(self) -> str:
+        return "index"
+
+
+# Significand precision in bits (incl. implicit bit) of every float type.
+FLOAT_PRECISION = {
+    "f4E2M1FN": 2, "f6E2M3FN": 4, "f6E3M2FN": 3, "f8E3M4": 5, "f8E4M3": 4,
+    "f8E4M3FN": 4, "f8E4M3FNUZ": 4, "f8E4M3B11FNUZ": 4, "f8E5M2": 3, "f8E5M2FNUZ": 3,
+    "f8E8M0FNU": 1, "bf16": 8, "f16": 11, "tf32": 11, "f32": 24, "f64": 53,
+}
+
+
+@dataclass(frozen=True)
+class FloatType(Type):
+    name: str  # one of FLOAT_PRECISION
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def precision(self) -> int:
+        return FLOAT_PRECISION[self.name]
+
+
+@dataclass(frozen=True)
+class ComplexType(Type):
+    element_type: FloatType
+
+    def __str__(self) -> str:
+        return f"complex<{self.element_type}>"
+
+
+@dataclass(frozen=True)
+class QuantizedType(Type):
+    """``!quant.uniform<storage[:min:max]:expressed[:axis], scale[:zp]>``.
+
+    Per-tensor types have one scale/zero point and ``axis is None``.
+    ``storage_min``/``storage_max`` are None when the text omits them.
+    """
+    storage_type: IntegerType
+    expressed_type: FloatType
+    scales: tuple
+    zero_points: tuple
+    axis: Optional[int] = None
+    storage_min: Optional[int] = None
+    storage_max: Optional[int] = None
+
+    def __str__(self) -> str:
+        storage = str(self.storage_type)
+        if self.storage_min is not None:
+            storage += f"<{self.storage_min}:{self.storage_max}>"
+        head = f"{storage}:{self.expressed_type}"
+        if self.axis is not None:
+            head += f":{self.axis}"
+        params = [_quant_param(s, z) for s, z in zip(self.scales, self.zero_points)]
+        body = "{" + ",".join(params) + "}" if self.axis is not None else params[0]
+        return f"!quant.uniform<{head}, {body}>"
+
+    @property
+    def min_value(self) -> int:
+        if self.storage_min is not None:
+            return self.storage_min
+        w = self.storage_type.width
+        return -(1 << (w - 1)) if self.storage_type.signed else 0
+
+    @property
+    def max_value(self) -> int:
+        if self.storage_max is not None:
+            return self.storage_max
+        w = self.storage_type.width
+        return (1 << (w - 1)) - 1 if self.storage_type.signed else (1 << w) - 1
+
+
+def _quant_param(scale: float, zero_point: int) -> str:
+    text = repr(float(scale))
+    return f"{text}:{zero_point}" if zero_point != 0 else text
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    shape: tuple  # ints, None for a dynamic dimension
+    element_type: Type
+    encoding: Optional[object] = None  # an Attribute, kept verbatim
+
+    def __str__(self) -> str:
+        dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
+        enc = ""
+        if self.encoding is not None:
+            from stablehlo.text.printer import print_attribute
+            enc = ", " + print_attribute(self.encoding)
+        return f"tensor<{dims}{self.element_type}{enc}>"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return all(d is not None for d in self.shape)
+
+    @property
+    def num_elements(self) -> int:
+        if not self.is_static:
+            raise ValueError(f"{self} has dynamic dimensions")
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def with_shape(self, shape) -> "TensorType":
+        return TensorType(tuple(shape), self.element_type, self.encoding)
+
+    def with_element_type(self, element_type: Type) -> "TensorType":
+        return TensorType(self.shape, element_type, self.encoding)
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    types: tuple
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(str(t) for t in self.types) + ">"
+
+
+@dataclass(frozen=True)
+class TokenType(Type):
+    def __str__(self) -> str:
+        return "!stablehlo.token"
+
+
+@dataclass(frozen=True)
+class FunctionType(Type):
+    inputs: tuple
+    results: tuple
+
+    def __str__(self) -> str:
+        ins = ", ".join(str(t) for t in self.inputs)
+        if len(self.results) == 1 and not isinstance(self.results[0], FunctionType):
+            outs = str(self.results[0])
+        else:
+            outs = "(" + ", ".join(str(t) for t in self.results) + ")"
+        return f"({ins}) -> {outs}"
+
+
+@dataclass(frozen=True)
+class OpaqueType(Type):
+    """A type we do not model (``!sdy.foo``, ``memref<...>``), kept verbatim."""
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# ---------------------------------------------------------------------------
+# Convenience constructors and numpy mapping
+
+I1 = IntegerType(1)
+I8, I16, I32, I64 = (IntegerType(w) for w in (8, 16, 32, 64))
+UI8, UI16, UI32, UI64 = (IntegerType(w, False) for w in (8, 16, 32, 64))
+F16, BF16, F32, F64 = (FloatType(n) for n in ("f16", "bf16", "f32", "f64"))
+
+
+def tensor(shape, element_type: Type) -> TensorType:
+    return TensorType(tuple(shape), element_type)
+
+
+def _build_numpy_table() -> dict:
+    table = {
+        "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
+        "i32": np.dtype(np.int32), "i64": np.dtype(np.int64), "ui8": np.dtype(np.uint8),
+        "ui16": np.dtype(np.uint16), "ui32": np.dtype(np.uint32),
+        "ui64": np.dtype(np.uint64), "f16": np.dtype(np.float16),
+        "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+        "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
+        "index": np.dtype(np.int64),
+    }
+    if ml_dtypes is not None:
+        for text, name in [
+            ("bf16", "bfloat16"), ("i2", "int2"), ("i4", "int4"), ("ui2", "uint2"),
+            ("ui4", "uint4"), ("f8E4M3FN", "float8_e4m3fn"), ("f8E5M2", "float8_e5m2"),
+            ("f8E4M3", "float8_e4m3"), ("f8E3M4", "float8_e3m4"),
+            ("f8E4M3FNUZ", "float8_e4m3fnuz"), ("f8E5M2FNUZ", "float8_e5m2fnuz"),
+            ("f8E4M3B11FNUZ", "float8_e4m3b11fnuz"), ("f8E8M0FNU", "float8_e8m0fnu"),
+            ("f4E2M1FN", "float4_e2m1fn"), ("f6E2M3FN", "float6_e2m3fn"),
+            ("f6E3M2FN", "float6_e3m2fn"),
+        ]:
+            if hasattr(ml_dtypes, name):
+                table[text] = np.dtype(getattr(ml_dtypes, name))
+    return table
+
+
+_NUMPY_DTYPES = _build_numpy_table()
+
+
+def numpy_dtype(element_type: Type) -> np.dtype:
+    """The numpy dtype that holds values of ``element_type``.
+
+    Quantized types map to their storage type.
+    """
+    if isinstance(element_type, QuantizedType):
+        element_type = element_type.storage_type
+    try:
+        return _NUMPY_DTYPES[str(element_type)]
+    except KeyError:
+        raise TypeError(f"no numpy dtype for element type {element_type}") from None
+
+
+def element_type_for_dtype(dtype) -> Type:
+    """Inverse of ``numpy_dtype`` for the dtypes it produces."""
+    dtype = np.dtype(dtype)
+    for text, dt in _NUMPY_DTYPES.items():
+        if dt == dtype and text != "index":
+            return parse_element_type_name(text)
+    raise TypeError(f"no StableHLO element type for numpy dtype {dtype}")
+
+
+def parse_element_type_name(text: str) -> Type:
+    """Element type from its keyword spelling (``f32``, ``ui8``, ``complex<f64>``)."""
+    if text.startswith("complex<") and text.endswith(">"):
+        inner = parse_element_type_name(text[8:-1])
+        if not isinstance(inner, FloatType):
+            raise ValueError(f"complex element type must be a float: {text}")
+        return ComplexType(inner)
+    if text in FLOAT_PRECISION:
+        return FloatType(text)
+    if text == "index":
+        return IndexType()
+    if text.startswith("ui") and text[2:].isdigit():
+        return IntegerType(int(text[2:]), False)
+    if text.startswith("si") and text[2:].isdigit():
+        return IntegerType(int(text[2:]), True)
+    if text.startswith("i") and text[1:].isdigit():
+        return IntegerType(int(text[1:]), True)
+    raise ValueError(f"unknown element type '{text}'")
+
+
+def is_float(t: Type) -> bool:
+    return isinstance(t, FloatType)
+
+
+def is_integer(t: Type) -> bool:
+    return isinstance(t, IntegerType) and t.width != 1
+
+
+def is_bool(t: Type) -> bool:
+    return isinstance(t, IntegerType) and t.width == 1
+
+
+def is_complex(t: Type) -> bool:
+    return isinstance(t, ComplexType)
+
+
+def element_type_of(t: Type) -> Type:
+    return t.element_type if isinstance(t, TensorType) else t
