@@ -1,0 +1,12 @@
+"""StableHLO text: MLIR's pretty and generic syntax, parsed and printed.
+
+    module = parse_module(text, "file.mlir")    # ParseError "file:line:col: error: ..."
+    text = print_module(module)                 # MLIR's canonical pretty form
+    text = print_module(module, generic=True)   # generic form
+"""
+from stablehlo.errors import ParseError
+from stablehlo.text.parser import parse_attribute, parse_module, parse_type
+from stablehlo.text.printer import print_attribute, print_module, print_op, print_type
+
+__all__ = ["parse_module", "parse_type", "parse_attribute", "print_module", "print_op",
+           "print_attribute", "print_type", "ParseError"]

@@ -42,6 +42,7 @@ import binascii
 import math
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 
 from stablehlo.ir.types import FLOAT_PRECISION, FloatType, numpy_dtype
@@ -191,7 +192,7 @@ class _FloatFormat:
         self.dtype = numpy_dtype(FloatType(type_name))
         self.precision = FLOAT_PRECISION[type_name]
         self.bits_dtype = np.dtype(f"u{self.dtype.itemsize}")
-        smallest_normal = float(_finfo(self.dtype).smallest_normal)
+        smallest_normal = float(ml_dtypes.finfo(self.dtype).smallest_normal)
         self.min_exponent = math.frexp(smallest_normal)[1] - 1
 
     def round(self, exact: Fraction) -> Fraction:
@@ -221,14 +222,6 @@ class _FloatFormat:
             if "." in natural:
                 return natural
         return f"0x{bits:X}"
-
-
-def _finfo(dtype: np.dtype):
-    if dtype.kind == "f" and dtype.type in (np.float16, np.float32, np.float64):
-        return np.finfo(dtype)
-    import ml_dtypes
-
-    return ml_dtypes.finfo(dtype)
 
 
 _FORMATS: dict[str, _FloatFormat] = {}
@@ -263,7 +256,10 @@ def format_floats(arr: np.ndarray) -> list[str]:
 def format_float(value, type_name: str) -> str:
     """One scalar of element type ``type_name`` as MLIR prints it.
 
-    ``value`` is converted to the element type with numpy / ml_dtypes casting first.
+    ``value`` is converted to the element type with numpy / ml_dtypes casting first. Pass
+    values that already have the element's dtype where exact rounding matters: ml_dtypes
+    casts float64 to bf16 and the f8 types through float32, rounding twice (1 + 2**-8 +
+    2**-40 becomes bf16 1.0, not 1.0078125).
     """
     return format_float_array(np.asarray(value), type_name)[0]
 

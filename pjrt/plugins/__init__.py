@@ -1,0 +1,1 @@
+"""Backends shipped with OpenHLO; each lives in its own subpackage with a plugin.py."""

@@ -1,0 +1,1 @@
+"""The reference backend: runs programs with stablehlo's numpy interpreter."""

@@ -1,0 +1,212 @@
+"""Running reducer bodies (reduce, reduce_window, select_and_scatter) on whole arrays.
+
+A reducer body is a region ``(acc_0..acc_N-1, x_0..x_N-1) -> (r_0..r_N-1)``
+that StableHLO applies to scalars. The kernels here never loop over
+elements in Python:
+
+* ``binary_body_ops`` recognises the common bodies where every result is a
+  single commutative op (add, multiply, maximum, minimum, and, or, xor) of
+  its own pair of arguments; such reductions run as numpy ufunc reductions
+  (``fast_reduce``), in the accumulation dtype of accumulate.py;
+* any other body is applied lane-wise: its ops are elementwise, so running
+  the region once on arrays holding all lanes computes every scalar
+  application at once (``apply_body``). Bodies with ops that are not
+  elementwise fall back to one region run per lane.
+
+``tree_reduce`` folds the trailing axis of arrays with a body in a balanced
+tree whose in-order traversal is the input order, with the init values
+first: one of the schedules the spec allows (see Note [reduce schedule]).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from stablehlo.interpreter.accumulate import kind, to_result, widen
+from stablehlo.interpreter.lanes import LaneBody, NotLaneWise
+from stablehlo.ir.types import numpy_dtype
+
+# Note [reduce schedule]
+# The spec lets the implementation choose any binary tree over the inputs in
+# index order, with init values interspersed anywhere. We put the init value
+# at the far left and pair neighbours level by level; that needs only
+# ceil(log2(K)) region runs for K inputs per lane. Floating-point results
+# differ from XLA's sequential loops by rounding only, which the conformance
+# tolerances allow.
+
+_FAST_OPS = ("stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
+             "stablehlo.minimum", "stablehlo.and", "stablehlo.or", "stablehlo.xor")
+
+def body_dtypes(region) -> list[np.dtype]:
+    """The numpy dtypes of the accumulator arguments of a reducer body."""
+    args = region.blocks[0].arguments
+    half = len(args) // 2
+    return [numpy_dtype(a.type.element_type) for a in args[:half]]
+
+
+def binary_body_ops(region, n: int) -> list[str] | None:
+    """Op names if result i of the body is ``op_i(arg_i, arg_{n+i})``, else None."""
+    if len(region.blocks) != 1:
+        return None
+    block = region.blocks[0]
+    args = block.arguments
+    ops = block.operations
+    if len(args) != 2 * n or len(ops) != n + 1:
+        return None
+    term = ops[-1]
+    if term.name not in ("stablehlo.return", "func.return") or len(term.operands) != n:
+        return None
+    names = []
+    seen = set()
+    for i, value in enumerate(term.operands):
+        owner = value.owner
+        if value.is_block_argument or owner in seen or owner.name not in _FAST_OPS:
+            return None
+        if len(owner.operands) != 2 or owner.regions:
+            return None
+        if {id(v) for v in owner.operands} != {id(args[i]), id(args[n + i])}:
+            return None
+        if owner.results[0].type != args[i].type:
+            return None
+        seen.add(owner)
+        names.append(owner.name)
+    return names
+
+
+def body_ufunc(name: str, dtype) -> tuple[np.ufunc, np.dtype] | None:
+    """The numpy ufunc and compute dtype of a fast body op on ``dtype``, if any."""
+    k = kind(dtype)
+    short = name.split(".", 1)[1]
+    if k == "b":
+        table = {"add": np.logical_or, "or": np.logical_or, "maximum": np.logical_or,
+                 "multiply": np.logical_and, "and": np.logical_and,
+                 "minimum": np.logical_and, "xor": np.logical_xor}
+        return table[short], np.dtype(np.bool_)
+    if k in "iu":
+        table = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+                 "minimum": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
+                 "xor": np.bitwise_xor}
+        return table[short], np.dtype(np.uint64 if k == "u" else np.int64)
+    if k == "f":
+        if short in ("add", "multiply"):  # rounded in the body's type at every step
+            return (np.add if short == "add" else np.multiply), np.dtype(dtype)
+        table = {"maximum": np.maximum, "minimum": np.minimum}
+        wide = np.dtype(dtype) == np.float64
+        compute = np.dtype(np.float64 if wide else np.float32)  # exact: only picks a value
+        return (table[short], compute) if short in table else None
+    if k == "c" and short in ("add", "multiply"):
+        return (np.add if short == "add" else np.multiply), np.dtype(dtype)
+    return None
+
+
+def fast_reducible(names: list[str] | None, dtypes) -> bool:
+    return names is not None and all(body_ufunc(n, d) is not None for n, d in zip(names, dtypes))
+
+
+# Note [float reduction order]
+# Integer and min/max reductions give the same result in any order, so they
+# use numpy's ufunc.reduce. Float sums and products do not, and the
+# conformance checks (from XLA's CPU backend) allow only 3 ULPs: XLA folds a
+# window or a short reduction one element at a time, init first, in index
+# order, rounding every step in the body's element type (bf16 sums round to
+# bf16 at each step). We do the same up to SEQUENTIAL_LIMIT elements per
+# output; longer folds use a pairwise tree (still rounding in the body type,
+# a schedule the spec allows, and far more accurate than a long sequential
+# fold in a narrow type).
+SEQUENTIAL_LIMIT = 256
+
+
+def fast_reduce(name: str, x: np.ndarray, axes: tuple, init: np.ndarray) -> np.ndarray:
+    """``init (op) x[reduced over axes]`` for a fast body op, in ``x``'s dtype."""
+    ufunc, compute = body_ufunc(name, x.dtype)
+    init_c = widen(np.asarray(init), compute)
+    out_shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    if any(x.shape[a] == 0 for a in axes):
+        result = np.broadcast_to(init_c, out_shape)
+    elif kind(compute) in "fc" and ufunc in (np.add, np.multiply):
+        result = _ordered_reduce(ufunc, x.astype(compute, copy=False), axes, init_c)
+    else:
+        with np.errstate(all="ignore"):
+            result = ufunc(init_c, ufunc.reduce(widen(x, compute), axis=axes))
+    return to_result(np.asarray(result), x.dtype)
+
+
+def _ordered_reduce(ufunc, x: np.ndarray, axes: tuple, init: np.ndarray) -> np.ndarray:
+    """Float fold in index order (Note [float reduction order])."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    lanes = tuple(x.shape[d] for d in kept)
+    flat = np.transpose(x, kept + sorted(axes)).reshape(lanes + (-1,))
+    count = flat.shape[-1]
+    with np.errstate(all="ignore"):
+        if count <= SEQUENTIAL_LIMIT:
+            acc = np.broadcast_to(init, lanes).astype(x.dtype)
+            for i in range(count):
+                acc = ufunc(acc, flat[..., i])
+            return acc
+        while flat.shape[-1] > 1:
+            pairs = flat.shape[-1] // 2
+            merged = ufunc(flat[..., 0:2 * pairs:2], flat[..., 1:2 * pairs:2])
+            if flat.shape[-1] % 2:
+                merged = np.concatenate([merged, flat[..., -1:]], axis=-1)
+            flat = merged
+        return ufunc(init, flat[..., 0])
+
+
+class Body:
+    """A reducer region bound to an evaluation context, applied to arrays of lanes."""
+
+    def __init__(self, ctx, region):
+        self.ctx = ctx
+        self.region = region
+        self.lanes = LaneBody(ctx, region)
+        self.dtypes = [numpy_dtype(a.type.element_type) for a in region.blocks[0].arguments]
+
+    def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
+        """Apply the body lane-wise; all ``args`` broadcast to one lane shape."""
+        args = [np.asarray(a).astype(d, copy=False) for a, d in zip(args, self.dtypes)]
+        shape = np.broadcast_shapes(*(a.shape for a in args))
+        if shape == ():
+            return [np.asarray(r) for r in self.ctx.run_region(self.region, args)]
+        if self.lanes.accepts:
+            try:
+                results = self.lanes.run(args)
+                return [np.broadcast_to(r, shape) for r in results]
+            except NotLaneWise:
+                self.lanes.accepts = False
+        return self._per_lane(args, shape)
+
+    def _per_lane(self, args, shape) -> list[np.ndarray]:
+        full = [np.broadcast_to(a, shape) for a in args]
+        outs = None
+        for index in np.ndindex(*shape):
+            results = self.ctx.run_region(self.region, [np.asarray(a[index]) for a in full])
+            if outs is None:
+                outs = [np.empty(shape, dtype=np.asarray(r).dtype) for r in results]
+            for out, r in zip(outs, results):
+                out[index] = r
+        if outs is None:  # no lanes: result dtypes from the body's return types
+            term = self.region.blocks[0].operations[-1]
+            outs = [np.empty(shape, dtype=numpy_dtype(v.type.element_type))
+                    for v in term.operands]
+        return outs
+
+
+def tree_reduce(body: Body, xs: list[np.ndarray], inits: list[np.ndarray]) -> list[np.ndarray]:
+    """Reduce the last axis of every ``xs[i]`` with ``body``, starting from ``inits``.
+
+    ``xs`` share one shape ``(..., K)``; the results have shape ``(...)``.
+    """
+    lanes = xs[0].shape[:-1]
+    accs = list(xs)
+    if xs[0].shape[-1] == 0 or 0 in lanes:
+        return [np.broadcast_to(np.asarray(i), lanes).copy() for i in inits]
+    while accs[0].shape[-1] > 1:
+        count = accs[0].shape[-1]
+        pairs = count // 2
+        left = [a[..., 0:2 * pairs:2] for a in accs]
+        right = [a[..., 1:2 * pairs:2] for a in accs]
+        merged = body(*left, *right)
+        if count % 2:
+            merged = [np.concatenate([m, a[..., -1:]], axis=-1) for m, a in zip(merged, accs)]
+        accs = merged
+    heads = [a[..., 0] for a in accs]
+    return body(*[np.asarray(i) for i in inits], *heads)

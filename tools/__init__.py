@@ -1,0 +1,1 @@
+"""Command-line tools: the ``openhlo`` command, the conformance runner, benchmarks."""

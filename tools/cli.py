@@ -1,0 +1,66 @@
+"""The ``openhlo`` command: one entry point, one subcommand per tool.
+
+    openhlo run FILE.mlir [--backend NAME] [--inputs ARGS.npz] [--output OUT.npz]
+    openhlo opt FILE.mlir [--passes=a,b] [--pipeline=NAME] [--generic] [-o OUT]
+    openhlo conformance PATH... [--backend NAME] [--json OUT] [--jobs N] [--timeout S]
+    openhlo bench-text [PATH...]
+
+Errors in the input are reported on stderr as ``openhlo: error: ...`` (or
+``file:line:col: error: ...`` with the source line and a caret) with exit
+code 1; usage errors exit with code 2. ``--traceback`` shows the Python
+traceback of an error, for debugging OpenHLO itself.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from stablehlo.errors import OpenHLOError
+from stablehlo.registry import RegistryError
+
+from tools.diagnostics import CliError, format_error
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tools import bench_text, opt, run
+    from tools.conformance import command as conformance
+    parser = argparse.ArgumentParser(
+        prog="openhlo",
+        description="OpenHLO: run, transform, test and benchmark StableHLO programs.")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the Python traceback of errors (for debugging OpenHLO)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in (run, opt, conformance, bench_text):
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.sources = {}  # file name -> text, filled by read_source for error snippets
+    try:
+        return int(args.handler(args) or 0)
+    except (CliError, OpenHLOError, RegistryError) as exc:
+        _report(args, exc, format_error(exc, args.sources))
+        return 1
+    except KeyboardInterrupt:
+        print("openhlo: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # a bug in OpenHLO, not bad input: say so
+        _report(args, exc, f"openhlo: internal error: {type(exc).__name__}: {exc} "
+                           "(rerun with --traceback and report it)")
+        return 1
+
+
+def _report(args: argparse.Namespace, exc: BaseException, message: str) -> None:
+    if args.traceback:
+        traceback.print_exception(exc, file=sys.stderr)
+    sys.stderr.write(message.rstrip("\n") + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Run cases in worker processes, each with a deadline, surviving crashes.
+
+Each worker is a process that receives one case at a time over a pipe and
+sends back ``(status, message)``. The parent hands out cases, waits on the
+pipes and process sentinels, and:
+
+* kills a worker whose case runs past its deadline, records ``error: timed
+  out`` for that case, and starts a fresh worker;
+* records ``error: worker crashed`` for the case of a worker that died
+  (segfault, abort, out of memory) and starts a fresh worker.
+
+So one slow or crashing program costs its own case only. ``jobs=0`` runs the
+cases in this process, without deadlines (useful under a debugger).
+"""
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+import time
+from collections import deque
+from multiprocessing.connection import wait
+from typing import Callable
+
+from tools.conformance.discover import Case
+from tools.conformance.execute import ERROR, execute_case
+
+OnResult = Callable[[int, Case, str, str], None]
+
+
+def run_cases(cases: list[Case], backend: str, jobs: int, timeout: float,
+              on_result: OnResult) -> None:
+    """Run every case; ``on_result(index, case, status, message)`` for each."""
+    if jobs <= 0:
+        for i, case in enumerate(cases):
+            status, message = execute_case(case, backend)
+            on_result(i, case, status, message)
+        return
+    _Pool(backend, min(jobs, max(len(cases), 1)), timeout, on_result).run(cases)
+
+
+def _worker_main(conn, backend: str) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        index, case = task
+        conn.send((index, execute_case(case, backend)))
+
+
+class _Worker:
+    def __init__(self, ctx, backend: str):
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, backend), daemon=True)
+        self.process.start()
+        child.close()
+        self.task: tuple[int, Case] | None = None
+        self.deadline = 0.0
+
+    def start(self, index: int, case: Case, timeout: float) -> None:
+        self.task = (index, case)
+        self.deadline = time.monotonic() + timeout
+        self.conn.send(self.task)
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.process.kill()
+        else:
+            try:
+                self.conn.send(None)
+            except (BrokenPipeError, OSError):
+                self.process.kill()
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+class _Pool:
+    def __init__(self, backend: str, jobs: int, timeout: float, on_result: OnResult):
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        self.ctx = multiprocessing.get_context(method)
+        self.backend, self.jobs, self.timeout = backend, jobs, timeout
+        self.on_result = on_result
+
+    def run(self, cases: list[Case]) -> None:
+        pending = deque(enumerate(cases))
+        workers = [_Worker(self.ctx, self.backend) for _ in range(self.jobs)]
+        try:
+            while pending or any(w.task for w in workers):
+                for w in workers:
+                    if w.task is None and pending:
+                        w.start(*pending.popleft(), self.timeout)
+                self._collect(workers)
+        finally:
+            for w in workers:
+                w.stop(kill=w.task is not None)
+
+    def _collect(self, workers: list[_Worker]) -> None:
+        busy = [w for w in workers if w.task is not None]
+        horizon = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+        wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=horizon)
+        now = time.monotonic()
+        for slot, w in enumerate(workers):
+            if w.task is None:
+                continue
+            index, case = w.task
+            if w.conn.poll():
+                try:
+                    got_index, (status, message) = w.conn.recv()
+                except (EOFError, OSError):
+                    workers[slot] = self._replace(w, index, case, self._crash_message(w))
+                    continue
+                w.task = None
+                self.on_result(got_index, case, status, message)
+            elif not w.process.is_alive():
+                workers[slot] = self._replace(w, index, case, self._crash_message(w))
+            elif now >= w.deadline:
+                workers[slot] = self._replace(w, index, case,
+                                              f"timed out after {self.timeout:g} s")
+
+    def _replace(self, w: _Worker, index: int, case: Case, message: str) -> _Worker:
+        """Record ``message`` as the case's error and put a fresh worker in ``w``'s place."""
+        w.task = None
+        w.stop(kill=True)
+        self.on_result(index, case, ERROR, message)
+        return _Worker(self.ctx, self.backend)
+
+    @staticmethod
+    def _crash_message(w: _Worker) -> str:
+        w.process.join(timeout=1)
+        code = w.process.exitcode
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"worker crashed ({name})"
+        return f"worker crashed (exit code {code})"

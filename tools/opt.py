@@ -1,0 +1,90 @@
+"""``openhlo opt``: parse, verify, optionally transform, and print a module.
+
+With ``--passes=a,b{opt=v}`` or ``--pipeline=NAME`` the module goes through
+xla_core passes (verified after each one) before it is printed; without
+either it is printed back as parsed, which makes ``opt`` the round-trip tool.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tools.diagnostics import CliError, read_source
+
+
+def add_parser(subparsers) -> None:
+    from xla_core.passes import PASSES, PIPELINES
+    p = subparsers.add_parser(
+        "opt", help="parse, verify, transform and print a StableHLO module",
+        description="Parse and verify a StableHLO module, optionally run xla_core passes "
+                    "on it, and print it (pretty form unless --generic).")
+    p.add_argument("file", metavar="FILE.mlir", help="program text; '-' reads stdin")
+    p.add_argument("--generic", action="store_true", help="print every op in generic form")
+    p.add_argument("--split-input-file", action="store_true",
+                   help="treat each '// -----' chunk as a separate module")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--passes", metavar="LIST",
+                       help="comma-separated passes with options, e.g. inline,dce "
+                            f"(known: {', '.join(map(str, PASSES.names()))})")
+    group.add_argument("--pipeline", metavar="NAME",
+                       help="a registered pipeline "
+                            f"(known: {', '.join(map(str, PIPELINES.names()))})")
+    p.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
+                   help="skip this pass of the pipeline (repeatable)")
+    p.add_argument("--print-after-all", action="store_true",
+                   help="print the module to stderr after every pass")
+    p.add_argument("--timing", action="store_true", help="report pass times on stderr")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the module here, not to stdout")
+    p.set_defaults(handler=opt_command)
+
+
+def opt_command(args: argparse.Namespace) -> int:
+    from tools.conformance.discover import split_chunks
+    text, filename = read_source(args.file, args.sources)
+    pipeline = _pipeline(args)
+    if args.split_input_file:
+        # Pad each chunk with newlines so diagnostics keep the file's line numbers.
+        chunks = ["\n" * (line - 1) + chunk for _, line, chunk in split_chunks(text)]
+    else:
+        chunks = [text]
+    outputs = [_process(chunk, filename, pipeline, args) for chunk in chunks]
+    _write(args.output, "// -----\n".join(outputs))
+    return 0
+
+
+def _process(text: str, filename: str, pipeline, args: argparse.Namespace) -> str:
+    import stablehlo
+    from stablehlo.text import print_module
+    module = stablehlo.parse(text, filename)
+    if pipeline is not None:
+        from xla_core.passes import PassContext
+        ctx = PassContext(timing=args.timing, print_after_all=args.print_after_all,
+                          disabled=frozenset(args.disable_pass), dump=sys.stderr)
+        pipeline.run(module, ctx)
+        if args.timing:
+            sys.stderr.write(ctx.timing_report() + "\n")
+    out = print_module(module, generic=args.generic)
+    return out if out.endswith("\n") else out + "\n"
+
+
+def _pipeline(args):
+    from xla_core.passes import Pipeline, make_pipeline, parse_pass_list
+    if args.passes is not None:
+        return Pipeline("opt", parse_pass_list(args.passes))
+    if args.pipeline is not None:
+        return make_pipeline(args.pipeline)
+    if args.disable_pass or args.print_after_all or args.timing:
+        raise CliError("--disable-pass, --print-after-all and --timing need --passes or "
+                       "--pipeline")
+    return None
+
+
+def _write(path: str | None, text: str) -> None:
+    if path is None or path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,106 @@
+"""``openhlo run``: run a program's entry function on a backend.
+
+Parse the file, compile it on the backend (which verifies it), run the entry
+function on the arguments from an ``.npz`` file (``arg0``, ``arg1``, ...) or on
+random arguments of the right types, then print the results or save them as
+``out0``, ``out1``, ... in an ``.npz`` file.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import zipfile
+
+import numpy as np
+
+from pjrt.registry import DEFAULT_BACKEND, available_backends, make_client
+from stablehlo.ir.types import Type
+
+from tools.diagnostics import CliError, read_source
+from tools.random_inputs import random_arguments
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="run a StableHLO program on a backend",
+        description="Run the entry function of a StableHLO program on a backend and print "
+                    "or save its results. Without --inputs the arguments are random values "
+                    "of the right types (see --seed).")
+    p.add_argument("file", metavar="FILE.mlir", help="program text; '-' reads stdin")
+    p.add_argument("--backend", default=DEFAULT_BACKEND,
+                   help=f"backend to run on (default: {DEFAULT_BACKEND}; known: "
+                        f"{', '.join(available_backends())})")
+    p.add_argument("--inputs", metavar="ARGS.npz",
+                   help="arguments as arrays named arg0, arg1, ... (np.savez)")
+    p.add_argument("--output", "-o", metavar="OUT.npz",
+                   help="save results as out0, out1, ... instead of printing them")
+    p.add_argument("--entry", default=None,
+                   help="function to run (default: @main, else the only function)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random arguments (default 0)")
+    p.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from stablehlo.text import parse_module
+    text, filename = read_source(args.file, args.sources)
+    module = parse_module(text, filename)
+    client = make_client(args.backend)
+    exe = client.compile(module, entry=args.entry)
+    if args.inputs:
+        inputs = load_inputs(args.inputs, exe.parameter_types, exe.entry)
+    else:
+        inputs = random_arguments(exe.parameter_types, args.seed)
+    results = exe.execute(inputs)
+    if args.output:
+        save_results(args.output, results)
+    else:
+        sys.stdout.write(format_results(results, exe.result_types))
+    return 0
+
+
+def load_inputs(path: str, types: list[Type], entry: str) -> list:
+    """Arrays ``arg0..argN-1`` of ``path``; names are checked, types by execute()."""
+    if os.path.exists(path) and not zipfile.is_zipfile(path):
+        raise CliError(f"cannot read inputs {path}: not an .npz archive (write it with np.savez)")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except OSError as exc:
+        raise CliError(f"cannot read inputs {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CliError(f"cannot read inputs {path}: {exc}") from None
+    expected = [f"arg{i}" for i in range(len(types))]
+    missing = [name for name in expected if name not in arrays]
+    extra = sorted(set(arrays) - set(expected))
+    signature = ", ".join(f"arg{i}: {t}" for i, t in enumerate(types)) or "no arguments"
+    if missing or extra:
+        problems = []
+        if missing:
+            problems.append("missing " + ", ".join(missing))
+        if extra:
+            problems.append("unexpected " + ", ".join(extra))
+        raise CliError(f"inputs {path}: {'; '.join(problems)} (@{entry} takes {signature})")
+    return [arrays[name] for name in expected]
+
+
+def save_results(path: str, results: list) -> None:
+    arrays = {}
+    for i, value in enumerate(results):
+        if not isinstance(value, np.ndarray):
+            raise CliError(f"result {i} is a {type(value).__name__}, which .npz cannot hold")
+        arrays[f"out{i}"] = value
+    try:
+        np.savez(path, **arrays)
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def format_results(results: list, types: list[Type]) -> str:
+    """Each result as ``outN: TYPE`` and its values in numpy's printing."""
+    lines = []
+    for i, value in enumerate(results):
+        type_text = str(types[i]) if i < len(types) else "?"
+        lines.append(f"out{i}: {type_text}")
+        lines.append(np.array2string(value) if isinstance(value, np.ndarray) else repr(value))
+    return "\n".join(lines) + ("\n" if lines else "")
