@@ -13,9 +13,9 @@ bounds are skipped element by element. Three ways to apply the region, all
 giving the same results (tests compare them):
 
 * a region that just returns its update arguments: last write wins;
-* a region of elementwise scalar ops: evaluated on arrays, in rounds so that
-  the k-th update to each result element is applied in round k (duplicates
-  stay sequential);
+* a lane-wise region (elementwise scalar ops, see lanes.py): evaluated on
+  arrays, in rounds so that the k-th update to each result element is
+  applied in round k (duplicates stay sequential);
 * otherwise: one ``ctx.run_region`` call per update element.
 
 The inputs are never modified: results start as copies.

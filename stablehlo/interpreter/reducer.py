@@ -134,8 +134,8 @@ def _ordered_reduce(ufunc, x: np.ndarray, axes: tuple, init: np.ndarray) -> np.n
     """Float fold in index order (Note [float reduction order])."""
     kept = [d for d in range(x.ndim) if d not in axes]
     lanes = tuple(x.shape[d] for d in kept)
-    flat = np.transpose(x, kept + sorted(axes)).reshape(lanes + (-1,))
-    count = flat.shape[-1]
+    count = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
+    flat = np.transpose(x, kept + sorted(axes)).reshape(lanes + (count,))
     with np.errstate(all="ignore"):
         if count <= SEQUENTIAL_LIMIT:
             acc = np.broadcast_to(init, lanes).astype(x.dtype)

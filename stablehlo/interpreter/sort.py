@@ -8,9 +8,9 @@ comparator that is a strict weak order (tests compare them):
 
 1. the comparator is one ``compare LT|GT`` of operand 0's pair on integers or
    IEEE floats (TOTALORDER, or FLOAT on NaN-free keys): a numpy stable argsort;
-2. the comparator is lane-wise (see lanes.py): a bottom-up
-   merge sort where every merge step places all elements at once by binary
-   search, with one comparator evaluation over arrays per search step;
+2. the comparator is lane-wise (see lanes.py): a bottom-up merge sort where
+   every merge step places all elements at once by binary search, with one
+   comparator evaluation over arrays per search step;
 3. otherwise (or when the comparator is no strict weak order, so 2 cannot
    place elements consistently): Python's stable sort calling the comparator
    per pair.

@@ -455,3 +455,39 @@ def test_scatter_rounds_equal_one_by_one_with_real_kernels(monkeypatch):
     for f, s, e in zip(fast, slow, expected):
         np.testing.assert_array_equal(f, e)
         np.testing.assert_array_equal(s, e)
+
+
+BINARY_SCATTER = """
+func.func @main(%input: tensor<5x3x{t}>, %indices: tensor<40x1xi32>, %updates: tensor<40x3x{t}>)
+    -> tensor<5x3x{t}> {{
+  %0 = "stablehlo.scatter"(%input, %indices, %updates) <{{
+      scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1],
+        inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}}> ({{
+  ^bb0(%a: tensor<{t}>, %b: tensor<{t}>):
+    %1 = stablehlo.{op} %a, %b : tensor<{t}>
+    stablehlo.return %1 : tensor<{t}>
+  }}) : (tensor<5x3x{t}>, tensor<40x1xi32>, tensor<40x3x{t}>) -> tensor<5x3x{t}>
+  return %0 : tensor<5x3x{t}>
+}}
+"""
+
+
+@pytest.mark.parametrize("op,t,dtype", [("add", "bf16", ml_dtypes.bfloat16),
+                                        ("multiply", "i8", np.int8),
+                                        ("maximum", "f16", np.float16),
+                                        ("or", "i1", np.bool_),
+                                        ("add", "complex<f32>", np.complex64)])
+def test_binary_scatter_rounds_equal_one_by_one_with_real_kernels(op, t, dtype, monkeypatch):
+    interpreter = pytest.importorskip("stablehlo.interpreter")
+    from stablehlo.text import parse_module
+    text = BINARY_SCATTER.format(t=t, op=op)
+    values = lambda shape: (RNG.standard_normal(shape) * 3).astype(dtype)  # noqa: E731
+    args = [values((5, 3)), RNG.integers(-1, 6, size=(40, 1)).astype(np.int32),
+            values((40, 3))]
+    with monkeypatch.context() as patch:
+        patch.setattr(indexing, "_apply_one_by_one", None)
+        (fast,) = interpreter.evaluate(parse_module(text), args)
+    force_slow_path(monkeypatch, indexing)
+    (slow,) = interpreter.evaluate(parse_module(text), args)
+    assert fast.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(fast, slow)
