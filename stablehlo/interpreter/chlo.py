@@ -18,6 +18,7 @@ from stablehlo.interpreter.elementwise import (multiply, result_dtype, total_ord
 from stablehlo.interpreter.elementwise_math import apply_unary
 from stablehlo.interpreter.kernels import kernel
 from stablehlo.ir.attributes import attr_to_python
+from stablehlo.ir.types import numpy_dtype
 
 # op name -> (function on float64, function on complex128 or None)
 _UNARY_MATH = {
@@ -245,3 +246,46 @@ def top_k(ctx, op, operand):
     order = np.argsort(_descending_keys(op, operand), axis=-1, kind="stable")[..., :k]
     values = np.take_along_axis(operand, order, axis=-1)
     return [values, order.astype(result_dtype(op, 1))]
+
+
+# ---------------------------------------------------------------------------
+# scan
+
+
+def _segments(op, name: str, total: int, default_first: int) -> tuple[int, int]:
+    attr = op.attributes.get(name)
+    if attr is None:
+        return default_first, total - default_first
+    sizes = [int(v) for v in attr_to_python(attr)]
+    if len(sizes) != 2 or sum(sizes) != total:
+        raise InterpreterError(f"{op.where()}: {name} {sizes} does not split {total} values "
+                               f"in two")
+    return sizes[0], sizes[1]
+
+
+@kernel("chlo.scan", multi=True)
+def scan(ctx, op, *operands):
+    """Run the body once per index along ``dimension`` (backwards if is_reverse).
+
+    The body takes one slice of every input (the scan dimension removed) and
+    the carries, and returns the output slices followed by the new carries.
+    """
+    num_inputs, num_inits = _segments(op, "operandSegmentSizes", len(operands),
+                                      len(operands) // 2)
+    num_outputs, _ = _segments(op, "resultSegmentSizes", len(op.results), num_inits)
+    inputs, carries = list(operands[:num_inputs]), list(operands[num_inputs:])
+    dimension = int(attr_to_python(op.attributes["dimension"]))
+    reverse = bool(attr_to_python(op.attributes.get("is_reverse", False)))
+    length = inputs[0].shape[dimension] if inputs else 0
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    slices: list[list] = [[None] * length for _ in range(num_outputs)]
+    for index in steps:
+        args = [np.take(x, index, axis=dimension) for x in inputs] + carries
+        results = ctx.run_region(op.regions[0], args)
+        for k in range(num_outputs):
+            slices[k][index] = np.asarray(results[k])
+        carries = list(results[num_outputs:])
+    outputs = [np.stack(parts, axis=dimension) if parts else
+               np.zeros(t.shape, numpy_dtype(t.element_type))
+               for parts, t in zip(slices, op.result_types[:num_outputs])]
+    return outputs + carries

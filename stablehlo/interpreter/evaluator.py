@@ -24,6 +24,7 @@ op and its location, with the original exception chained as the cause.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Optional, Sequence
 
@@ -36,6 +37,7 @@ from stablehlo.interpreter.kernels import KERNELS
 from stablehlo.interpreter.values import TOKEN, Token, coerce, type_name
 
 _TERMINATORS = frozenset({"stablehlo.return", "func.return"})
+ndarray = np.ndarray
 
 
 class Scope:
@@ -170,8 +172,9 @@ class EvalContext:
                 raise InterpreterError(f"{op.where()}: kernel returned {len(outs)} results, "
                                        f"expected {len(results)}")
             for result, out, spec in zip(results, outs, specs):
-                if spec is None or out.__class__ is not np.ndarray or out.dtype != spec[0] \
-                        or out.shape != spec[1]:
+                # Fast path: an array of exactly the declared dtype and shape.
+                if spec is None or out.__class__ is not ndarray or out.shape != spec[1] or \
+                        (out.dtype is not spec[0] and out.dtype != spec[0]):
                     out = _coerce_result(out, result, op)
                 values[result] = out
         if terminator is None:
@@ -219,6 +222,7 @@ def _raiser(error: Exception, cause: Exception):
     return run
 
 
+@functools.lru_cache(maxsize=4096)
 def _result_spec(type: Type):
     """(dtype, shape) for the fast result check, or None to always coerce."""
     if isinstance(type, TensorType) and type.is_static:

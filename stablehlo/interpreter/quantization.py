@@ -94,8 +94,11 @@ def zero_storage(type: Type):
 # Planning
 
 def _has_quantized(op: Operation) -> bool:
-    return any(quantized_element(v.type) is not None for v in op.operands) or \
-        any(quantized_element(v.type) is not None for v in op.results)
+    for value in op.operands + op.results:
+        type = value.type
+        if isinstance(type, TensorType) and isinstance(type.element_type, QuantizedType):
+            return True
+    return False
 
 
 def _same_params(op: Operation) -> bool:

@@ -88,6 +88,8 @@ class Tokens:
         """How a token is named in 'found ...' messages."""
         if self.kinds[index] == EOF:
             return "end of input"
+        if self.kinds[index] == "error" and self.texts[index] == '"':
+            return "an unterminated string"
         text = self.texts[index]
         if len(text) > 40:
             text = text[:37] + "..."

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import stablehlo.interpreter.indexing as indexing
-from kernel_harness import (FakeCtx, binary_region, call, call1, force_slow_path,
+from kernel_harness import (FakeCtx, binary_region, boolean, call, call1, force_slow_path,
                             gather_dims, i64, i64s, make_op, region, scatter_dims, ttype,
                             use_test_kernels)
 from stablehlo.errors import InterpreterError
@@ -235,8 +235,8 @@ def scatter_op(inputs, indices, updates, dn, update_region, result_dtypes=None):
              + [ttype(u.shape, u.dtype) for u in updates])
     return make_op("stablehlo.scatter", types,
                    [ttype(inputs[0].shape, d) for d in result_dtypes],
-                   {"scatter_dimension_numbers": dn, "indices_are_sorted": False,
-                    "unique_indices": False}, [update_region])
+                   {"scatter_dimension_numbers": dn, "indices_are_sorted": boolean(False),
+                    "unique_indices": boolean(False)}, [update_region])
 
 
 SPEC_SCATTER_DN = scatter_dims(update_window_dims=[3, 4], inserted_window_dims=[1],
@@ -491,3 +491,10 @@ def test_binary_scatter_rounds_equal_one_by_one_with_real_kernels(op, t, dtype, 
     (slow,) = interpreter.evaluate(parse_module(text), args)
     assert fast.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(fast, slow)
+
+
+def test_returned_arguments_recogniser():
+    from stablehlo.interpreter.region_patterns import returned_arguments
+    assert returned_arguments(region([np.float32] * 2, lambda b, old, new: new)) == [1]
+    assert returned_arguments(region([np.float32] * 4, lambda b, a, c, d, e: [d, e])) == [2, 3]
+    assert returned_arguments(binary_region("stablehlo.add", np.float32)) is None

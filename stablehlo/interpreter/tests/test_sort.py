@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import stablehlo.interpreter.sort as sort_module
-from kernel_harness import (FakeCtx, binary_region, call, call1, force_slow_path, i64,
-                            i64s, make_op, region, ttype, use_test_kernels)
+from kernel_harness import (FakeCtx, binary_region, boolean, call, call1, force_slow_path,
+                            i64, i64s, make_op, region, ttype, use_test_kernels)
 from stablehlo.errors import InterpreterError
 
 RNG = np.random.default_rng(2)
@@ -22,7 +22,7 @@ RNG = np.random.default_rng(2)
 def sort_op(inputs, comparator, dimension=0, is_stable=True):
     types = [ttype(x.shape, x.dtype) for x in inputs]
     return make_op("stablehlo.sort", types, types,
-                   {"dimension": i64(dimension), "is_stable": is_stable}, [comparator])
+                   {"dimension": i64(dimension), "is_stable": boolean(is_stable)}, [comparator])
 
 
 def compare_region(direction, dtypes, compare_type=None, swapped=False):
@@ -278,3 +278,24 @@ def test_jax_comparator_lanes_equal_per_pair_with_real_kernels(monkeypatch):
         np.testing.assert_array_equal(fast[1][row], payload[row, expected])
     np.testing.assert_array_equal(fast[0].view(np.uint16), slow[0].view(np.uint16))
     np.testing.assert_array_equal(fast[1], slow[1])
+
+
+def test_single_compare_recogniser():
+    from stablehlo.interpreter.region_patterns import single_compare
+    assert single_compare(compare_region("LT", [np.int32], "SIGNED")) == ("LT", "SIGNED")
+    assert single_compare(compare_region("LT", [np.int32], swapped=True)) == ("GT", None)
+    # a compare of the second operand's pair is not a sort on the first operand
+    other = region([np.int32] * 4, lambda b, p, q, r, s: b.compare("LT", r, s))
+    assert single_compare(other) is None
+    assert single_compare(jax_total_order_region_as_region(np.float32)) is None
+
+
+def jax_total_order_region_as_region(dtype):
+    return region([dtype, dtype], jax_total_order_region(dtype))
+
+
+def test_single_compare_fast_path_skips_region_evaluation(monkeypatch):
+    monkeypatch.setattr(sort_module, "LaneBody", None)  # must not be reached
+    x = np.array([3, 1, 2, 1], np.int64)
+    (r,) = call(sort_op([x], compare_region("LT", [np.int64])), x, ctx=FakeCtx())
+    np.testing.assert_array_equal(r, [1, 1, 2, 3])

@@ -12,7 +12,7 @@ import numpy as np
 
 from stablehlo.ir.ops.base import op_error
 from stablehlo.ir.ops.shape_inference import (
-    Rule, bool_attr, check_in_range, expect_num_operands, int_attr, int_matrix,
+    Rule, bool_attr, check_in_range, expect_num_operands, int_attr, int_matrix, is_promotable,
     reducer_types, shapes_compatible, tensor_operand, tensor_operands,
 )
 from stablehlo.ir.types import TensorType, UI32
@@ -30,14 +30,38 @@ def _group_size(op, name: str = "replica_groups"):
     return int(groups.shape[1])
 
 
-def _check_global_ids(op) -> None:
-    if not bool_attr(op, "use_global_device_ids"):
-        return
+def _channel_id(op) -> int:
     handle = op.attributes.get("channel_handle")
     value = handle.get("handle") if hasattr(handle, "get") else None
-    if not isinstance(value, int) or value <= 0:
+    return value if isinstance(value, int) else 0
+
+
+def _process_group_size(op):
+    """Processes per group, or None when it depends on the device configuration.
+
+    With a channel and without ``use_global_device_ids`` the mode is
+    ``cross_replica_and_partition``: every replica group spans all partitions,
+    whose number is not known here.
+    """
+    group = _group_size(op)
+    global_ids = bool_attr(op, "use_global_device_ids")
+    if global_ids and _channel_id(op) <= 0:
         raise op_error(op, "use_global_device_ids requires a channel_handle with "
                            "handle > 0")
+    if _channel_id(op) > 0 and not global_ids:
+        return None
+    return group
+
+
+def _binary_reducer(op, types: list) -> object:
+    """The element type E of a ``(tensor<E>, tensor<E>) -> tensor<E>`` computation
+    applied to every operand (all_reduce and friends)."""
+    (elem,) = reducer_types(op, 0, types[:1], types[:1], "computation", "operand")
+    for i, t in enumerate(types[1:], start=1):
+        if not is_promotable(t.element_type, elem):
+            raise op_error(op, f"operand #{i} has element type {t.element_type}, which cannot "
+                               f"be promoted to the computation's {elem}")
+    return elem
 
 
 def _scaled(size, factor, divide: bool):
@@ -56,8 +80,7 @@ def _infer_all_gather(op):
     if not types:
         raise op_error(op, "expected at least 1 operand, got 0")
     dim = int_attr(op, "all_gather_dim")
-    group = _group_size(op)
-    _check_global_ids(op)
+    group = _process_group_size(op)
     results = []
     for t in types:
         check_in_range(op, "attribute 'all_gather_dim'", [dim], 0, t.rank)
@@ -71,10 +94,9 @@ def _infer_all_reduce(op):
     types = tensor_operands(op)
     if not types:
         raise op_error(op, "expected at least 1 operand, got 0")
-    _group_size(op)
-    _check_global_ids(op)
-    elems = reducer_types(op, 0, types, types, "computation", "operand")
-    return [t.with_element_type(e) for t, e in zip(types, elems)]
+    _process_group_size(op)
+    elem = _binary_reducer(op, types)
+    return [t.with_element_type(elem) for t in types]
 
 
 def _infer_reduce_scatter(op):
@@ -82,12 +104,11 @@ def _infer_reduce_scatter(op):
     t = tensor_operand(op, 0)
     dim = int_attr(op, "scatter_dimension")
     check_in_range(op, "attribute 'scatter_dimension'", [dim], 0, t.rank)
-    group = _group_size(op)
-    _check_global_ids(op)
+    group = _process_group_size(op)
     if group is not None and t.shape[dim] is not None and t.shape[dim] % group:
         raise op_error(op, f"operand dimension {dim} has size {t.shape[dim]}, which is not "
                            f"a multiple of the replica group size {group}")
-    (elem,) = reducer_types(op, 0, [t], [t], "computation", "operand")
+    elem = _binary_reducer(op, [t])
     shape = list(t.shape)
     shape[dim] = _scaled(shape[dim], group, divide=True)
     return [t.with_shape(shape).with_element_type(elem)]
@@ -135,8 +156,8 @@ def _infer_collective_permute(op):
 def _infer_collective_reduce(op):
     types = tensor_operands(op)
     _group_size(op)
-    elems = reducer_types(op, 0, types, types, "computation", "operand")
-    return [t.with_element_type(e) for t, e in zip(types, elems)]
+    elem = _binary_reducer(op, types)
+    return [t.with_element_type(elem) for t in types]
 
 
 def _check_collective_broadcast(op):
