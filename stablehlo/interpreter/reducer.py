@@ -7,15 +7,14 @@ elements in Python:
 * ``binary_body_ops`` recognises the common bodies where every result is a
   single commutative op (add, multiply, maximum, minimum, and, or, xor) of
   its own pair of arguments; such reductions run as numpy ufunc reductions
-  (``fast_reduce``), in the accumulation dtype of accumulate.py;
-* any other body is applied lane-wise: its ops are elementwise, so running
-  the region once on arrays holding all lanes computes every scalar
-  application at once (``apply_body``). Bodies with ops that are not
+  (``fast_reduce``);
+* any other body is applied lane-wise (``Body``, via lanes.py): its ops are
+  elementwise, so running the region once on arrays holding all lanes
+  computes every scalar application at once. Bodies with ops that are not
   elementwise fall back to one region run per lane.
 
-``tree_reduce`` folds the trailing axis of arrays with a body in a balanced
-tree whose in-order traversal is the input order, with the init values
-first: one of the schedules the spec allows (see Note [reduce schedule]).
+``fold_reduce`` folds the trailing axis of arrays with a body. The order of
+float folds follows XLA's where it can (Note [float reduction order]).
 """
 from __future__ import annotations
 
@@ -24,14 +23,6 @@ import numpy as np
 from stablehlo.interpreter.accumulate import kind, to_result, widen
 from stablehlo.interpreter.lanes import LaneBody, NotLaneWise
 from stablehlo.ir.types import numpy_dtype
-
-# Note [reduce schedule]
-# The spec lets the implementation choose any binary tree over the inputs in
-# index order, with init values interspersed anywhere. We put the init value
-# at the far left and pair neighbours level by level; that needs only
-# ceil(log2(K)) region runs for K inputs per lane. Floating-point results
-# differ from XLA's sequential loops by rounding only, which the conformance
-# tolerances allow.
 
 _FAST_OPS = ("stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
              "stablehlo.minimum", "stablehlo.and", "stablehlo.or", "stablehlo.xor")
@@ -103,15 +94,18 @@ def fast_reducible(names: list[str] | None, dtypes) -> bool:
 
 
 # Note [float reduction order]
-# Integer and min/max reductions give the same result in any order, so they
-# use numpy's ufunc.reduce. Float sums and products do not, and the
+# The spec lets the implementation fold the inputs with any binary tree
+# whose in-order traversal is the index order, init values anywhere.
+# Integer and min/max reductions give the same result for every tree, so
+# they use numpy's ufunc.reduce. Float sums and products do not, and the
 # conformance checks (from XLA's CPU backend) allow only 3 ULPs: XLA folds a
 # window or a short reduction one element at a time, init first, in index
 # order, rounding every step in the body's element type (bf16 sums round to
 # bf16 at each step). We do the same up to SEQUENTIAL_LIMIT elements per
-# output; longer folds use a pairwise tree (still rounding in the body type,
-# a schedule the spec allows, and far more accurate than a long sequential
-# fold in a narrow type).
+# output, for single-op bodies and general bodies alike; longer folds use a
+# pairwise tree (init first, neighbours paired level by level: log2(K) body
+# runs, still rounding in the body type, and far more accurate than a long
+# sequential fold in a narrow type).
 SEQUENTIAL_LIMIT = 256
 
 
@@ -190,22 +184,28 @@ class Body:
         return outs
 
 
-def tree_reduce(body: Body, xs: list[np.ndarray], inits: list[np.ndarray]) -> list[np.ndarray]:
+def fold_reduce(body: Body, xs: list[np.ndarray], inits: list[np.ndarray]) -> list[np.ndarray]:
     """Reduce the last axis of every ``xs[i]`` with ``body``, starting from ``inits``.
 
     ``xs`` share one shape ``(..., K)``; the results have shape ``(...)``.
     """
     lanes = xs[0].shape[:-1]
-    accs = list(xs)
-    if xs[0].shape[-1] == 0 or 0 in lanes:
+    count = xs[0].shape[-1]
+    if count == 0 or 0 in lanes:
         return [np.broadcast_to(np.asarray(i), lanes).copy() for i in inits]
+    if count <= SEQUENTIAL_LIMIT:
+        accs = [np.asarray(i) for i in inits]
+        for k in range(count):
+            accs = body(*accs, *[x[..., k] for x in xs])
+        return accs
+    accs = list(xs)
     while accs[0].shape[-1] > 1:
-        count = accs[0].shape[-1]
-        pairs = count // 2
+        size = accs[0].shape[-1]
+        pairs = size // 2
         left = [a[..., 0:2 * pairs:2] for a in accs]
         right = [a[..., 1:2 * pairs:2] for a in accs]
         merged = body(*left, *right)
-        if count % 2:
+        if size % 2:
             merged = [np.concatenate([m, a[..., -1:]], axis=-1) for m, a in zip(merged, accs)]
         accs = merged
     heads = [a[..., 0] for a in accs]

@@ -3,7 +3,7 @@
 ``results...[j] = body-fold of inputs...[j with ':' at dimensions]`` with the
 init values, computed in the body's element types (``is_promotable``: an i8
 input may be reduced by an i32 body). Single-op bodies run as numpy ufunc
-reductions; any other body runs lane-wise in a balanced tree (reducer.py).
+reductions; any other body runs lane-wise (reducer.py).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from stablehlo.interpreter.kernels import kernel
 from stablehlo.interpreter.opattrs import fail, int_list
 from stablehlo.interpreter.reducer import (Body, binary_body_ops, body_dtypes, fast_reduce,
-                                           fast_reducible, tree_reduce)
+                                           fast_reducible, fold_reduce)
 
 
 def split_operands(op, operands) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -57,7 +57,7 @@ def reduce_axes(ctx, op, region, inputs, inits, axes: tuple) -> list[np.ndarray]
     lanes = tuple(inputs[0].shape[d] for d in kept)
     count = int(np.prod([inputs[0].shape[d] for d in reduced], dtype=np.int64))
     flat = [np.transpose(x, kept + reduced).reshape(lanes + (count,)) for x in inputs]
-    return tree_reduce(Body(ctx, region), flat, inits)
+    return fold_reduce(Body(ctx, region), flat, inits)
 
 
 @kernel("stablehlo.reduce", multi=True)

@@ -93,7 +93,7 @@ def select_and_scatter(ctx, op, operand, source, init_value):
     if values.shape[:rank] != np.shape(source):
         raise fail(op, f"source has shape {np.shape(source)}, expected {values.shape[:rank]}")
     chosen = _select(Body(ctx, op.regions[0]), values, indices, rank)
-    return _scatter(ctx, op, op.regions[1], chosen, np.asarray(source), init_value,
+    return _scatter(ctx, op.regions[1], chosen, np.asarray(source), init_value,
                     operand.shape)
 
 
@@ -117,9 +117,10 @@ def _select(select: Body, values: np.ndarray, indices: np.ndarray, rank: int) ->
     return best_index
 
 
-def _scatter(ctx, op, region, targets, source, init_value, shape) -> np.ndarray:
+def _scatter(ctx, region, targets, source, init_value, shape) -> np.ndarray:
     """``result[t] = fold(scatter, init, source values with target t)`` in source order."""
-    dtype = Body(ctx, region).dtypes[0]
+    body = Body(ctx, region)
+    dtype = body.dtypes[0]
     flat_targets = targets.reshape(-1)
     values = source.reshape(-1).astype(dtype, copy=False)
     keep = flat_targets >= 0
@@ -134,7 +135,6 @@ def _scatter(ctx, op, region, targets, source, init_value, shape) -> np.ndarray:
         ufunc.at(acc, flat_targets, widen(values, compute))
         return to_result(acc, dtype).reshape(shape)
     acc = np.full(size, init, dtype=dtype)
-    body = Body(ctx, region)
     order = np.argsort(flat_targets, kind="stable")
     flat_targets, values = flat_targets[order], values[order]
     starts = np.r_[0, np.flatnonzero(np.diff(flat_targets)) + 1]

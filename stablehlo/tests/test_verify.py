@@ -251,6 +251,20 @@ def test_verify_op_checks_one_op_in_context():
         verify_op(negate)
 
 
+# ops checked only structurally or by verify.py itself (functions, symbols, terminators)
+STRUCTURAL_ONLY = {"builtin.module", "func.func", "func.return", "func.call", "stablehlo.return",
+                   "interpreter.run_parallel", "stablehlo.async_start", "stablehlo.async_done",
+                   "stablehlo.einsum", "stablehlo.unary_einsum"}
+
+
+def test_every_op_declares_its_rule():
+    from stablehlo.ir.ops import OPS
+    from stablehlo.ir.ops.shape_inference import Rule
+    missing = [name for name in OPS.names()
+               if name not in STRUCTURAL_ONLY and not isinstance(OPS.get(name).verify, Rule)]
+    assert not missing, f"ops declared without verify=Rule: {missing}"
+
+
 # ---------------------------------------------------------------------------
 # Dynamic dimensions, quantization and promotion
 

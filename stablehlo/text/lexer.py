@@ -27,9 +27,12 @@ import re
 
 from stablehlo.errors import ParseError
 
+# Leading whitespace and comments are part of each match (half as many matches as a separate
+# whitespace token would need); ``end`` matches trailing whitespace at the end of the text.
 _TOKEN_RE = re.compile(r"""
-  (?P<ws>(?:\s+|//[^\n]*)+)
-| (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
+(?:\s+|//[^\n]*)*
+(?:
+  (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
 | (?P<tensor>tensor<(?:(?:\d+|\?)x)*(?:complex<[a-zA-Z][a-zA-Z0-9]*>|[a-zA-Z][a-zA-Z0-9]*)>)
 | (?P<value>%[\w$.\-]+(?:\#\d+)?)
 | (?P<symbol>@(?:[\w$.\-]+|"[^"\\]*(?:\\.[^"\\]*)*"))
@@ -43,7 +46,8 @@ _TOKEN_RE = re.compile(r"""
 | (?P<ident>[A-Za-z_][\w$.]*)
 | (?P<punct>::|[()\[\]{}<>,:=?*+|])
 | (?P<error>.)
-""", re.VERBOSE | re.DOTALL)
+| (?P<end>\Z)
+)""", re.VERBOSE | re.DOTALL)
 
 EOF = "eof"
 
@@ -61,11 +65,11 @@ class Tokens:
         starts: list[int] = []
         for match in _TOKEN_RE.finditer(text):
             kind = match.lastgroup
-            if kind == "ws":
-                continue
+            if kind == "end":
+                break
             kinds.append(kind)
-            texts.append(match.group())
-            starts.append(match.start())
+            texts.append(match.group(kind))
+            starts.append(match.start(kind))
         kinds.append(EOF)
         texts.append("")
         starts.append(len(text))

@@ -101,6 +101,18 @@ def test_float_sum_folds_in_index_order_rounding_in_the_body_type(dtype):
     np.testing.assert_array_equal(got, expected.astype(dtype))
 
 
+def test_general_float_body_folds_in_index_order(monkeypatch):
+    """A body the fast path does not recognise (acc - (-x)) folds like XLA's loop."""
+    use_test_kernels(monkeypatch)
+    body = region([np.float32, np.float32], lambda b, acc, x: b.op(
+        "stablehlo.subtract", [acc, b.op("stablehlo.negate", [x], np.float32)], np.float32))
+    x = (RNG.standard_normal((5, 40)) * 10.0 ** RNG.integers(-3, 4, (5, 40))).astype(np.float32)
+    init = np.float32(0.25)
+    got = call1(reduce_op([x], [init], body, [1]), x, init, ctx=FakeCtx())
+    expected = python_fold(x, [1], init, lambda a, b: np.float32(a + b))
+    np.testing.assert_array_equal(got, expected.astype(np.float32))
+
+
 def test_long_float_sums_use_an_accurate_tree():
     x = RNG.standard_normal((3, 5000)).astype(ml_dtypes.bfloat16)
     init = np.asarray(0, ml_dtypes.bfloat16)

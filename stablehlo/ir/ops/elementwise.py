@@ -26,7 +26,7 @@ for _name in _COMMUTATIVE_BINARY:
     define(f"stablehlo.{_name}", syntax="same_type", traits=(ELEMENTWISE, COMMUTATIVE),
            verify=rule_for(_name))
 
-define("stablehlo.complex", syntax="complex", traits=(ELEMENTWISE,))
+define("stablehlo.complex", syntax="complex", traits=(ELEMENTWISE,), verify=rule_for("complex"))
 define("stablehlo.clamp", syntax="same_type", traits=(ELEMENTWISE,), verify=rule_for("clamp"))
 define("stablehlo.select", syntax="select", traits=(ELEMENTWISE,), verify=rule_for("select"))
 define("stablehlo.compare", properties=("comparison_direction", "compare_type"),
