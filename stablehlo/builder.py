@@ -120,6 +120,10 @@ class Builder(ElementwiseOps, LinalgOps, CollectiveOps, MiscOps):
             types = tuple(v.type for v in values)
             if not ftype.results:
                 owner.attributes["function_type"] = TypeAttr(FunctionType(ftype.inputs, types))
+            elif types != ftype.results:
+                raise VerificationError(
+                    f"return_ of ({', '.join(map(str, types))}) in a function declared to "
+                    f"return ({', '.join(map(str, ftype.results))})")
             return self.op("func.return", values, [])
         return self.op("stablehlo.return", values, [])
 

@@ -66,13 +66,14 @@ def to_result(values: np.ndarray, dtype) -> np.ndarray:
     target = kind(dtype)
     source = kind(values.dtype)
     if target == "b":
-        return values != 0
+        return np.asarray(values != 0)
     if target in "iu":
         if source in "iub":
             return numerics.wrap_int(values.astype(np.int64) if source == "b" else values, dtype)
         return values.astype(dtype)
     if target == "f":
         real = np.real(values) if source == "c" else values
-        return numerics.round_to(real, dtype) if not numerics.is_native_float(dtype) \
-            else real.astype(dtype)
-    return values.astype(dtype)
+        if numerics.is_native_float(dtype):
+            return np.asarray(real.astype(dtype))
+        return np.asarray(numerics.round_to(real, dtype))
+    return np.asarray(values.astype(dtype))

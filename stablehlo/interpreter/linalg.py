@@ -7,8 +7,12 @@ Every contraction is computed as one batched matmul over the layout
 or wrapped to the result element type once. That matches XLA, which
 accumulates bf16/f16 dots in f32 (upstream's interpreter accumulates in the
 element type and misses XLA's expected values), and keeps integer overflow
-modular. ``precision_config`` is ignored; a ``dot_algorithm`` only chooses
-the float accumulation width.
+modular. Small float contractions are summed in XLA's order (Note
+[summation order]). ``precision_config`` is ignored; a ``dot_algorithm``
+only chooses the float accumulation width.
+
+Importing this module also registers the other linear-algebra families
+(convolution, fft, factorization, batch_norm, random); see the end of file.
 """
 from __future__ import annotations
 

@@ -192,11 +192,13 @@ def _bit_width(op, dtype) -> int:
     return width
 
 
-def _as_output(op, words: np.ndarray, dtype) -> np.ndarray:
-    """Raw uint bits (uint32 or uint64) reinterpreted as the output element type."""
+def _as_output(words: np.ndarray, dtype) -> np.ndarray:
+    """Raw uint bits (uint32 or uint64) kept to the output's width, reinterpreted."""
     width = np.dtype(dtype).itemsize * 8
     unsigned = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[width]
-    return np.ascontiguousarray(words.astype(unsigned)).view(dtype)
+    # astype truncates to the low bits, as XLA's narrowing convert does; a
+    # copy of a 0-d array stays 0-d (np.ascontiguousarray would make it 1-d).
+    return words.astype(unsigned).copy().view(dtype)
 
 
 @kernel("stablehlo.rng_bit_generator", multi=True)
@@ -229,4 +231,4 @@ def _generate(op, initial_state) -> list[np.ndarray]:
     else:
         raise fail(op, f"unknown rng_algorithm {algorithm}")
     state_dtype = numpy_dtype(op.result_types[0].element_type)
-    return [new_state.astype(state_dtype), _as_output(op, words, dtype)]
+    return [new_state.astype(state_dtype), _as_output(words, dtype)]

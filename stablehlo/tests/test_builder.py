@@ -220,3 +220,48 @@ def test_custom_call_and_tuples():
     assert t.type.types == (tensor((2,), F32), tensor((2,), F32))
     verify_module(b.module)
     _check_in_mlir(b.module)
+
+
+def test_every_family_builds_and_verifies_in_mlir():
+    """One module touching most builder methods; MLIR is the judge of the output."""
+    b = Builder()
+    with b.function("impl", [tensor((4,), F32)]) as (_, (v,)):
+        b.return_(b.abs(v))
+    with b.function("main", [tensor((4,), F32), tensor((3, 3), F32)]) as (_, (x, m)):
+        zero = b.constant(np.float32(0))
+        i1 = b.constant(np.int32(1))
+        ints = b.iota((4,), I32)
+        y = b.clamp(zero, b.sqrt(b.exponential(x)), b.constant(np.float32(6)))
+        y = b.reduce_precision(b.reverse(y, [0]), 5, 10)
+        y = b.dynamic_update_slice(y, b.slice(x, [0], [2]), [i1])
+        bits = b.bitcast_convert(y, tensor((4,), I32))
+        masked = b.and_(bits, b.not_(b.shift_left(ints, ints)))
+        size = b.get_dimension_size(x, 0)
+        window = b.select_and_scatter(
+            x, b.constant(np.ones(2, np.float32)), zero,
+            select=lambda a, c: b.compare(a, c, "GE"), scatter="add",
+            window_dimensions=[2], window_strides=[2])
+        spectrum = b.fft(b.complex(x, x), "FFT", [4])
+        chol = b.cholesky(b.add(m, b.transpose(m, [1, 0])), lower=True)
+        solved = b.triangular_solve(chol, m, left_side=True, lower=True)
+        summed = b.all_reduce(x, "add", [[0, 1]])
+        gathered = b.all_gather(x, 0, [[0, 1]])
+        scattered = b.reduce_scatter(x, "add", 0, [[0, 1]])
+        permuted = b.collective_permute(x, [[0, 1], [1, 0]])
+        token = b.after_all([])
+        kept = b.optimization_barrier([x, size])
+        comp = b.composite("my.abs", [x], "impl")
+        b.custom_call("log", [masked, spectrum, solved, gathered, scattered, permuted, token],
+                      [], has_side_effect=True)
+        b.return_(window, summed, kept[0], comp)
+    assert gathered.type == tensor((8,), F32) and scattered.type == tensor((2,), F32)
+    assert size.type == tensor((), I32)
+    verify_module(b.module)
+    _check_in_mlir(b.module)
+
+
+def test_return_must_match_declared_results():
+    b = Builder()
+    with pytest.raises(VerificationError, match="declared to return"):
+        with b.function("main", [tensor((2,), F32)], [tensor((2,), I32)]) as (_, (x,)):
+            b.return_(x)

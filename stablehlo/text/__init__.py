@@ -8,5 +8,13 @@ from stablehlo.errors import ParseError
 from stablehlo.text.parser import parse_attribute, parse_module, parse_type
 from stablehlo.text.printer import print_attribute, print_module, print_op, print_type
 
-__all__ = ["parse_module", "parse_type", "parse_attribute", "print_module", "print_op",
-           "print_attribute", "print_type", "ParseError"]
+__all__ = [
+           "ParseError",
+           "parse_attribute",
+           "parse_module",
+           "parse_type",
+           "print_attribute",
+           "print_module",
+           "print_op",
+           "print_type",
+]

@@ -10,11 +10,18 @@ Pretty attr-dicts leave out inherent attributes that hold their ODS default valu
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from stablehlo.ir.attributes import (ArrayAttr, BoolAttr, DenseArrayAttr, DictAttr, EnumAttr,
-                                     IntegerAttr, StructAttr)
+from stablehlo.ir.attributes import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayAttr,
+    DictAttr,
+    EnumAttr,
+    IntegerAttr,
+    StructAttr,
+)
 from stablehlo.ir.core import Location, Operation
 from stablehlo.ir.ops import OPS
 from stablehlo.ir.types import I1, I32, I64
@@ -161,5 +168,12 @@ def has_attrs(op: Operation, *names: str) -> bool:
 
 
 # Registers every family's formats (import for side effects, at the end to avoid cycles).
-from stablehlo.text import (formats_control, formats_data, formats_elementwise,  # noqa: E402,F401
-                            formats_func, formats_linalg, formats_sdy, formats_testing)
+from stablehlo.text import (  # noqa: F401
+    formats_control,
+    formats_data,
+    formats_elementwise,
+    formats_func,
+    formats_linalg,
+    formats_sdy,
+    formats_testing,
+)

@@ -22,12 +22,15 @@ from stablehlo.ir.core import Block, Operation, Region
 from stablehlo.ir.ops import OPS
 from stablehlo.ir.ops.base import COMMUTATIVE
 from stablehlo.ir.types import I32, I64, TensorType, TokenType
-from stablehlo.text.formats import (make_op, parse_dims_attr,
-                                    parse_trailing_functional, print_functional_tail,
-                                    register)
+from stablehlo.text.formats import (
+    make_op,
+    parse_dims_attr,
+    parse_trailing_functional,
+    print_functional_tail,
+    register,
+)
 from stablehlo.text.parse_attributes import unescape_string
 from stablehlo.text.print_attributes import print_string, print_symbol
-
 
 # -- reduce ------------------------------------------------------------------------------
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from stablehlo.ir.attributes import DenseArrayAttr, DenseElementsAttr, IntegerAttr
 from stablehlo.ir.types import I32, I64, TupleType
-from stablehlo.text.formats import (make_op, parse_trailing_functional, print_functional_tail,
-                                    register)
+from stablehlo.text.formats import (
+    make_op,
+    parse_trailing_functional,
+    print_functional_tail,
+    register,
+)
 from stablehlo.text.keyword_formats import register_keyword
-
 
 # -- constant ----------------------------------------------------------------------------
 

@@ -16,9 +16,15 @@ import re
 
 from stablehlo.ir.attributes import EnumAttr, IntegerAttr
 from stablehlo.ir.types import I32, ComplexType, FunctionType, TensorType
-from stablehlo.text.formats import (elided_defaults, has_attrs, make_op,
-                                    parse_trailing_functional, print_functional_tail,
-                                    register, same_or_functional)
+from stablehlo.text.formats import (
+    elided_defaults,
+    has_attrs,
+    make_op,
+    parse_trailing_functional,
+    print_functional_tail,
+    register,
+    same_or_functional,
+)
 
 _EXP_MANT_RE = re.compile(r"e(\d+)m(\d+)$")
 

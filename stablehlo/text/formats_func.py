@@ -8,11 +8,21 @@
 """
 from __future__ import annotations
 
-from stablehlo.ir.attributes import ArrayAttr, DictAttr, StringAttr, SymbolRefAttr, TypeAttr
+from stablehlo.ir.attributes import (
+    ArrayAttr,
+    DictAttr,
+    StringAttr,
+    SymbolRefAttr,
+    TypeAttr,
+)
 from stablehlo.ir.core import Region
 from stablehlo.ir.types import FunctionType
-from stablehlo.text.formats import make_op, parse_trailing_functional, print_functional_tail, \
-    register
+from stablehlo.text.formats import (
+    make_op,
+    parse_trailing_functional,
+    print_functional_tail,
+    register,
+)
 from stablehlo.text.print_attributes import print_attr_entries, print_symbol
 
 _FUNC_ELIDED = {"sym_name", "function_type", "sym_visibility", "arg_attrs", "res_attrs"}

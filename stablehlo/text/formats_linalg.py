@@ -13,16 +13,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from stablehlo.ir.attributes import (ArrayAttr, ConvDimensionNumbersAttr, DenseArrayAttr,
-                                     DenseElementsAttr, IntegerAttr, StructAttr)
+from stablehlo.ir.attributes import (
+    ArrayAttr,
+    ConvDimensionNumbersAttr,
+    DenseArrayAttr,
+    DenseElementsAttr,
+    IntegerAttr,
+    StructAttr,
+)
 from stablehlo.ir.types import I1, I64, TensorType
-from stablehlo.text.formats import (make_op, parse_bool_list, parse_i64_list,
-                                    parse_trailing_functional, print_functional_tail,
-                                    register)
-from stablehlo.text.keyword_formats import (parse_precision_list, precision_text,
-                                            register_keyword)
+from stablehlo.text.formats import (
+    make_op,
+    parse_bool_list,
+    parse_i64_list,
+    parse_trailing_functional,
+    print_functional_tail,
+    register,
+)
+from stablehlo.text.keyword_formats import (
+    parse_precision_list,
+    precision_text,
+    register_keyword,
+)
 from stablehlo.text.print_attributes import conv_layouts, print_result_types
-
 
 # -- dot_general -------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from stablehlo.ir.attributes import FloatAttr, IntegerAttr, StringAttr
-from stablehlo.ir.types import F64, FloatType, I64
+from stablehlo.ir.types import F64, I64, FloatType
 from stablehlo.text import literals
 from stablehlo.text.formats import make_op, register
 from stablehlo.text.parse_attributes import unescape_string

@@ -18,11 +18,22 @@ but printed in the attr-dict (newer syntax that MLIR 1.17 does not read).
 """
 from __future__ import annotations
 
-from stablehlo.ir.attributes import (ArrayAttr, BoolAttr, DenseArrayAttr, EnumAttr,
-                                     IntegerAttr, StringAttr)
+from stablehlo.ir.attributes import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayAttr,
+    EnumAttr,
+    IntegerAttr,
+    StringAttr,
+)
 from stablehlo.ir.types import I32, I64
-from stablehlo.text.formats import (elided_defaults, make_op, parse_i64_list, register,
-                                    same_or_functional)
+from stablehlo.text.formats import (
+    elided_defaults,
+    make_op,
+    parse_i64_list,
+    register,
+    same_or_functional,
+)
 from stablehlo.text.parse_attributes import unescape_string
 
 

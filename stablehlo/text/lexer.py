@@ -55,7 +55,7 @@ EOF = "eof"
 class Tokens:
     """The token stream of one text, with offset -> line:col mapping for messages."""
 
-    __slots__ = ("text", "filename", "kinds", "texts", "starts", "_line_starts")
+    __slots__ = ("_line_starts", "filename", "kinds", "starts", "text", "texts")
 
     def __init__(self, text: str, filename: str):
         self.text = text

@@ -47,7 +47,7 @@ class _Scope:
 
     __slots__ = ("names", "parent")
 
-    def __init__(self, parent: "_Scope | None"):
+    def __init__(self, parent: _Scope | None):
         self.names: set[str] = set()
         self.parent = parent
 

@@ -9,12 +9,32 @@ from __future__ import annotations
 
 import re
 
-from stablehlo.ir.attributes import (ArrayAttr, Attribute, BoolAttr, ConvDimensionNumbersAttr,
-                                     DenseArrayAttr, DictAttr, EnumAttr, FloatAttr,
-                                     IntegerAttr, OpaqueAttr, StringAttr, StructAttr,
-                                     SymbolRefAttr, TypeAttr, UnitAttr)
-from stablehlo.ir.types import (F64, I64, FloatType, IndexType, IntegerType, Type,
-                                numpy_dtype)
+from stablehlo.ir.attributes import (
+    ArrayAttr,
+    Attribute,
+    BoolAttr,
+    ConvDimensionNumbersAttr,
+    DenseArrayAttr,
+    DictAttr,
+    EnumAttr,
+    FloatAttr,
+    IntegerAttr,
+    OpaqueAttr,
+    StringAttr,
+    StructAttr,
+    SymbolRefAttr,
+    TypeAttr,
+    UnitAttr,
+)
+from stablehlo.ir.types import (
+    F64,
+    I64,
+    FloatType,
+    IndexType,
+    IntegerType,
+    Type,
+    numpy_dtype,
+)
 from stablehlo.text.parse_dense import DenseParser
 from stablehlo.text.struct_attrs import ENUM_KINDS, STRUCT_FIELDS
 

@@ -14,8 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from stablehlo.ir.attributes import DenseElementsAttr
-from stablehlo.ir.types import (ComplexType, FloatType, IndexType, IntegerType,
-                                QuantizedType, TensorType, numpy_dtype)
+from stablehlo.ir.types import (
+    ComplexType,
+    FloatType,
+    IndexType,
+    IntegerType,
+    QuantizedType,
+    TensorType,
+    numpy_dtype,
+)
 from stablehlo.text import literals
 from stablehlo.text.parse_types import TypeParser
 
@@ -197,8 +204,8 @@ def _array_from_elements(elements: list, shape: list, typ: TensorType) -> np.nda
         flat = _complexes(elements, elem, dtype)
     elif isinstance(elem, (IntegerType, IndexType)):
         flat = _integers(elements, elem, dtype)
-    else:
-        raise ValueError(f"unsupported element type {elem}")
+    else:  # reported as a ParseError by the caller, like every other bad literal
+        raise ValueError(f"unsupported element type {elem}")  # noqa: TRY004
     if not shape:  # one value without brackets: a splat
         if len(flat) != 1:
             raise ValueError("expected a single value")

@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import re
 
-from stablehlo.ir.types import (ComplexType, FloatType, FunctionType, IntegerType,
-                                OpaqueType, QuantizedType, TensorType, TokenType, TupleType,
-                                Type, parse_element_type_name)
+from stablehlo.ir.types import (
+    ComplexType,
+    FloatType,
+    FunctionType,
+    IntegerType,
+    OpaqueType,
+    QuantizedType,
+    TensorType,
+    TokenType,
+    TupleType,
+    Type,
+    parse_element_type_name,
+)
 from stablehlo.text.cursor import Cursor
 
 _TENSOR_CACHE: dict[str, TensorType] = {}
@@ -18,9 +28,10 @@ _ELEMENT_CACHE: dict[str, Type] = {}
 # ``x4x?xf32`` style identifiers inside a shape: dims then (maybe) the element type.
 _SHAPE_TAIL_RE = re.compile(r"x((?:\d+x)*)(\w*)$")
 _SIMPLE_ELEMENT_RE = re.compile(r"(?:[su]?i\d+|bf16|f16|f32|f64|tf32|index|f\d+E\w+)$")
-# Types we keep as text: ``vector<...>``, ``memref<...>`` and foreign dialect types.
 _TENSOR_TOKEN_RE = re.compile(r"tensor<((?:(?:\d+|\?)x)*)(.*)>$")
-_OPAQUE_KEYWORDS = ("vector", "memref", "none", "unranked")
+# Builtin types we keep as text (``vector<...>``, ``memref<...>``); foreign dialect types
+# (``!foo.bar<...>``) are kept as text too.
+_OPAQUE_KEYWORDS = ("vector", "memref", "none")
 
 
 def element_type_from_name(name: str) -> Type | None:

@@ -45,12 +45,10 @@ class Parser(AttributeParser):
     # -- module level --------------------------------------------------------------------
     def parse_module(self) -> Module:
         block = Block()
-        with_scope = self.scopes
         while self.kinds[self.i] != EOF:
             if self._try_alias_definition():
                 continue
             block.append(self.parse_operation())
-        self.scopes = with_scope
         ops = block.operations
         if len(ops) == 1 and ops[0].name == "builtin.module":
             ops[0].parent = None
@@ -135,6 +133,9 @@ class Parser(AttributeParser):
         from stablehlo.text.formats import lookup_format
         fmt = lookup_format(name)
         if fmt is None:
+            if name in OPS:
+                raise self.error_at(token, f"'{name}' has no custom syntax; write it in "
+                                           f"generic form (\"{name}\"(...))")
             raise self.error_at(token, f"custom op '{written}' is unknown")
         return fmt.parse(self, name, loc, num_results)
 
@@ -347,5 +348,11 @@ def _expect_end(parser: Parser) -> None:
         raise parser.error(f"unexpected {parser.found()} after the end")
 
 
-__all__ = ["Parser", "OperandRef", "parse_module", "parse_type", "parse_attribute",
-           "ParseError"]
+__all__ = [
+    "OperandRef",
+    "ParseError",
+    "Parser",
+    "parse_attribute",
+    "parse_module",
+    "parse_type",
+]

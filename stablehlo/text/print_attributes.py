@@ -12,12 +12,36 @@ import re
 
 import numpy as np
 
-from stablehlo.ir.attributes import (ArrayAttr, Attribute, BoolAttr, ConvDimensionNumbersAttr,
-                                     DenseArrayAttr, DenseElementsAttr, DictAttr, EnumAttr,
-                                     FloatAttr, IntegerAttr, OpaqueAttr, StringAttr,
-                                     StructAttr, SymbolRefAttr, TypeAttr, UnitAttr)
-from stablehlo.ir.types import (F64, I64, ComplexType, FloatType, FunctionType, IntegerType,
-                                QuantizedType, TensorType, TupleType, Type)
+from stablehlo.ir.attributes import (
+    ArrayAttr,
+    Attribute,
+    BoolAttr,
+    ConvDimensionNumbersAttr,
+    DenseArrayAttr,
+    DenseElementsAttr,
+    DictAttr,
+    EnumAttr,
+    FloatAttr,
+    IntegerAttr,
+    OpaqueAttr,
+    StringAttr,
+    StructAttr,
+    SymbolRefAttr,
+    TypeAttr,
+    UnitAttr,
+)
+from stablehlo.ir.types import (
+    F64,
+    I64,
+    ComplexType,
+    FloatType,
+    FunctionType,
+    IntegerType,
+    QuantizedType,
+    TensorType,
+    TupleType,
+    Type,
+)
 from stablehlo.text import literals
 from stablehlo.text.struct_attrs import DOTTED_ENUMS, ELIDE_DEFAULTS, STRUCT_FIELDS
 

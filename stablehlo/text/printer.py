@@ -15,9 +15,12 @@ from stablehlo.ir.core import Block, Module, Operation, Region, Value
 from stablehlo.ir.ops import OPS
 from stablehlo.ir.types import Type
 from stablehlo.text.names import Names
-from stablehlo.text.print_attributes import (print_attr_entries, print_attribute,
-                                             print_result_types, print_type)
-
+from stablehlo.text.print_attributes import (
+    print_attr_entries,
+    print_attribute,
+    print_result_types,
+    print_type,
+)
 
 # Inherent attributes MLIR always stores (ODS DefaultValuedAttr): the generic form shows them
 # even when the text left them out.
@@ -177,4 +180,4 @@ def print_op(op: Operation, generic: bool = False) -> str:
     return printer.text()
 
 
-__all__ = ["Printer", "print_module", "print_op", "print_attribute", "print_type"]
+__all__ = ["Printer", "print_attribute", "print_module", "print_op", "print_type"]

@@ -545,6 +545,7 @@ def test_rng_bit_generator_matches_xla(algorithm, dtype, shape):
     state = key.view(np.uint64)  # little-endian pairs, as bitcast_convert makes them
     new_state, out = call(rbg_op(state, shape, dtype, algorithm), state)
     np.testing.assert_array_equal(new_state.view(np.uint32), np.asarray(new_key))
+    assert out.shape == shape and out.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(out.view(unsigned), np.asarray(bits))
 
 

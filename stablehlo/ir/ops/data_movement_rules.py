@@ -10,9 +10,9 @@ from stablehlo.ir.attributes import DenseElementsAttr
 from stablehlo.ir.ops.base import op_error
 from stablehlo.ir.ops.indexing_rules import RULES as INDEXING_RULES
 from stablehlo.ir.ops.shape_inference import (
-    Rule, check_dims, check_in_range, check_positive, check_size, dims_compatible,
-    expect_num_operands, fmt_shape, int_attr, int_list, is_complex, is_float, is_index_like,
-    is_int, is_quant, tensor_operand, tensor_result,
+    Rule, check_dims, check_in_range, check_positive, check_size, constant_ints,
+    dims_compatible, expect_num_operands, fmt_shape, int_attr, int_list, is_complex, is_float,
+    is_index_like, is_int, is_quant, shapes_compatible, tensor_operand, tensor_result,
 )
 from stablehlo.ir.types import I32, TensorType, TupleType
 
@@ -71,6 +71,7 @@ def _check_dynamic_iota(op):
                            f"(the size of output_shape)")
     check_in_range(op, "attribute 'iota_dimension'", [int_attr(op, "iota_dimension")], 0,
                    max(r.rank, 1))
+    _check_constant_shape(op, 0, "output_shape", r)
 
 
 def _shape_operand(op, index: int, what: str) -> TensorType:
@@ -80,6 +81,14 @@ def _shape_operand(op, index: int, what: str) -> TensorType:
         raise op_error(op, f"operand #{index} ({what}) has type {t}, expected a 1-D "
                            f"integer or index tensor")
     return t
+
+
+def _check_constant_shape(op, index: int, what: str, result: TensorType) -> None:
+    """When operand ``index`` is a constant shape, the result must have that shape."""
+    dims = constant_ints(op.operands[index])
+    if dims is not None and not shapes_compatible(result.shape, dims):
+        raise op_error(op, f"result #0 has type {result}, expected shape {dims} (the value "
+                           f"of operand #{index} ({what}))")
 
 
 # ---------------------------------------------------------------------------
@@ -112,6 +121,7 @@ def _check_dynamic_broadcast_in_dim(op):
         raise op_error(op, f"result #0 has rank {result.rank}, expected {shape.shape[0]} "
                            f"(the size of output_dimensions)")
     _check_broadcast_dims(op, operand, result, int_list(op, "broadcast_dimensions"))
+    _check_constant_shape(op, 1, "output_dimensions", result)
     expanding = int_list(op, "known_expanding_dimensions", [])
     nonexpanding = int_list(op, "known_nonexpanding_dimensions", [])
     check_dims(op, "known_expanding_dimensions + known_nonexpanding_dimensions",
@@ -150,6 +160,7 @@ def _check_dynamic_reshape(op):
     if operand.is_static and result.is_static and operand.num_elements != result.num_elements:
         raise op_error(op, f"result #0 has type {result}, expected {operand.num_elements} "
                            f"elements like the operand {operand}")
+    _check_constant_shape(op, 1, "output_shape", result)
 
 
 def _infer_transpose(op):
@@ -210,6 +221,10 @@ def _infer_pad(op):
                          ("interior_padding", interiors)):
         check_size(op, f"attribute '{name}'", values, operand.rank,
                    f"the rank of operand {operand}")
+    return [operand.with_shape(_padded_shape(op, operand, lows, highs, interiors))]
+
+
+def _padded_shape(op, operand, lows, highs, interiors) -> list:
     check_in_range(op, "attribute 'interior_padding'", interiors, 0, 1 << 62)
     shape = []
     for d, size in enumerate(operand.shape):
@@ -221,7 +236,7 @@ def _infer_pad(op):
             raise op_error(op, f"dimension {d} padded to negative size {padded} "
                                f"(size {size}, low {lows[d]}, high {highs[d]})")
         shape.append(padded)
-    return [operand.with_shape(shape)]
+    return shape
 
 
 def _infer_slice(op):
@@ -233,6 +248,10 @@ def _infer_slice(op):
                          ("strides", strides)):
         check_size(op, f"attribute '{name}'", values, operand.rank,
                    f"the rank of operand {operand}")
+    return [operand.with_shape(_sliced_shape(op, operand, starts, limits, strides))]
+
+
+def _sliced_shape(op, operand, starts, limits, strides) -> list:
     check_positive(op, "attribute 'strides'", strides)
     shape = []
     for d, size in enumerate(operand.shape):
@@ -242,7 +261,7 @@ def _infer_slice(op):
             raise op_error(op, f"slice of dimension {d} is [{start}:{limit}], expected "
                                f"0 <= start <= limit <= {size} (operand {operand})")
         shape.append(-(-(limit - start) // strides[d]))
-    return [operand.with_shape(shape)]
+    return shape
 
 
 def _start_index_operands(op, first: int, rank: int) -> None:
@@ -308,6 +327,12 @@ def _check_dynamic_pad(op):
     if result.rank != operand.rank or result.element_type != operand.element_type:
         raise op_error(op, f"result #0 has type {result}, expected rank {operand.rank} and "
                            f"element type {operand.element_type}")
+    lows, highs, interiors = (constant_ints(op.operands[i]) for i in (2, 3, 4))
+    if lows is not None and highs is not None and interiors is not None:
+        shape = _padded_shape(op, operand, lows, highs, interiors)
+        if not shapes_compatible(result.shape, shape):
+            raise op_error(op, f"result #0 has type {result}, expected shape {shape} (from "
+                               f"the constant paddings)")
 
 
 def _check_real_dynamic_slice(op):
@@ -321,6 +346,12 @@ def _check_real_dynamic_slice(op):
     if result.rank != operand.rank or result.element_type != operand.element_type:
         raise op_error(op, f"result #0 has type {result}, expected rank {operand.rank} and "
                            f"element type {operand.element_type}")
+    starts, limits, strides = (constant_ints(op.operands[i]) for i in (1, 2, 3))
+    if starts is not None and limits is not None and strides is not None:
+        shape = _sliced_shape(op, operand, starts, limits, strides)
+        if not shapes_compatible(result.shape, shape):
+            raise op_error(op, f"result #0 has type {result}, expected shape {shape} (from "
+                               f"the constant slice bounds)")
 
 
 # ---------------------------------------------------------------------------
@@ -378,7 +409,7 @@ RULES = {
     "broadcast": Rule(_infer_broadcast),
     "reshape": Rule(check=_check_reshape),
     "dynamic_reshape": Rule(check=_check_dynamic_reshape),
-    "transpose": Rule(_infer_transpose, compare="baseline"),
+    "transpose": Rule(_infer_transpose, compare="storage"),
     "reverse": Rule(_infer_reverse),
     "concatenate": Rule(_infer_concatenate),
     "pad": Rule(_infer_pad),

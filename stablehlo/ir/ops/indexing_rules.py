@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from stablehlo.ir.ops.base import op_error
 from stablehlo.ir.ops.shape_inference import (
-    Rule, check_dims, check_in_range, check_size, check_sorted, check_unique,
+    Rule, check_dims, check_in_range, constant_ints, check_size, check_sorted, check_unique,
     dims_compatible, fmt_shape, int_list, is_index_like, reducer_types, struct_attr,
-    struct_ints, tensor_operand, tensor_result,
+    struct_ints, tensor_operand,
 )
 
 
@@ -100,36 +100,37 @@ def _gather_result_shape(op, indices, sizes: list, offset: list, dropped: set, i
 def _infer_gather(op):
     operand = tensor_operand(op, 0)
     indices = _indices_operand(op, 1, "start_indices")
-    sizes = int_list(op, "slice_sizes")
+    return [_gather_result(op, operand, indices, int_list(op, "slice_sizes"))]
+
+
+def _gather_result(op, operand, indices, sizes: list):
+    """The result type of gather; ``sizes`` may hold None for unknown slice sizes."""
     offset, collapsed, operand_batch, ivd = _gather_dims(op, operand, indices, len(sizes))
     for d, (want, size) in enumerate(zip(sizes, operand.shape)):
-        if want < 0 or (size is not None and want > size):
+        if want is not None and (want < 0 or (size is not None and want > size)):
             raise op_error(op, f"slice_sizes is {sizes}, expected 0 <= slice_sizes <= "
                                f"{fmt_shape(operand.shape)} (dimension {d})")
     for d in collapsed + operand_batch:
-        if sizes[d] > 1:
+        if sizes[d] is not None and sizes[d] > 1:
             raise op_error(op, f"slice_sizes[{d}] is {sizes[d]}, expected <= 1 (dimension "
                                f"{d} is collapsed or a batching dimension)")
     shape = _gather_result_shape(op, indices, sizes, offset, set(collapsed + operand_batch),
                                  ivd)
-    return [operand.with_shape(shape)]
+    return operand.with_shape(shape)
 
 
-def _check_dynamic_gather(op):
-    """dynamic_gather: slice sizes are an operand, so only ranks can be checked."""
+def _infer_dynamic_gather(op):
+    """dynamic_gather: slice sizes are an operand, known only when it is a constant."""
     operand = tensor_operand(op, 0)
     indices = _indices_operand(op, 1, "start_indices")
     sizes = tensor_operand(op, 2, "operand #2 (slice_sizes)")
-    if sizes.rank != 1 or sizes.shape[0] is None:
+    if sizes.rank != 1 or sizes.shape[0] is None or not is_index_like(sizes.element_type):
         raise op_error(op, f"operand #2 (slice_sizes) has type {sizes}, expected a static "
-                           f"1-D tensor")
-    offset, collapsed, operand_batch, ivd = _gather_dims(op, operand, indices,
-                                                         sizes.shape[0])
-    result = tensor_result(op)
-    expected_rank = len(_batch_shape(indices, ivd)) + len(offset)
-    if result.rank != expected_rank or result.element_type != operand.element_type:
-        raise op_error(op, f"result #0 has type {result}, expected rank {expected_rank} and "
-                           f"element type {operand.element_type}")
+                           f"1-D integer tensor")
+    values = constant_ints(op.operands[2])
+    if values is None:
+        values = [None] * sizes.shape[0]
+    return [_gather_result(op, operand, indices, values)]
 
 
 # ---------------------------------------------------------------------------
@@ -221,6 +222,6 @@ def _infer_scatter(op):
 
 RULES = {
     "gather": Rule(_infer_gather),
-    "dynamic_gather": Rule(check=_check_dynamic_gather),
+    "dynamic_gather": Rule(_infer_dynamic_gather),
     "scatter": Rule(_infer_scatter),
 }

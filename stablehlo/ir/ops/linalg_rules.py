@@ -11,7 +11,7 @@ from stablehlo.ir.attributes import ArrayAttr, ConvDimensionNumbersAttr, EnumAtt
 from stablehlo.ir.ops.base import op_error
 from stablehlo.ir.ops.shape_inference import (
     Rule, baseline, bool_list, check_dims, check_in_range, check_positive, check_size,
-    dims_compatible, enum_attr, expect_num_operands, int_attr, int_list, is_complex,
+    constant_ints, dims_compatible, enum_attr, expect_num_operands, int_attr, int_list, is_complex,
     is_float, is_index_like, is_int, is_quant, padding_pairs, shapes_compatible,
     struct_ints, tensor_operand, tensor_result, window_output_size,
 )
@@ -226,7 +226,9 @@ def _infer_dynamic_conv(op):
     if pad.rank != 2 or not dims_compatible(pad.shape[1], 2) or not is_int(pad.element_type):
         raise op_error(op, f"operand #2 (padding) has type {pad}, expected an Nx2 integer "
                            f"tensor")
-    shape = _conv_shape(op, lhs, rhs, None)
+    values = constant_ints(op.operands[2])
+    padding = None if values is None else list(zip(values[0::2], values[1::2]))
+    shape = _conv_shape(op, lhs, rhs, padding)
     _check_operand_elements(op, lhs, rhs, _result_element(op))
     return [TensorType(tuple(shape), lhs.element_type)]
 

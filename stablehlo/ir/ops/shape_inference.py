@@ -40,8 +40,9 @@ class Rule:
 
     ``compare`` says how inferred and declared results are matched:
     ``"type"`` (shape and element type), ``"shape"`` (shape only: the element
-    type is free or checked by ``check``) or ``"baseline"`` (shape, and element
-    types equal up to quantization scales and zero points).
+    type is free or checked by ``check``), ``"baseline"`` (shape, and element
+    types equal up to quantization scales and zero points) or ``"storage"``
+    (like baseline, but the per-axis quantization dimension may move too).
     """
     __slots__ = ("infer", "check", "compare")
 
@@ -138,13 +139,10 @@ def baseline(e: Type):
     return e
 
 
-def expressed_or_self(e: Type) -> Type:
-    return e.expressed_type if isinstance(e, QuantizedType) else e
-
-
-def complex_part_type(e: Type) -> Type:
-    """``f32`` for ``complex<f32>``; the type itself otherwise."""
-    return e.element_type if isinstance(e, ComplexType) else e
+def _storage_key(e: Type):
+    if isinstance(e, QuantizedType):
+        return ("quant", e.storage_type, e.expressed_type, e.min_value, e.max_value)
+    return e
 
 
 def is_promotable(x: Type, y: Type) -> bool:
@@ -189,6 +187,8 @@ def types_compatible(actual: Type, expected: Type, compare: str = "type") -> boo
             return True
         if compare == "baseline":
             return baseline(actual.element_type) == baseline(expected.element_type)
+        if compare == "storage":
+            return _storage_key(actual.element_type) == _storage_key(expected.element_type)
         return actual.element_type == expected.element_type
     if isinstance(actual, TupleType) and isinstance(expected, TupleType):
         return len(actual.types) == len(expected.types) and all(
@@ -505,6 +505,20 @@ def reducer_types(op, index: int, inputs: Sequence[Type], inits: Sequence[Type],
                                f"expected {inputs[i].element_type} (the input's)")
         accs.append(acc)
     return accs
+
+
+def constant_ints(value) -> Optional[list]:
+    """The integers of a value defined by ``stablehlo.constant``, else None.
+
+    Lets the dynamic ops check what is statically known, as MLIR does.
+    """
+    owner = value.owner
+    if getattr(owner, "name", None) != "stablehlo.constant":
+        return None
+    attr = owner.attributes.get("value")
+    if not isinstance(attr, DenseElementsAttr) or attr.array.dtype.kind not in "iu":
+        return None
+    return [int(v) for v in attr.array.reshape(-1)]
 
 
 def is_token(t: Type) -> bool:

@@ -19,4 +19,5 @@ define("interpreter.probe", properties=("probe_id",), syntax="probe", traits=(SI
        verify=rule_for("interpreter.probe"))
 define("interpreter.run_parallel", properties=("programs", "infeed"),
        traits=(SIDE_EFFECTING,))
-define("interpreter.print", syntax="print", traits=(SIDE_EFFECTING,), verify=rule_for("interpreter.print"))
+define("interpreter.print", syntax="print", traits=(SIDE_EFFECTING,),
+       verify=rule_for("interpreter.print"))

@@ -62,5 +62,5 @@ def conformance_chunks(folder: str, every: int = 1):
         with open(path) as f:
             text = f.read()
         for index, chunk in enumerate(split_chunks(text)):
-            if re.search(r"^\s*(%|func\.func|module|\"|sdy\.)", chunk, re.M):
+            if re.search(r"^\s*(%|func\.func|module|\"|sdy\.)", chunk, re.MULTILINE):
                 yield path, index, chunk

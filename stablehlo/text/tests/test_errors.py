@@ -26,8 +26,8 @@ def _func(body: str, sig: str = "(%a: tensor<2xf32>)") -> str:
     ("  %0 = stablehlo.frobnicate %a : tensor<2xf32>", 2, 8,
      "custom op 'stablehlo.frobnicate' is unknown"),
     ("  %0 = stablehlo.add %a, %a : tensor<2xi32>", 2, 22,
-     "use of value '%a' expects different type than prior uses: 'tensor<2xi32>' vs "
-     "'tensor<2xf32>'"),
+     ("use of value '%a' expects different type than prior uses: 'tensor<2xi32>' vs "
+      "'tensor<2xf32>'")),
     ("  %0 = stablehlo.constant dense<[1.0, 2.0, 3.0]> : tensor<2xf32>", 2, 27,
      "literal has shape [3] but the type has shape [2]"),
     ("  %0 = stablehlo.constant dense<[[1.0, 2.0], [3.0]]> : tensor<2x2xf32>", 2, 50,
@@ -46,8 +46,8 @@ def _func(body: str, sig: str = "(%a: tensor<2xf32>)") -> str:
      "redefinition of SSA value '%0'"),
     ("  %0 = \"stablehlo.add\"(%a, %a) : (tensor<2xf32>) -> tensor<2xf32>", 2, 34,
      "'stablehlo.add' has 2 operands but 1 operand types"),
-    ("  %0:2 = \"x.y\"(%a) : (tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)\n"
-     "  %1 = stablehlo.abs %0#2 : tensor<2xf32>", 3, 22, "result number 2 of '%0' out of range"),
+    (("  %0:2 = \"x.y\"(%a) : (tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)\n"
+      "  %1 = stablehlo.abs %0#2 : tensor<2xf32>"), 3, 22, "result number 2 of '%0' out of range"),
     ("  %0 = stablehlo.compare %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>", 2, 26,
      "expected comparison direction, found '%a'"),
     ("  %0 = stablehlo.abs %a : tensor<2xfoo>", 2, 27, "unknown element type 'foo'"),

@@ -24,8 +24,12 @@ import re
 import pytest
 
 from stablehlo.text import parse_module, print_module
-from stablehlo.text.tests.mlir_reprint import (ROOT, MlirRejected, conformance_chunks,
-                                               mlir_reprint)
+from stablehlo.text.tests.mlir_reprint import (
+    ROOT,
+    MlirRejected,
+    conformance_chunks,
+    mlir_reprint,
+)
 
 jaxlib = pytest.importorskip("jaxlib")
 

@@ -8,12 +8,35 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from stablehlo.ir.attributes import (ArrayAttr, BoolAttr, ConvDimensionNumbersAttr,
-                                     DenseArrayAttr, DenseElementsAttr, DictAttr, EnumAttr,
-                                     FloatAttr, IntegerAttr, OpaqueAttr, StringAttr,
-                                     StructAttr, SymbolRefAttr, TypeAttr, UnitAttr)
-from stablehlo.ir.types import (I1, I64, ComplexType, FloatType, FunctionType, IntegerType,
-                                QuantizedType, TensorType, TokenType, TupleType)
+from stablehlo.ir.attributes import (
+    ArrayAttr,
+    BoolAttr,
+    ConvDimensionNumbersAttr,
+    DenseArrayAttr,
+    DenseElementsAttr,
+    DictAttr,
+    EnumAttr,
+    FloatAttr,
+    IntegerAttr,
+    OpaqueAttr,
+    StringAttr,
+    StructAttr,
+    SymbolRefAttr,
+    TypeAttr,
+    UnitAttr,
+)
+from stablehlo.ir.types import (
+    I1,
+    I64,
+    ComplexType,
+    FloatType,
+    FunctionType,
+    IntegerType,
+    QuantizedType,
+    TensorType,
+    TokenType,
+    TupleType,
+)
 from stablehlo.text import parse_attribute, parse_module, parse_type, print_module
 
 
