@@ -117,22 +117,24 @@ def sinh(ctx, op, operand):
     return _hyperbolic(op, operand, _sinh_decomposed)
 
 
-def _float_binary(op, lhs, rhs, fn):
+def _in_xla_compute_type(op, lhs, rhs, fn):
+    """``fn`` evaluated in f32 (f16/bf16 upcast) or f64, rounded to the result type."""
     if nx.category(lhs.dtype) != nx.FLOAT:
         raise unsupported(op, lhs.dtype)
-    return nx.map_float(fn, result_dtype(op), lhs, rhs)
+    result = fn(_xla_compute(lhs), _xla_compute(rhs))
+    return nx.round_to(nx.to_float64(result), result_dtype(op))
 
 
 @kernel("chlo.zeta")
 @nx.quiet
 def zeta(ctx, op, x, q):
-    return _float_binary(op, x, q, sf.zeta)
+    return _in_xla_compute_type(op, x, q, sf.zeta)
 
 
 @kernel("chlo.polygamma")
 @nx.quiet
 def polygamma(ctx, op, n, x):
-    return _float_binary(op, n, x, sf.polygamma)
+    return _in_xla_compute_type(op, n, x, sf.polygamma)
 
 
 # ---------------------------------------------------------------------------

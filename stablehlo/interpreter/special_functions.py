@@ -4,7 +4,9 @@ erf/erfc, erf_inv, bessel_i1e, Hurwitz zeta and polygamma.
 Only numpy and ``math`` are available to stablehlo/, so these are written
 here: exact library functions (math.lgamma, math.erf, math.erfc) vectorized
 where they exist, and series/asymptotic expansions evaluated to float64
-accuracy elsewhere. Every function takes and returns float64 arrays.
+accuracy elsewhere. The functions take and return float64 arrays, except
+zeta and polygamma, which compute in their arguments' type (f32 or f64; see
+Note [zeta as XLA evaluates it]).
 
 Values at poles and outside the domain follow XLA's CHLO decompositions,
 because the conformance expectations come from XLA:
@@ -171,72 +173,109 @@ def bessel_i1e(x: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # Hurwitz zeta and polygamma
 
-# Bernoulli numbers B_2, B_4, ..., B_24 for the Euler-Maclaurin tail.
+# Note [zeta as XLA evaluates it]
+# XLA computes zeta(x, q) in the argument type (f32 for f32 and narrower):
+# ten terms of the series, then a 12-term Euler-Maclaurin tail evaluated by
+# Horner's rule (Johansson 2015, formula 5). In f32 that is several ULP away
+# from the exact value, and XLA's polygamma inherits it, so the zeta here runs
+# that same evaluation in the compute type, rounding after every operation.
+# In float64 it is accurate to a few ULP.
+
 _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
-              43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)
+              43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)  # B_2 .. B_24
+# B_2j / (2j)! for j = 1..12, the Euler-Maclaurin coefficients.
+_EULER_MACLAURIN = tuple(b / math.factorial(2 * j) for j, b in enumerate(_BERNOULLI, start=1))
+_ZETA_DIRECT_TERMS = 10
 
 
-def _zeta_euler_maclaurin(s: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """sum_{k>=0} (q + k)**-s for s > 1 by Euler-Maclaurin summation."""
-    # Sum terms directly until a = q + N >= max(12, s) (capped: beyond 64,
-    # a**-s is negligible next to the direct terms), so the asymptotic tail
-    # converges fast.
-    start = np.clip(s, 12.0, 64.0)
-    needed = np.where(q < start, np.ceil(start - q), 0.0)
-    total = np.zeros_like(s)
-    a = q.copy()
-    steps = int(needed.max()) if needed.size else 0
-    for _ in range(steps):
-        active = needed > 0
-        total = total + np.where(active, np.power(a, -s), 0.0)
-        a = np.where(active, a + 1.0, a)
-        needed = needed - 1.0
-    a_pow = np.power(a, -s)
-    total = total + a * a_pow / (s - 1.0) + 0.5 * a_pow
-    # Tail: sum_j B_2j / (2j)! * s (s+1) ... (s+2j-2) * a**(-s-2j+1).
-    factor = s * a_pow / (2.0 * a)
-    for j, bernoulli in enumerate(_BERNOULLI, start=1):
-        total = total + bernoulli * factor
-        factor = factor * (s + 2 * j - 1) * (s + 2 * j) / ((2 * j + 1) * (2 * j + 2) * a * a)
-    return total
+def _zeta_series(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Direct terms plus the Euler-Maclaurin tail, in x's float type."""
+    t = x.dtype.type
+    one = t(1)
+    acc = q
+    power_sum = _pow(q, -x)
+    for _ in range(_ZETA_DIRECT_TERMS - 1):
+        acc = acc + one
+        power_sum = power_sum + _pow(acc, -x)
+    acc = acc + one
+    acc_power = _pow(acc, -x)
+    correction = acc_power * acc / (x - one)
+    inverse_square = one / (acc * acc)
+    # Horner: sum_j c_j (x+1)...(x+2j-2) / acc**(2j-2), innermost j = 12.
+    horner = np.zeros_like(x)
+    for j in range(len(_EULER_MACLAURIN), 1, -1):
+        rising = (x + t(2 * j - 2)) * (x + t(2 * j - 3))
+        horner = rising * (inverse_square * (horner + t(_EULER_MACLAURIN[j - 1])))
+    tail = acc_power * (t(0.5) + (x / acc) * (t(_EULER_MACLAURIN[0]) + horner))
+    accurate = (power_sum + correction) + tail
+    # Where the first omitted term is negligible, the plain sum is the answer.
+    negligible = np.abs(acc_power) < np.abs(power_sum) * t(_smallest_subnormal(x.dtype))
+    return np.where(negligible, power_sum, accurate)
+
+
+def _pow(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """pow correctly rounded to the operands' float type."""
+    return np.power(base.astype(np.float64), exponent.astype(np.float64)).astype(base.dtype)
+
+
+def _smallest_subnormal(dtype) -> float:
+    return float(np.finfo(dtype).smallest_subnormal)
 
 
 def zeta(x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Hurwitz zeta(x, q) = sum_{k>=0} (q + k)**-x."""
-    x, q = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(q, dtype=np.float64))
+    """Hurwitz zeta(x, q) = sum_{k>=0} (q + k)**-x, in x's type (f32 or f64)."""
+    x, q = np.broadcast_arrays(np.asarray(x), np.asarray(q))
+    result = _zeta_series(x, q)
     x_is_int = x == np.floor(x)
     q_nonpositive = q <= 0
-    at_pole = q_nonpositive & (q == np.floor(q))
-    valid = ((x > 1.0) & np.isfinite(q) & np.isfinite(x) & ~at_pole
-             & (x_is_int | ~q_nonpositive))
-    result = _zeta_euler_maclaurin(np.where(valid, x, 2.0), np.where(valid, q, 1.0))
-    # Limits the expansion cannot reach.
-    result = np.where(np.isposinf(q) & (x > 1.0), 0.0, result)
-    at_infinity = np.where(q > 1.0, 0.0, np.where(q == 1.0, 1.0, np.inf))
-    result = np.where(np.isposinf(x), at_infinity, result)
-    result = np.where(np.isnan(x) | np.isnan(q), np.nan, result)
     # Domain rules (as XLA's decomposition has them).
-    result = np.where(x < 1.0, np.nan, result)
+    result = np.where(x < 1, np.nan, result)
     result = np.where(q_nonpositive & ~x_is_int, np.nan, result)
-    even = x_is_int & (np.fmod(x, 2.0) == 0)
+    at_pole = q_nonpositive & (q == np.floor(q))
+    even = x_is_int & (np.fmod(x, 2) == 0)
     result = np.where(at_pole, np.where(even, np.inf, np.nan), result)
-    return np.where(x == 1.0, np.inf, result)
+    return np.where(x == 1, np.inf, result).astype(x.dtype)
 
 
-def _factorial(n: float) -> float:
-    try:
-        return math.gamma(n + 1.0)
-    except (OverflowError, ValueError):
-        return math.inf
+# The Lanczos approximation (g = 7, n = 9) behind XLA's lgamma; used for the
+# n! of polygamma so that f32 results carry XLA's rounding, see
+# Note [zeta as XLA evaluates it].
+_LANCZOS_G = 7.0
+_LANCZOS_BASE = 0.99999999999980993227684700473478
+_LANCZOS = (676.520368121885098567009190444019, -1259.13921672240287047156078755283,
+            771.3234287776530788486528258894, -176.61502916214059906584551354,
+            12.507343278686904814458936853, -0.13857109526572011689554707,
+            9.984369578019570859563e-6, 1.50563273514931155834e-7)
+
+
+def _lanczos_lgamma(x: np.ndarray) -> np.ndarray:
+    """log(Gamma(x)) for x >= 1/2 by the Lanczos sum, in x's float type."""
+    t_ = x.dtype.type
+    z = x - t_(1)
+    a = np.full_like(x, t_(_LANCZOS_BASE))
+    for k, coeff in enumerate(_LANCZOS, start=1):
+        a = a + t_(coeff) / (z + t_(k))
+    shift = t_(_LANCZOS_G + 0.5)
+    t = shift + z
+    log_t = t_(math.log(_LANCZOS_G + 0.5)) + _rounded(np.log1p, z / shift)
+    # (z + 1/2) log t - t, written so that it does not overflow.
+    r = (z + t_(0.5) - t / log_t) * log_t
+    return t_((math.log(2) + math.log(math.pi)) / 2) + r + _rounded(np.log, a)
+
+
+def _rounded(fn, x: np.ndarray) -> np.ndarray:
+    return fn(x.astype(np.float64)).astype(x.dtype)
 
 
 def polygamma(n: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """psi^(n)(x) = (-1)**(n+1) n! zeta(n + 1, x) for natural n >= 1."""
-    n, x = np.broadcast_arrays(np.asarray(n, dtype=np.float64), np.asarray(x, dtype=np.float64))
+    """psi^(n)(x) = (-1)**(n+1) n! zeta(n + 1, x) for natural n >= 1, in x's type."""
+    n, x = np.broadcast_arrays(np.asarray(n), np.asarray(x))
+    t = x.dtype.type
     natural = (n >= 0) & (n == np.floor(n)) & np.isfinite(n)
-    order = np.where(natural, n, 1.0)
-    factorial = _vectorize(_factorial)(order)
-    sign = np.where(np.fmod(order, 2.0) == 1.0, 1.0, -1.0)
-    higher = sign * factorial * zeta(order + 1.0, x)
-    result = np.where(order == 0, digamma(x), higher)
-    return np.where(natural, result, np.nan)
+    order = np.where(natural, n, t(1)).astype(x.dtype)
+    factorial = _rounded(np.exp, _lanczos_lgamma(order + t(1)))
+    sign = np.where(np.fmod(order, 2) == 1, t(1), t(-1))
+    higher = sign * factorial * zeta(order + t(1), x)
+    lowest = digamma(x.astype(np.float64)).astype(x.dtype)
+    result = np.where(order == 0, lowest, higher)
+    return np.where(natural, result, np.nan).astype(x.dtype)

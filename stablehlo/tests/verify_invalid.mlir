@@ -442,3 +442,11 @@ func.func @scatter_promotion(%a: tensor<5xi32>, %i: tensor<1x1xi32>, %u: tensor<
   }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false} : (tensor<5xi32>, tensor<1x1xi32>, tensor<1xi32>) -> tensor<5xi8>
   return %0 : tensor<5xi8>
 }
+
+// -----
+// ERR: is not known to be supported on any hardware
+func.func @dot_algorithm(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0], algorithm = <lhs_precision_type = f32, rhs_precision_type = f32, accumulation_type = f16, lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = 1, allow_imprecise_accumulation = false> : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+

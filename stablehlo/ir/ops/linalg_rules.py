@@ -97,18 +97,48 @@ def _infer_dot_general(op):
     return [TensorType(tuple(shape), lhs.element_type)]
 
 
+# Dot algorithms known to run on some hardware, as (lhs, rhs, accumulation,
+# primitive operations); the spec lets verifiers reject all others.
+_KNOWN_ALGORITHMS = {
+    ("f16", "f16", "f16", 1), ("f16", "f16", "f32", 1), ("bf16", "bf16", "bf16", 1),
+    ("bf16", "bf16", "f32", 1), ("bf16", "bf16", "f32", 3), ("bf16", "bf16", "f32", 6),
+    ("bf16", "bf16", "f32", 9), ("tf32", "tf32", "f32", 1), ("tf32", "tf32", "f32", 3),
+    ("f32", "f32", "f32", 1), ("f64", "f64", "f64", 1),
+}
+_F8 = {"f8E3M4", "f8E4M3", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E4M3B11FNUZ", "f8E5M2FNUZ"}
+
+
 def _check_algorithm(op) -> None:
     algo = op.attributes.get("algorithm")
     if algo is None:
         return
+    if not hasattr(algo, "get"):
+        raise op_error(op, f"attribute 'algorithm' must be a #stablehlo.dot_algorithm<...>, "
+                           f"got {algo}")
     for field in ("lhs_component_count", "rhs_component_count", "num_primitive_operations"):
-        value = algo.get(field) if hasattr(algo, "get") else None
+        value = algo.get(field)
         if isinstance(value, int) and value <= 0:
             raise op_error(op, f"algorithm {field} is {value}, expected a positive value")
     precision = op.attributes.get("precision_config")
     if isinstance(precision, ArrayAttr):
         if any(getattr(v, "value", "DEFAULT") != "DEFAULT" for v in precision.values):
             raise op_error(op, "precision_config must be DEFAULT when an algorithm is given")
+    if not _is_known_algorithm(algo):
+        raise op_error(op, f"dot algorithm {algo} is not known to be supported on any "
+                           f"hardware")
+
+
+def _is_known_algorithm(algo) -> bool:
+    names = tuple(str(algo.get(f)) for f in ("lhs_precision_type", "rhs_precision_type",
+                                             "accumulation_type"))
+    ops = algo.get("num_primitive_operations")
+    if algo.get("lhs_component_count") != 1 or algo.get("rhs_component_count") != 1:
+        return False
+    if names[0] in _F8 and names[1] in _F8:
+        return names[2] == "f32" and ops == 1
+    if algo.get("allow_imprecise_accumulation"):
+        return False
+    return names + (ops,) in _KNOWN_ALGORITHMS
 
 
 def _infer_dot(op):

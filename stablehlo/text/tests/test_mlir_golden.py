@@ -89,6 +89,17 @@ def test_all_formats_file_matches_mlir():
         assert ours == mlir_reprint(text, generic=generic)
 
 
+@pytest.mark.parametrize("name", ["jax_sharded.mlir", "jax_shard_map.mlir"])
+def test_shardy_programs_match_mlir(name):
+    """JAX output for 8 devices (Shardy mesh, shardings, manual computation, locations)."""
+    with open(os.path.join(DATA, name)) as f:
+        text = f.read()
+    for generic in (False, True):
+        ours = print_module(parse_module(text, name), generic=generic)
+        assert ours == mlir_reprint(text, generic=generic)
+        assert print_module(parse_module(ours), generic=generic) == ours
+
+
 @needs_suite
 @pytest.mark.parametrize("folder,every", [
     ("interpret", 1), ("interpret/chlo", 1), ("testdata", 10), ("testdata/dynamic", 10),
