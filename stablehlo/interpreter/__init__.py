@@ -14,7 +14,4 @@ from stablehlo.interpreter import (  # noqa: F401,E402
     control_flow, checks, collectives, io, quantization,
 )
 
-# Kernels the families may not provide yet; never overrides a registered one.
-control_flow.register_fallbacks()
-
 __all__ = ["evaluate", "EvalContext", "KERNELS", "kernel", "TOKEN"]

@@ -13,8 +13,7 @@ import numpy as np
 from stablehlo.errors import InterpreterError
 from stablehlo.interpreter import numerics as nx
 from stablehlo.interpreter import special_functions as sf
-from stablehlo.interpreter.elementwise import (multiply, result_dtype, total_order_keys,
-                                                unsupported)
+from stablehlo.interpreter.elementwise import multiply, result_dtype, total_order_keys
 from stablehlo.interpreter.elementwise_math import apply_unary
 from stablehlo.interpreter.kernels import kernel
 from stablehlo.ir.attributes import attr_to_python
@@ -98,7 +97,7 @@ def _sinh_decomposed(x: np.ndarray) -> np.ndarray:
 
 def _hyperbolic(op, operand, decomposed):
     if nx.category(operand.dtype) not in (nx.FLOAT, nx.COMPLEX):
-        raise unsupported(op, operand.dtype)
+        raise nx.unsupported(op, operand.dtype)
     result = decomposed(_xla_compute(operand))
     if operand.dtype.kind == "c":
         return result.astype(operand.dtype)
@@ -120,7 +119,7 @@ def sinh(ctx, op, operand):
 def _in_xla_compute_type(op, lhs, rhs, fn):
     """``fn`` evaluated in f32 (f16/bf16 upcast) or f64, rounded to the result type."""
     if nx.category(lhs.dtype) != nx.FLOAT:
-        raise unsupported(op, lhs.dtype)
+        raise nx.unsupported(op, lhs.dtype)
     result = fn(_xla_compute(lhs), _xla_compute(rhs))
     return nx.round_to(nx.to_float64(result), result_dtype(op))
 
@@ -143,7 +142,7 @@ def polygamma(ctx, op, n, x):
 
 def _float_predicate(op, operand, fn):
     if nx.category(operand.dtype) != nx.FLOAT:
-        raise unsupported(op, operand.dtype)
+        raise nx.unsupported(op, operand.dtype)
     return fn(nx.to_float64(operand))
 
 
@@ -184,7 +183,7 @@ def next_after(ctx, op, x, y):
     """The float after ``x`` in the direction of ``y`` (C nextafter)."""
     dtype = x.dtype
     if nx.category(dtype) != nx.FLOAT:
-        raise unsupported(op, dtype)
+        raise nx.unsupported(op, dtype)
     x, y = np.broadcast_arrays(x, y)
     x64, y64 = nx.to_float64(x), nx.to_float64(y)
     width = nx.float_width(dtype)
@@ -222,7 +221,7 @@ def mulhi(ctx, op, lhs, rhs):
     """The high half of the double-width product."""
     kind = nx.category(lhs.dtype)
     if kind not in (nx.SINT, nx.UINT):
-        raise unsupported(op, lhs.dtype)
+        raise nx.unsupported(op, lhs.dtype)
     width = nx.int_width(lhs.dtype)
     if width <= 32:
         product = nx.widen_int(lhs) * nx.widen_int(rhs)  # exact in 64 bits
@@ -250,7 +249,7 @@ def _descending_keys(op, operand):
     elif kind == nx.BOOL:
         keys = operand.astype(np.int64)
     else:
-        raise unsupported(op, operand.dtype)
+        raise nx.unsupported(op, operand.dtype)
     return np.invert(keys)  # ~k reverses the order without overflow
 
 

@@ -127,26 +127,3 @@ def custom_call(ctx, op, *operands):
     if message is not None:
         raise CheckFailure(f"@{target} failed: {message}")
     return [np.asarray(True) for _ in op.results]
-
-
-# ---------------------------------------------------------------------------
-# tuple / get_tuple_element, used when data_movement.py has none
-
-def tuple_(ctx, op, *operands):
-    return tuple(operands)
-
-
-def get_tuple_element(ctx, op, operand):
-    index = int(op.attributes["index"].value)
-    if not isinstance(operand, tuple) or not 0 <= index < len(operand):
-        raise InterpreterError(f"get_tuple_element index {index} is outside the tuple")
-    return operand[index]
-
-
-def register_fallbacks() -> None:
-    """Register the kernels above for names no kernel family provides."""
-    from stablehlo.interpreter.kernels import KERNELS
-    for name, fn in (("stablehlo.tuple", tuple_),
-                     ("stablehlo.get_tuple_element", get_tuple_element)):
-        if name not in KERNELS:
-            kernel(name)(fn)

@@ -114,7 +114,7 @@ def _to_bits(x: np.ndarray) -> np.ndarray:
     patterns, width = _bit_patterns(x)
     positions = np.arange(width, dtype=np.uint64)
     bits = (patterns[..., None] >> positions) & np.uint64(1)
-    return bits.reshape(x.shape + (-1,)).astype(np.uint8)
+    return bits.reshape(x.shape + (patterns.shape[-1] * width,)).astype(np.uint8)
 
 
 def _from_bits(bits: np.ndarray, dtype) -> np.ndarray:

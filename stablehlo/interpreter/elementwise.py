@@ -30,19 +30,15 @@ def result_dtype(op, index: int = 0) -> np.dtype:
     return numpy_dtype(op.result_types[index].element_type)
 
 
-def unsupported(op, dtype) -> InterpreterError:
-    return InterpreterError(f"{op.where()}: element type {np.dtype(dtype)} is not supported "
-                            f"by this op")
-
-
 def _binary(op, lhs, rhs, *, ints=None, floats=None, complexes=None, bools=None,
             native_floats=True):
     """Dispatch a binary elementwise op on the operands' element category.
 
     ``ints(a, b, dtype)`` gets int64/uint64 copies and its result is wrapped
     to the width; ``floats(a, b)`` runs natively on f32/f64 when
-    ``native_floats`` (IEEE-exact ops) and in float64 otherwise;
-    ``complexes(a, b)`` defaults to ``floats`` run natively.
+    ``native_floats`` (IEEE-exact ops) and in float64 otherwise. For complex
+    operands ``complexes(a, b)``, if given, runs in complex128 and is rounded;
+    otherwise ``floats`` runs natively on them.
     """
     dtype = lhs.dtype
     kind = nx.category(dtype)
@@ -58,7 +54,7 @@ def _binary(op, lhs, rhs, *, ints=None, floats=None, complexes=None, bools=None,
         if complexes is None:
             return np.asarray(floats(lhs, rhs), dtype=dtype)
         return nx.map_float(complexes, dtype, lhs, rhs)
-    raise unsupported(op, dtype)
+    raise nx.unsupported(op, dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -117,10 +113,46 @@ def _int_remainder(a, b, dtype):
     return np.where(zero, a, remainder)
 
 
+def _complex_divide(a, b):
+    """Complex division with the special values of C99 Annex G (G.5.1).
+
+    numpy gives NaN + NaN i whenever an infinity or a zero divisor enters
+    Smith's algorithm; Annex G (and XLA) recover the infinite or zero result.
+    """
+    quotient = a / b
+    lost = np.isnan(quotient.real) & np.isnan(quotient.imag)
+    if not lost.any():
+        return quotient
+    x, y, c, d = a.real, a.imag, b.real, b.imag
+    zero_divisor = (c == 0) & (d == 0) & ~(np.isnan(x) & np.isnan(y))
+    inf_c = np.copysign(np.inf, c)
+    by_zero = _complex_parts(inf_c * x, inf_c * y)
+    x_unit = np.copysign(np.where(np.isinf(x), 1.0, 0.0), x)
+    y_unit = np.copysign(np.where(np.isinf(y), 1.0, 0.0), y)
+    infinite_dividend = ((np.isinf(x) | np.isinf(y)) & np.isfinite(c) & np.isfinite(d))
+    big = _complex_parts(np.inf * (x_unit * c + y_unit * d), np.inf * (y_unit * c - x_unit * d))
+    c_unit = np.copysign(np.where(np.isinf(c), 1.0, 0.0), c)
+    d_unit = np.copysign(np.where(np.isinf(d), 1.0, 0.0), d)
+    infinite_divisor = (np.isinf(c) | np.isinf(d)) & np.isfinite(x) & np.isfinite(y)
+    small = _complex_parts(0.0 * (x * c_unit + y * d_unit), 0.0 * (y * c_unit - x * d_unit))
+    recovered = np.where(zero_divisor, by_zero,
+                         np.where(infinite_dividend, big,
+                                  np.where(infinite_divisor, small, quotient)))
+    return np.where(lost, recovered, quotient)
+
+
+def _complex_parts(real, imag):
+    result = np.empty(np.broadcast_shapes(np.shape(real), np.shape(imag)), dtype=np.complex128)
+    result.real = real
+    result.imag = imag
+    return result
+
+
 @kernel("stablehlo.divide")
 @nx.quiet
 def divide(ctx, op, lhs, rhs):
-    return _binary(op, lhs, rhs, ints=_int_divide, floats=np.divide)
+    return _binary(op, lhs, rhs, ints=_int_divide, floats=np.divide,
+                   complexes=_complex_divide)
 
 
 @kernel("stablehlo.remainder")
@@ -199,7 +231,7 @@ def _extremum(op, lhs, rhs, want_max: bool):
     elif kind == nx.COMPLEX:
         pick = _pick_lhs_complex(lhs, rhs, want_max)
     else:
-        raise unsupported(op, lhs.dtype)
+        raise nx.unsupported(op, lhs.dtype)
     return np.where(pick, lhs, rhs).astype(lhs.dtype)
 
 
@@ -239,7 +271,7 @@ def negate(ctx, op, operand):
         return nx.map_float(np.negative, operand.dtype, operand)
     if kind == nx.COMPLEX:
         return np.negative(operand)
-    raise unsupported(op, operand.dtype)
+    raise nx.unsupported(op, operand.dtype)
 
 
 @kernel("stablehlo.abs")
@@ -254,7 +286,7 @@ def abs_(ctx, op, operand):
     if kind == nx.COMPLEX:
         modulus = np.abs(operand.astype(np.complex128))  # hypot: no overflow
         return nx.round_to(modulus, result_dtype(op))
-    raise unsupported(op, operand.dtype)
+    raise nx.unsupported(op, operand.dtype)
 
 
 def _float_sign(x):
@@ -283,7 +315,7 @@ def sign(ctx, op, operand):
         return nx.map_float(_float_sign, operand.dtype, operand)
     if kind == nx.COMPLEX:
         return nx.map_float(_complex_sign, operand.dtype, operand)
-    raise unsupported(op, operand.dtype)
+    raise nx.unsupported(op, operand.dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -296,7 +328,7 @@ def _bitwise(op, lhs, rhs, fn):
         return fn(lhs, rhs)
     if kind in (nx.SINT, nx.UINT):
         return nx.wrap_int(fn(nx.widen_int(lhs), nx.widen_int(rhs)), lhs.dtype)
-    raise unsupported(op, lhs.dtype)
+    raise nx.unsupported(op, lhs.dtype)
 
 
 @kernel("stablehlo.and")
@@ -321,13 +353,13 @@ def not_(ctx, op, operand):
         return np.logical_not(operand)
     if kind in (nx.SINT, nx.UINT):
         return nx.wrap_int(np.invert(nx.widen_int(operand)), operand.dtype)
-    raise unsupported(op, operand.dtype)
+    raise nx.unsupported(op, operand.dtype)
 
 
 def _shift_operands(op, lhs, rhs):
     """(lhs bit patterns, shift amounts read as unsigned, width)."""
     if nx.category(lhs.dtype) not in (nx.SINT, nx.UINT):
-        raise unsupported(op, lhs.dtype)
+        raise nx.unsupported(op, lhs.dtype)
     width = nx.int_width(lhs.dtype)
     amount = nx.to_unsigned_bits(rhs)
     return nx.to_unsigned_bits(lhs), amount, width
@@ -367,7 +399,7 @@ def _sign_extend(bits, width):
 @kernel("stablehlo.popcnt")
 def popcnt(ctx, op, operand):
     if nx.category(operand.dtype) not in (nx.SINT, nx.UINT):
-        raise unsupported(op, operand.dtype)
+        raise nx.unsupported(op, operand.dtype)
     counts = np.bitwise_count(nx.to_unsigned_bits(operand)).astype(np.int64)
     return nx.wrap_int(counts, operand.dtype)
 
@@ -375,7 +407,7 @@ def popcnt(ctx, op, operand):
 @kernel("stablehlo.count_leading_zeros")
 def count_leading_zeros(ctx, op, operand):
     if nx.category(operand.dtype) not in (nx.SINT, nx.UINT):
-        raise unsupported(op, operand.dtype)
+        raise nx.unsupported(op, operand.dtype)
     bits = nx.to_unsigned_bits(operand)
     width = nx.int_width(operand.dtype)
     zeros = np.full(bits.shape, width, dtype=np.int64)
@@ -499,5 +531,5 @@ def complex_(ctx, op, lhs, rhs):
 
 
 # Importing these modules registers their kernels.
-from stablehlo.interpreter import conversions as _conversions  # noqa: E402,F401
-from stablehlo.interpreter import elementwise_math as _elementwise_math  # noqa: E402,F401
+from stablehlo.interpreter import conversions as _conversions  # noqa: F401
+from stablehlo.interpreter import elementwise_math as _elementwise_math  # noqa: F401

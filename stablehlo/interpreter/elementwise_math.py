@@ -17,17 +17,34 @@ from stablehlo.interpreter.kernels import kernel
 from stablehlo.ir.attributes import attr_to_python
 
 
-def _unsupported(op, dtype) -> InterpreterError:
-    return InterpreterError(f"{op.where()}: element type {np.dtype(dtype)} is not supported "
-                            f"by this op")
-
-
 def _logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _complex_logistic(z):
+    # exp(z) / (1 + exp(z)) where Re z < 0, so that exp never overflows to
+    # an infinite complex value (whose reciprocal numpy makes NaN, not 0).
+    ez = np.exp(np.where(z.real < 0, z, -z))
+    return np.where(z.real < 0, ez / (1.0 + ez), 1.0 / (1.0 + ez))
+
+
 def _rsqrt(x):
     return 1.0 / np.sqrt(x)
+
+
+def _complex_rsqrt(z):
+    return complex_reciprocal(np.sqrt(z))
+
+
+def complex_reciprocal(z):
+    """1 / z with C99 Annex G infinities: 1 / inf is 0, 1 / 0 is inf."""
+    with np.errstate(all="ignore"):
+        result = 1.0 / z
+    infinite = np.isinf(z.real) | np.isinf(z.imag)
+    zero_part = _make_complex(np.copysign(0.0, z.real), np.copysign(0.0, -z.imag))
+    result = np.where(infinite, zero_part, result)
+    zero = (z.real == 0) & (z.imag == 0)
+    return np.where(zero, complex(np.inf, np.nan), result)
 
 
 def _complex_expm1(z):
@@ -65,13 +82,13 @@ _UNARY_MATH = {
     "stablehlo.exponential_minus_one": (np.expm1, _complex_expm1),
     "stablehlo.log": (np.log, np.log),
     "stablehlo.log_plus_one": (np.log1p, _complex_log1p),
-    "stablehlo.logistic": (_logistic, _logistic),
+    "stablehlo.logistic": (_logistic, _complex_logistic),
     "stablehlo.sine": (np.sin, np.sin),
     "stablehlo.cosine": (np.cos, np.cos),
     "stablehlo.tan": (np.tan, np.tan),
     "stablehlo.tanh": (np.tanh, np.tanh),
     "stablehlo.sqrt": (np.sqrt, np.sqrt),
-    "stablehlo.rsqrt": (_rsqrt, _rsqrt),
+    "stablehlo.rsqrt": (_rsqrt, _complex_rsqrt),
     "stablehlo.cbrt": (np.cbrt, _complex_cbrt),
     "stablehlo.floor": (np.floor, None),
     "stablehlo.ceil": (np.ceil, None),
@@ -86,7 +103,7 @@ def apply_unary(op, operand, real_fn, complex_fn):
         return nx.map_float(real_fn, operand.dtype, operand)
     if kind == nx.COMPLEX and complex_fn is not None:
         return nx.map_float(complex_fn, operand.dtype, operand)
-    raise _unsupported(op, operand.dtype)
+    raise nx.unsupported(op, operand.dtype)
 
 
 def _register_unary(name, real_fn, complex_fn):
@@ -118,7 +135,7 @@ def round_nearest_afz(ctx, op, operand):
 @nx.quiet
 def is_finite(ctx, op, operand):
     if nx.category(operand.dtype) != nx.FLOAT:
-        raise _unsupported(op, operand.dtype)
+        raise nx.unsupported(op, operand.dtype)
     return np.isfinite(nx.to_float64(operand))
 
 
@@ -136,7 +153,7 @@ def atan2(ctx, op, lhs, rhs):
         return nx.map_float(np.arctan2, lhs.dtype, lhs, rhs)
     if kind == nx.COMPLEX:
         return nx.map_float(_complex_atan2, lhs.dtype, lhs, rhs)
-    raise _unsupported(op, lhs.dtype)
+    raise nx.unsupported(op, lhs.dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -174,7 +191,7 @@ def _clamp_exponent(bits, src_mantissa: int, src_exponent: int, exponent: int, w
 def reduce_precision(ctx, op, operand):
     dtype = operand.dtype
     if nx.category(dtype) != nx.FLOAT:
-        raise _unsupported(op, dtype)
+        raise nx.unsupported(op, dtype)
     exponent = int(attr_to_python(op.attributes["exponent_bits"]))
     mantissa = int(attr_to_python(op.attributes["mantissa_bits"]))
     if exponent < 1 or mantissa < 0:

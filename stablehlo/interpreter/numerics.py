@@ -223,6 +223,17 @@ def is_ieee_like(dtype) -> bool:
 # Kernel plumbing
 
 
+def unsupported(op, dtype):
+    """The InterpreterError for an operand element type the op does not accept."""
+    from stablehlo.errors import InterpreterError
+    from stablehlo.ir.types import element_type_for_dtype
+    try:
+        name = str(element_type_for_dtype(dtype))
+    except TypeError:
+        name = str(np.dtype(dtype))
+    return InterpreterError(f"{op.where()}: element type {name} is not supported by this op")
+
+
 def quiet(fn):
     """Run ``fn`` with numpy floating-point warnings off.
 

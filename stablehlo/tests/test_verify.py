@@ -342,3 +342,20 @@ def test_tensor_type_used_for_shapes_is_immutable():
     # the rules build new types with with_shape/with_element_type, never mutate
     t = TensorType((2, 3), F32)
     assert t.with_shape((3,)) == tensor((3,), F32) and t.shape == (2, 3)
+
+
+_DYNAMIC_CONV_1D_WITH_2D_WINDOW = """
+func.func @main(%lhs: tensor<1x?x16xf32>, %rhs: tensor<4x16x16xf32>, %pad: tensor<1x2xi32>) -> tensor<1x?x16xf32> {
+  %0 = "stablehlo.dynamic_conv"(%lhs, %rhs, %pad) {batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, f]x[0, i, o]->[b, 0, f]>, feature_group_count = 1 : i64, window_strides = array<i64: 2, 2>} : (tensor<1x?x16xf32>, tensor<4x16x16xf32>, tensor<1x2xi32>) -> tensor<1x?x16xf32>
+  return %0 : tensor<1x?x16xf32>
+}
+"""
+
+
+def test_dynamic_conv_window_attributes_are_as_lenient_as_mlir():
+    # JAX's shape-polymorphic exports write 2-D window attributes on 1-D
+    # dynamic_convs; upstream MLIR accepts them, and so must we.
+    from stablehlo.tests.mlir_oracle import mlir_verify
+    from stablehlo.text import parse_module
+    assert mlir_verify(_DYNAMIC_CONV_1D_WITH_2D_WINDOW) is None
+    verify_module(parse_module(_DYNAMIC_CONV_1D_WITH_2D_WINDOW))

@@ -95,6 +95,7 @@ def _interpret(case: Case, backend: str) -> tuple[str, str]:
 
 
 def _evaluate(case: Case, backend: str) -> tuple[str, str]:
+    from stablehlo.interpreter.evaluator import parse_args
     from stablehlo.text import parse_module
     inv = case.invocation
     module = parse_module(case.text, case.file)
@@ -129,22 +130,6 @@ def _client(backend: str, inv: Invocation):
         yield make_client(backend, probe_dir=probe_dir)
     finally:
         shutil.rmtree(probe_dir, ignore_errors=True)
-
-
-def parse_args(text: str) -> list:
-    """``--args=[dense<...> : tensor<...>, ...]`` -> numpy arrays."""
-    from stablehlo.ir.attributes import ArrayAttr, DenseElementsAttr
-    from stablehlo.text import parse_attribute
-    attr = parse_attribute(text)
-    if not isinstance(attr, ArrayAttr):
-        raise ValueError(f"--args must be an array attribute such as "
-                         f"[dense<1> : tensor<2xi32>], got {text!r}")
-    arrays = []
-    for i, element in enumerate(attr.values):
-        if not isinstance(element, DenseElementsAttr):
-            raise ValueError(f"--args element {i} is not a dense elements attribute: {element}")
-        arrays.append(element.array)
-    return arrays
 
 
 def _filecheck(case: Case, inv: Invocation, printed: str, results: list, types: list) -> None:

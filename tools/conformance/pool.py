@@ -15,6 +15,7 @@ cases in this process, without deadlines (useful under a debugger).
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import signal
 import sys
 import time
@@ -82,10 +83,22 @@ class _Worker:
         self.conn.close()
 
 
+def _start_method() -> str:
+    """Fork when it is safe: it starts warm workers (the kernels are already imported).
+
+    Forking a process that runs other threads (JAX starts some when imported, as in
+    a test session that also uses it as an oracle) can deadlock the child, so then
+    workers come from a fork server instead.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 class _Pool:
     def __init__(self, backend: str, jobs: int, timeout: float, on_result: OnResult):
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        self.ctx = multiprocessing.get_context(method)
+        self.ctx = multiprocessing.get_context(_start_method())
         self.backend, self.jobs, self.timeout = backend, jobs, timeout
         self.on_result = on_result
 

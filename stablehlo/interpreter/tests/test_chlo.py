@@ -7,8 +7,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from stablehlo.interpreter.tests.elementwise_harness import (Xla, apply, assert_same, i64_attr,
-                                                             tensor_type, ulp_distance)
+from stablehlo.interpreter.tests.elementwise_harness import (
+    Xla,
+    apply,
+    assert_same,
+    i64_attr,
+    tensor_type,
+    ulp_distance,
+)
 
 special = pytest.importorskip("scipy.special")
 
@@ -177,3 +183,35 @@ def test_top_k_is_a_stable_descending_sort(xla, dtype):
     expected_values, expected_indices = xla(lambda a: xla.lax.top_k(a, 4), operand)
     assert_same(values, expected_values)
     assert_same(indices, expected_indices.astype(np.int32))
+
+
+SCAN = """
+func.func @main(%input: tensor<2x5xi32>, %init: tensor<2xi32>) -> (tensor<2x5xi32>, tensor<2xi32>) {
+  %0:2 = chlo.scan(%input) inits(%init) dimension=1 attributes {is_reverse = REVERSE} {
+  ^bb0(%x: tensor<2xi32>, %carry: tensor<2xi32>):
+    %1 = stablehlo.maximum %x, %carry : tensor<2xi32>
+    %2 = stablehlo.add %x, %carry : tensor<2xi32>
+    stablehlo.return %1, %2 : tensor<2xi32>, tensor<2xi32>
+  } : (tensor<2x5xi32>, tensor<2xi32>) -> (tensor<2x5xi32>, tensor<2xi32>)
+  return %0#0, %0#1 : tensor<2x5xi32>, tensor<2xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_threads_the_carry_along_the_dimension(reverse):
+    from stablehlo.interpreter import evaluate
+    from stablehlo.text.parser import parse_module
+    module = parse_module(SCAN.replace("REVERSE", "true" if reverse else "false"))
+    data = np.array([[3, -1, 4, 1, -5], [9, 2, -6, 5, 3]], np.int32)
+    init = np.array([0, 1], np.int32)
+    outputs, carry = evaluate(module, args=(data, init))
+    # Output i = max(x_i, running sum before i); carry = running sum.
+    order = range(4, -1, -1) if reverse else range(5)
+    expected = np.zeros_like(data)
+    running = init.copy()
+    for i in order:
+        expected[:, i] = np.maximum(data[:, i], running)
+        running = running + data[:, i]
+    assert_same(outputs, expected)
+    assert_same(carry, running)

@@ -13,9 +13,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from stablehlo.interpreter.tests.elementwise_harness import (Xla, apply, apply_typed,
-                                                             assert_same, i64_attr,
-                                                             tensor_type)
+from stablehlo.interpreter.tests.elementwise_harness import (
+    Xla,
+    apply,
+    apply_typed,
+    assert_same,
+    i64_attr,
+    tensor_type,
+)
 from stablehlo.ir.types import F32, I8, IntegerType, QuantizedType, TensorType
 
 

@@ -216,14 +216,22 @@ def _check_group_counts(op, lhs, rhs, dn) -> tuple:
     return fgc, bgc
 
 
-def _conv_shape(op, lhs, rhs, padding) -> list:
+def _conv_shape(op, lhs, rhs, padding, strict_window: bool = True) -> list:
     rank = lhs.rank
     if rhs.rank != rank:
         raise op_error(op, f"lhs {lhs} and rhs {rhs} must have the same rank")
     if rank < 2:
         raise op_error(op, f"lhs {lhs} must have rank >= 2")
     dn = _conv_dims(op, rank)
-    strides, lhs_dil, rhs_dil = _conv_window(op, rank - 2)
+    if not strict_window and not _window_sizes_match(op, rank - 2):
+        # Note [dynamic_conv windows]: upstream MLIR does not check the window
+        # attributes of dynamic_conv, and JAX's shape-polymorphic exports carry
+        # 2-D window attributes on 1-D convolutions. We accept them like MLIR
+        # does and leave the spatial result dims unconstrained.
+        padding = None
+        strides = lhs_dil = rhs_dil = None
+    else:
+        strides, lhs_dil, rhs_dil = _conv_window(op, rank - 2)
     _fgc, bgc = _check_group_counts(op, lhs, rhs, dn)
     _check_precision_config(op)
     shape = [None] * rank
@@ -258,9 +266,15 @@ def _infer_dynamic_conv(op):
                            f"tensor")
     values = constant_ints(op.operands[2])
     padding = None if values is None else list(zip(values[0::2], values[1::2]))
-    shape = _conv_shape(op, lhs, rhs, padding)
+    shape = _conv_shape(op, lhs, rhs, padding, strict_window=False)
     _check_operand_elements(op, lhs, rhs, _result_element(op))
     return [TensorType(tuple(shape), lhs.element_type)]
+
+
+def _window_sizes_match(op, spatial: int) -> bool:
+    names = ("window_strides", "lhs_dilation", "rhs_dilation", "window_reversal")
+    return all(len(int_list(op, n, [0] * spatial) if n != "window_reversal"
+                   else bool_list(op, n, [False] * spatial)) == spatial for n in names)
 
 
 # ---------------------------------------------------------------------------
