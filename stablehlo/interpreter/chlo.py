@@ -1,10 +1,13 @@
-"""Interpreter kernels of the CHLO elementwise ops, chlo.mulhi and chlo.top_k.
+"""Interpreter kernels of the CHLO ops: the elementwise math functions,
+chlo.mulhi, chlo.top_k and chlo.scan.
 
-CHLO ops have no StableHLO spec; their meaning is the mathematical function
-(or XLA's decomposition of it, for poles and domain errors: see
-special_functions.py). Like the StableHLO math ops, every function is
-evaluated in float64 / complex128 and rounded once to the element type.
-The binary CHLO ops broadcast numpy-style.
+CHLO ops have no StableHLO spec; their meaning is the mathematical function,
+or XLA's decomposition of it into StableHLO where the two differ: values at
+poles and domain errors (see special_functions.py), and cosh, sinh, zeta and
+polygamma, whose decompositions round in ways the conformance data records
+(Note [cosh and sinh as XLA decomposes them], Note [zeta as XLA evaluates
+it]). Everything else is evaluated in float64 / complex128 and rounded once
+to the element type. The binary CHLO ops broadcast numpy-style.
 """
 from __future__ import annotations
 

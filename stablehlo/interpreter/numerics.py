@@ -211,14 +211,6 @@ def mantissa_bits(dtype) -> int:
     return int(ml_dtypes.finfo(dtype).nmant)
 
 
-def is_ieee_like(dtype) -> bool:
-    """Whether the float type has infinities (and so IEEE special values)."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f" or dtype.name == "bfloat16":
-        return True
-    return dtype.name in ("float8_e5m2", "float8_e4m3", "float8_e3m4")
-
-
 # ---------------------------------------------------------------------------
 # Kernel plumbing
 
