@@ -53,7 +53,8 @@ class Phase:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    from tools.conformance.discover import find_files, split_chunks
+    from stablehlo.text import split_input_file
+    from tools.conformance.discover import find_files
     paths = args.paths or [DEFAULT_PATH]
     try:
         files = find_files(paths)
@@ -68,7 +69,7 @@ def bench_command(args: argparse.Namespace) -> int:
         with open(path, encoding="utf-8") as f:
             text = f.read()
         chunks += [(path, line, "\n" * (line - 1) + chunk)
-                   for _, line, chunk in split_chunks(text) if "func.func" in chunk]
+                   for _, line, chunk in split_input_file(text) if "func.func" in chunk]
     phases = run_phases(chunks, args.generic)
     sys.stdout.write(report(phases, len(files)))
     return 0

@@ -39,12 +39,12 @@ def add_parser(subparsers) -> None:
 
 
 def opt_command(args: argparse.Namespace) -> int:
-    from tools.conformance.discover import split_chunks
+    from stablehlo.text import split_input_file
     text, filename = read_source(args.file, args.sources)
     pipeline = _pipeline(args)
     if args.split_input_file:
         # Pad each chunk with newlines so diagnostics keep the file's line numbers.
-        chunks = ["\n" * (line - 1) + chunk for _, line, chunk in split_chunks(text)]
+        chunks = ["\n" * (line - 1) + chunk for _, line, chunk in split_input_file(text)]
     else:
         chunks = [text]
     outputs = [_process(chunk, filename, pipeline, args) for chunk in chunks]

@@ -17,7 +17,7 @@ from stablehlo.errors import InterpreterError
 from stablehlo.interpreter import numerics as nx
 from stablehlo.interpreter import special_functions as sf
 from stablehlo.interpreter.elementwise import multiply, result_dtype, total_order_keys
-from stablehlo.interpreter.elementwise_math import apply_unary
+from stablehlo.interpreter.elementwise_math import register_unary
 from stablehlo.interpreter.kernels import kernel
 from stablehlo.ir.attributes import attr_to_python
 from stablehlo.ir.types import numpy_dtype
@@ -40,17 +40,8 @@ _UNARY_MATH = {
 }
 
 
-def _register_unary(name, real_fn, complex_fn):
-    @kernel(name)
-    @nx.quiet
-    def run(ctx, op, operand):
-        return apply_unary(op, operand, real_fn, complex_fn)
-    run.__name__ = name.split(".", 1)[1]
-    return run
-
-
 for _name, (_real_fn, _complex_fn) in _UNARY_MATH.items():
-    _register_unary(_name, _real_fn, _complex_fn)
+    register_unary(_name, _real_fn, _complex_fn)
 
 
 # Note [cosh and sinh as XLA decomposes them]

@@ -106,7 +106,7 @@ def apply_unary(op, operand, real_fn, complex_fn):
     raise nx.unsupported(op, operand.dtype)
 
 
-def _register_unary(name, real_fn, complex_fn):
+def register_unary(name, real_fn, complex_fn):
     @kernel(name)
     @nx.quiet
     def run(ctx, op, operand):
@@ -116,7 +116,7 @@ def _register_unary(name, real_fn, complex_fn):
 
 
 for _name, (_real_fn, _complex_fn) in _UNARY_MATH.items():
-    _register_unary(_name, _real_fn, _complex_fn)
+    register_unary(_name, _real_fn, _complex_fn)
 
 
 def _round_half_away(x):

@@ -24,7 +24,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-SPLIT_MARKER = re.compile(r"// -----[^\n]*")
+from stablehlo.text import split_input_file
+
 _RUN_LINE = re.compile(r"^\s*//\s*(RUN(?:-DISABLED(?:\([^)\n]*\))?)?)(:?)\s?(.*)$")
 _FUNC = re.compile(r'(?:^|[\s"])func\.func\b[^@]*@("[^"]*"|[\w.$-]+)')
 
@@ -92,7 +93,7 @@ def plan_file(path: str, text: str, known_passes=()) -> list[Case]:
         function, offset = _first_function(text)
         return [Case(path, None, 0, 1 + offset, ROUNDTRIP, text=text, function=function)]
     split = any(_splits(cmd) for cmd in enabled if _is_interpreting(cmd) or "stablehlo-opt" in cmd)
-    chunks = split_chunks(text) if split else [(0, 1, text)]
+    chunks = split_input_file(text) if split else [(0, 1, text)]
     cases = []
     for index, line, chunk in chunks:
         function, offset = _first_function(chunk)
@@ -126,16 +127,6 @@ def run_commands(text: str) -> tuple[list[str], list[str]]:
     if pending is not None:
         enabled.append(pending)
     return enabled, disabled
-
-
-def split_chunks(text: str) -> list[tuple[int, int, str]]:
-    """(index, first line, text) of every ``// -----`` chunk."""
-    chunks, start, index = [], 0, 0
-    for m in SPLIT_MARKER.finditer(text):
-        chunks.append((index, text.count("\n", 0, start) + 1, text[start:m.start()]))
-        start, index = m.end(), index + 1
-    chunks.append((index, text.count("\n", 0, start) + 1, text[start:]))
-    return chunks
 
 
 def _first_function(text: str) -> tuple[str | None, int]:

@@ -1,15 +1,16 @@
 """RUN-line interpretation and chunk splitting, on texts written for each rule."""
 from __future__ import annotations
 
+from stablehlo.text import split_input_file
 from tools.conformance.discover import (INTERPRET, ROUNDTRIP, SKIP, find_files, plan_file,
-                                        run_commands, split_chunks)
+                                        run_commands)
 
 FUNC = "func.func @f{n}() {{\n  func.return\n}}\n"
 
 
 def test_split_marker_is_a_substring_and_lines_are_kept():
     text = "a\n// -----\nb\nc\n// // ----- trailing words\nd\n"
-    chunks = split_chunks(text)
+    chunks = split_input_file(text)
     assert [(i, line) for i, line, _ in chunks] == [(0, 1), (1, 2), (2, 5)]
     assert chunks[1][2] == "\nb\nc\n// "
     assert chunks[2][2] == "\nd\n"

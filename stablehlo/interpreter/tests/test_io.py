@@ -10,7 +10,7 @@ import pytest
 from stablehlo.interpreter import evaluate
 from stablehlo.interpreter.evaluator import find_entry
 from stablehlo.interpreter.io import format_value
-from stablehlo.text import parse_module
+from stablehlo.text import parse_module, split_input_file
 
 SUITE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "conformance",
                      "stablehlo", "interpret")
@@ -21,7 +21,7 @@ def suite_chunks(name):
     if not os.path.exists(path):
         pytest.skip(f"conformance suite not available: {path}")
     with open(path) as f:
-        return re.split(r"// -----[^\n]*", f.read())
+        return [chunk for _, _, chunk in split_input_file(f.read())]
 
 
 def check_lines(chunk, prefix):

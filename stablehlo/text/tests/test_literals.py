@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from stablehlo.ir.types import FloatType, numpy_dtype
+from stablehlo.tests import mlir_oracle
 from stablehlo.text import literals
 
 try:
@@ -209,15 +210,7 @@ def test_format_float_array_any_shape_and_unknown_type():
 def mlir_context():
     pytest.importorskip("jaxlib", reason="jaxlib (the MLIR oracle) is not importable")
     from jaxlib.mlir import ir
-    from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
-
-    registry = ir.DialectRegistry()
-    _jax_mlir_ext.register_dialects(registry)
-    ctx = ir.Context()
-    ctx.append_dialect_registry(registry)
-    ctx.load_all_available_dialects()
-    _stablehlo.register_dialect(ctx)
-    return ir, ctx
+    return ir, mlir_oracle.mlir_context()
 
 
 _DENSE = re.compile(r"dense<(\[?)(.*?)\]?> : tensor<(\d+)x")

@@ -24,7 +24,7 @@ import re
 import pytest
 
 from stablehlo.text import parse_module, print_module
-from stablehlo.text.tests.mlir_reprint import (
+from stablehlo.tests.mlir_oracle import (
     ROOT,
     MlirRejected,
     conformance_chunks,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from stablehlo.text import parse_module, print_module
-from stablehlo.text.tests.mlir_reprint import ROOT, conformance_chunks
+from stablehlo.tests.mlir_oracle import ROOT, conformance_chunks
 
 FOLDERS = ["interpret", "interpret/chlo", "testdata", "testdata/dynamic", "testdata/quantized",
            "testdata_chlo_legalized"]

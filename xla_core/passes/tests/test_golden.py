@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import stablehlo
-from stablehlo.text import print_module
+from stablehlo.text import print_module, split_input_file
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
 from xla_core.testing.filecheck import check
 
@@ -23,13 +23,12 @@ HERE = Path(__file__).parent
 GOLDEN = sorted(HERE.glob("*.mlir"))
 _RUN = re.compile(r"^// RUN: openhlo opt %s (--split-input-file )?--passes=(\S+) \| filecheck %s$",
                   re.M)
-_SPLIT = re.compile(r"// -----[^\n]*")
 
 
 def run_golden(text: str, name: str) -> str:
     m = _RUN.search(text)
     assert m, f"{name}: RUN line not understood"
-    chunks = _SPLIT.split(text) if m.group(1) else [text]
+    chunks = [c for _, _, c in split_input_file(text)] if m.group(1) else [text]
     outputs = []
     for chunk in chunks:
         module = stablehlo.parse(chunk, name)

@@ -2,14 +2,13 @@
 and after, on conformance programs whose own checks must keep passing."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
 import stablehlo
 from stablehlo.errors import OpenHLOError
 from stablehlo.interpreter import evaluate
+from stablehlo.text import split_input_file
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
 from xla_core.testing.conformance import conformance_dir
 
@@ -17,8 +16,6 @@ TESTDATA = conformance_dir("testdata")
 INTERPRET = conformance_dir("interpret")
 pytestmark = pytest.mark.skipif(TESTDATA is None or INTERPRET is None,
                                 reason="conformance suites not found")
-
-_SPLIT = re.compile(r"// -----[^\n]*")
 
 
 def _multi_function_programs(count: int) -> list:
@@ -58,7 +55,8 @@ def test_testdata_results_unchanged(path, passes):
 @pytest.mark.parametrize("name", ["while.mlir", "if.mlir", "reduce.mlir", "case.mlir",
                                   "sort.mlir", "map.mlir"])
 def test_interpreter_suite_checks_still_pass_after_dce(name):
-    chunks = [c for c in _SPLIT.split((INTERPRET / name).read_text()) if "func.func" in c]
+    chunks = [c for _, _, c in split_input_file((INTERPRET / name).read_text())
+              if "func.func" in c]
     assert chunks
     ran = 0
     for chunk in chunks:

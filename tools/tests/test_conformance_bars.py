@@ -1,0 +1,46 @@
+"""The issue's acceptance bars on the full public conformance suites.
+
+Each suite runs through ``openhlo conformance`` on the interpreter backend; the
+suites' own check ops are the oracle (see test_conformance.py for a corrupted
+expected value turning into a failure). The whole run takes seconds, so it is
+an ordinary test. Bars: testdata + testdata_chlo_legalized >= 99.5% of enabled
+programs, interpret/ single-process cases >= 97%, quantized >= 90%, and every
+dynamic program round-trips.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tools.tests.helpers import run_cli
+from xla_core.testing.conformance import conformance_dir
+
+_SUITES = {
+    "testdata": (["testdata", "testdata_chlo_legalized"], 0.995),
+    "interpret": (["interpret"], 0.97),
+    "quantized": (["testdata/quantized"], 0.90),
+    "dynamic": (["testdata/dynamic"], 1.0),
+}
+
+
+@pytest.mark.parametrize("suite", sorted(_SUITES))
+def test_suite_meets_its_bar(suite, capsys, tmp_path):
+    folders, bar = _SUITES[suite]
+    paths = [conformance_dir(f) for f in folders]
+    if any(p is None for p in paths):
+        pytest.skip(f"conformance folders {folders} not found")
+    report = tmp_path / "report.json"
+    run_cli(capsys, "conformance", *paths, "--jobs", "2", "--json", report)
+    data = json.loads(report.read_text())
+    results = data["results"]
+    if suite == "testdata":  # quantized/ and dynamic/ are judged on their own
+        results = [r for r in results if "/quantized/" not in r["file"]
+                   and "/dynamic/" not in r["file"]]
+    enabled = [r for r in results if r["status"] != "skip"]
+    passed = [r for r in enabled if r["status"] == "pass"]
+    assert len(enabled) > 50, f"{suite}: only {len(enabled)} enabled cases found"
+    rate = len(passed) / len(enabled)
+    bad = [f"{r['file']}#{r['case']}: {r['status']}: {r['message'][:160]}"
+           for r in enabled if r["status"] != "pass"]
+    assert rate >= bar, f"{suite}: {rate:.2%} < {bar:.1%}\n" + "\n".join(bad[:20])
