@@ -1,38 +1,21 @@
-"""Index operands, struct attributes and result shapes for the data-movement kernels.
+"""Index operands and result shapes for the data-movement kernels.
 
 Index tensors of any integer dtype (i2 .. ui64) are converted to int64 here,
 saturating so that huge unsigned values stay huge instead of wrapping.
-Struct attributes (gather/scatter dimension numbers) and result types are
-read with errors that name the op (scalar attributes: see opattrs.py).
+Result types are read with errors that name the op (attributes, including
+gather/scatter dimension numbers: see opattrs.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from stablehlo.interpreter.opattrs import fail
-from stablehlo.ir.attributes import StructAttr
 from stablehlo.ir.types import TensorType, numpy_dtype
 
 # Index arithmetic is done in int64; values are first saturated to this bound
 # so that start + offset cannot overflow (anything this large is out of range
 # for every tensor anyway).
 _INDEX_BOUND = 1 << 48
-
-
-def struct_attr(op, name: str, kind: str) -> StructAttr:
-    """A ``#stablehlo.<kind><...>`` attribute such as gather dimension numbers."""
-    attr = op.attributes.get(name)
-    if not isinstance(attr, StructAttr) or attr.kind != kind:
-        raise fail(op, f"attribute '{name}' must be #stablehlo.{kind}<...>, got {attr}")
-    return attr
-
-
-def struct_ints(attr: StructAttr, field: str) -> list[int]:
-    """A tuple-of-ints field of a struct attribute (empty when absent)."""
-    value = attr.get(field, ())
-    if isinstance(value, int):
-        return [value]
-    return [int(v) for v in value]
 
 
 def index_array(values) -> np.ndarray:

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from stablehlo.interpreter.index_values import (index_array, index_vector, result_dtype,
-                                                struct_attr, struct_ints)
+from stablehlo.interpreter.index_values import index_array, index_vector, result_dtype
 from stablehlo.interpreter.kernels import kernel
 from stablehlo.interpreter.lanes import LaneBody, NotLaneWise
-from stablehlo.interpreter.opattrs import fail, int_list, int_value
+from stablehlo.interpreter.opattrs import fail, int_list, int_value, struct_attr
 from stablehlo.interpreter.region_patterns import returned_arguments
+from stablehlo.ir.attr_readers import struct_ints
 from stablehlo.ir.types import TensorType, numpy_dtype
 
 

@@ -24,10 +24,8 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from stablehlo.ir.attributes import (
-    ArrayAttr, BoolAttr, DenseArrayAttr, DenseElementsAttr, EnumAttr, IntegerAttr,
-    StructAttr, UnitAttr,
-)
+from stablehlo.ir.attr_readers import MISSING, AttrReader, struct_ints  # noqa: F401 (re-export)
+from stablehlo.ir.attributes import DenseElementsAttr, StructAttr
 from stablehlo.ir.ops.base import op_error
 from stablehlo.ir.types import (
     ComplexType, FloatType, IndexType, IntegerType, QuantizedType, TensorType, TokenType,
@@ -265,114 +263,48 @@ def check_element_kind(op, what: str, t: Type, allowed: str, pred: Callable) -> 
 # ---------------------------------------------------------------------------
 # Attributes
 
+# Reading is shared with the interpreter (stablehlo.ir.attr_readers), strictly.
+_READ = AttrReader(op_error, missing="requires attribute", strict=True)
+
+
+def _default(default):
+    """The verifier's ``None`` default means "required"."""
+    return MISSING if default is None else default
+
+
 def has_attr(op, name: str) -> bool:
     return name in op.attributes
 
 
-def _int_values(op, name: str, attr) -> list:
-    if isinstance(attr, DenseArrayAttr):
-        return [int(v) for v in attr.values]
-    if isinstance(attr, DenseElementsAttr) and attr.array.ndim <= 1:
-        return [int(v) for v in attr.array.reshape(-1)]
-    if isinstance(attr, ArrayAttr) and all(isinstance(v, IntegerAttr) for v in attr.values):
-        return [int(v.value) for v in attr.values]
-    if isinstance(attr, (tuple, list)):
-        return [int(v) for v in attr]
-    raise op_error(op, f"attribute '{name}' must be an array of integers, got {attr}")
-
-
 def int_list(op, name: str, default: Optional[Sequence[int]] = None) -> list:
     """A 1-D integer array attribute; ``default`` when absent (required if None)."""
-    attr = op.attributes.get(name)
-    if attr is None:
-        if default is None:
-            raise op_error(op, f"requires attribute '{name}'")
-        return list(default)
-    return _int_values(op, name, attr)
+    return _READ.int_list(op, name, _default(default))
 
 
 def bool_list(op, name: str, default: Optional[Sequence[bool]] = None) -> list:
-    attr = op.attributes.get(name)
-    if attr is None:
-        if default is None:
-            raise op_error(op, f"requires attribute '{name}'")
-        return list(default)
-    if isinstance(attr, DenseArrayAttr):
-        return [bool(v) for v in attr.values]
-    if isinstance(attr, DenseElementsAttr):
-        return [bool(v) for v in attr.array.reshape(-1)]
-    raise op_error(op, f"attribute '{name}' must be an array of booleans, got {attr}")
+    return _READ.bool_list(op, name, _default(default))
 
 
 def int_attr(op, name: str, default: Optional[int] = None) -> int:
-    attr = op.attributes.get(name)
-    if attr is None:
-        if default is None:
-            raise op_error(op, f"requires attribute '{name}'")
-        return default
-    if isinstance(attr, IntegerAttr) and not isinstance(attr.value, bool):
-        return int(attr.value)
-    raise op_error(op, f"attribute '{name}' must be an integer, got {attr}")
+    return _READ.int_value(op, name, _default(default))
 
 
 def bool_attr(op, name: str, default: bool = False) -> bool:
-    attr = op.attributes.get(name)
-    if attr is None:
-        return default
-    if isinstance(attr, BoolAttr):
-        return bool(attr.value)
-    if isinstance(attr, UnitAttr):
-        return True
-    if isinstance(attr, IntegerAttr):  # `true`-valued i1 integer attributes
-        return bool(attr.value)
-    raise op_error(op, f"attribute '{name}' must be a boolean, got {attr}")
+    return _READ.bool_value(op, name, default)
 
 
 def enum_attr(op, name: str, kind: str, allowed: Iterable[str],
               default: Optional[str] = None) -> str:
-    attr = op.attributes.get(name)
-    if attr is None:
-        if default is None:
-            raise op_error(op, f"requires attribute '{name}'")
-        return default
-    if not isinstance(attr, EnumAttr) or attr.kind != kind:
-        raise op_error(op, f"attribute '{name}' must be a #stablehlo<{kind} ...>, got {attr}")
-    allowed = tuple(allowed)
-    if attr.value not in allowed:
-        raise op_error(op, f"attribute '{name}' has value {attr.value}, "
-                           f"expected one of {', '.join(allowed)}")
-    return attr.value
+    return _READ.enum_value(op, name, _default(default), kind, allowed)
 
 
 def struct_attr(op, name: str, kind: str) -> StructAttr:
-    attr = op.attributes.get(name)
-    if attr is None:
-        raise op_error(op, f"requires attribute '{name}'")
-    if not isinstance(attr, StructAttr) or attr.kind != kind:
-        raise op_error(op, f"attribute '{name}' must be a #stablehlo.{kind}<...>, got {attr}")
-    return attr
-
-
-def struct_ints(attr: StructAttr, field: str) -> list:
-    value = attr.get(field, ())
-    if isinstance(value, int):
-        return [value]
-    return [int(v) for v in value]
+    return _READ.struct(op, name, kind)
 
 
 def int_matrix(op, name: str, default_shape: Optional[tuple] = None) -> np.ndarray:
     """A 2-D integer DenseElementsAttr (padding, replica groups) as an int64 array."""
-    attr = op.attributes.get(name)
-    if attr is None:
-        if default_shape is None:
-            raise op_error(op, f"requires attribute '{name}'")
-        return np.zeros(default_shape, dtype=np.int64)
-    if not isinstance(attr, DenseElementsAttr):
-        raise op_error(op, f"attribute '{name}' must be a dense integer tensor, got {attr}")
-    array = np.asarray(attr.array)
-    if array.ndim != 2:
-        raise op_error(op, f"attribute '{name}' must be 2-D, got shape {list(array.shape)}")
-    return array.astype(np.int64)
+    return _READ.int_matrix(op, name, _default(default_shape))
 
 
 def padding_pairs(op, name: str, rank: int) -> list:
