@@ -86,12 +86,14 @@ class _Worker:
 def _start_method() -> str:
     """Fork when it is safe: it starts warm workers (the kernels are already imported).
 
-    Forking a process that runs other threads (JAX starts some when imported, as in
-    a test session that also uses it as an oracle) can deadlock the child, so then
+    Forking a process that runs other threads (JAX starts native ones, as in a
+    test session that also uses it as an oracle) can deadlock the child, so then
     workers come from a fork server instead.
     """
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    # Native threads (JAX's, torch's) are invisible to threading.active_count().
+    native_threads = any(name in sys.modules for name in ("jax", "jaxlib", "torch"))
+    if "fork" in methods and threading.active_count() == 1 and not native_threads:
         return "fork"
     return "forkserver" if "forkserver" in methods else "spawn"
 

@@ -208,6 +208,7 @@ def test_worker_crash_costs_only_its_case(capsys, tmp_path, monkeypatch):
         return real(case, backend)
 
     monkeypatch.setattr(pool, "execute_case", crashing)  # forked workers inherit it
+    monkeypatch.setattr(pool, "_start_method", lambda: "fork")  # even if jax is loaded
     suite = write_suite(tmp_path / "crash", {"crash.mlir": FILES["pass.mlir"],
                                              "pass.mlir": FILES["pass.mlir"]})
     report = tmp_path / "r.json"
