@@ -279,20 +279,6 @@ def print_after_all(pr, op):
     pr.w(" : " + pr.t(op.result_types[0]))
 
 
-def parse_create_token(p, name, loc, num_results):
-    attrs = p.parse_optional_attr_dict()
-    p.expect(":", f"after '{name}'")
-    return make_op(name, [], [p.parse_type()], attrs, loc)
-
-
-def print_create_token(pr, op):
-    if op.operands or len(op.results) != 1:
-        return pr.print_generic(op)
-    pr.w(op.name)
-    pr.attr_dict(op)
-    pr.w(" : " + pr.t(op.result_types[0]))
-
-
 register("reduce", parse_reduce, print_reduce)
 register("while", parse_while, print_while)
 register("return", parse_return, print_return)
@@ -301,7 +287,6 @@ register("optimization_barrier", parse_optimization_barrier, print_optimization_
 register("composite", parse_composite, print_composite)
 register("custom_call", parse_custom_call, print_custom_call)
 register("after_all", parse_after_all, print_after_all)
-register("create_token", parse_create_token, print_create_token)
 
 
 # -- chlo.scan ---------------------------------------------------------------------------

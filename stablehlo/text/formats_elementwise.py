@@ -193,7 +193,7 @@ def print_chlo_elementwise(pr, op):
     pr.w(f" : {pr.ts(op.operand_types)} -> {print_result_types(op.result_types)}")
 
 
-# -- nullary (replica_id, partition_id) --------------------------------------------------
+# -- nullary (replica_id, partition_id, create_token) --------------------------------------------------
 
 def parse_nullary(p, name, loc, num_results):
     attrs = p.parse_optional_attr_dict()

@@ -17,7 +17,7 @@ define("stablehlo.custom_call",
                    "called_computations", "operand_layouts", "result_layouts",
                    "output_operand_aliases"), syntax="custom_call", verify=rule_for("custom_call"))
 define("stablehlo.after_all", syntax="after_all", verify=rule_for("after_all"))
-define("stablehlo.create_token", syntax="create_token", verify=rule_for("create_token"))
+define("stablehlo.create_token", syntax="nullary", verify=rule_for("create_token"))
 define("stablehlo.infeed", properties=("infeed_config", "layout"), traits=(SIDE_EFFECTING,),
        verify=rule_for("infeed"))
 define("stablehlo.outfeed", properties=("outfeed_config",), traits=(SIDE_EFFECTING,),

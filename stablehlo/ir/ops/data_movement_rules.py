@@ -318,27 +318,24 @@ def _check_dynamic_pad(op):
     if value.rank != 0 or value.element_type != operand.element_type:
         raise op_error(op, f"operand #1 (padding_value) has type {value}, expected "
                            f"tensor<{operand.element_type}>")
-    for index, name in ((2, "edge_padding_low"), (3, "edge_padding_high"),
-                        (4, "interior_padding")):
-        t = _shape_operand(op, index, name)
-        if t.shape[0] is not None and t.shape[0] != operand.rank:
-            raise op_error(op, f"operand #{index} ({name}) has type {t}, expected "
-                               f"{operand.rank} elements (the operand's rank)")
-    if result.rank != operand.rank or result.element_type != operand.element_type:
-        raise op_error(op, f"result #0 has type {result}, expected rank {operand.rank} and "
-                           f"element type {operand.element_type}")
-    lows, highs, interiors = (constant_ints(op.operands[i]) for i in (2, 3, 4))
-    if lows is not None and highs is not None and interiors is not None:
-        shape = _padded_shape(op, operand, lows, highs, interiors)
-        if not shapes_compatible(result.shape, shape):
-            raise op_error(op, f"result #0 has type {result}, expected shape {shape} (from "
-                               f"the constant paddings)")
+    _check_per_dimension_operands(
+        op, operand, result,
+        ((2, "edge_padding_low"), (3, "edge_padding_high"), (4, "interior_padding")),
+        _padded_shape, "the constant paddings")
 
 
 def _check_real_dynamic_slice(op):
     expect_num_operands(op, 4)
     operand, result = tensor_operand(op, 0), tensor_result(op)
-    for index, name in ((1, "start_indices"), (2, "limit_indices"), (3, "strides")):
+    _check_per_dimension_operands(
+        op, operand, result, ((1, "start_indices"), (2, "limit_indices"), (3, "strides")),
+        _sliced_shape, "the constant slice bounds")
+
+
+def _check_per_dimension_operands(op, operand, result, operands, shape_of, source: str):
+    """dynamic_pad / real_dynamic_slice: each operand in ``operands`` holds one value
+    per dimension; when all are constants, they fix the result shape."""
+    for index, name in operands:
         t = _shape_operand(op, index, name)
         if t.shape[0] is not None and t.shape[0] != operand.rank:
             raise op_error(op, f"operand #{index} ({name}) has type {t}, expected "
@@ -346,12 +343,12 @@ def _check_real_dynamic_slice(op):
     if result.rank != operand.rank or result.element_type != operand.element_type:
         raise op_error(op, f"result #0 has type {result}, expected rank {operand.rank} and "
                            f"element type {operand.element_type}")
-    starts, limits, strides = (constant_ints(op.operands[i]) for i in (1, 2, 3))
-    if starts is not None and limits is not None and strides is not None:
-        shape = _sliced_shape(op, operand, starts, limits, strides)
+    values = [constant_ints(op.operands[index]) for index, _ in operands]
+    if all(v is not None for v in values):
+        shape = shape_of(op, operand, *values)
         if not shapes_compatible(result.shape, shape):
             raise op_error(op, f"result #0 has type {result}, expected shape {shape} (from "
-                               f"the constant slice bounds)")
+                               f"{source})")
 
 
 # ---------------------------------------------------------------------------
