@@ -1,6 +1,23 @@
 """Builds the pybind11 extensions; everything else is declared in pyproject.toml."""
+import glob
+
 from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
+
+
+def _openblas():
+    """Include dir, lib dir and library name of the scipy-openblas32 wheel (a build requirement).
+
+    The extension links the library by its soname and no rpath: at run time
+    pjrt/plugins/cpu/blas.py loads it from the installed wheel before the extension is
+    imported, so the build environment's copy may disappear.
+    """
+    import scipy_openblas32
+    return (scipy_openblas32.get_include_dir(), scipy_openblas32.get_lib_dir(),
+            scipy_openblas32.get_library())
+
+
+_BLAS_INCLUDE, _BLAS_LIB, _BLAS_NAME = _openblas()
 
 EXTENSIONS = [
     Pybind11Extension(
@@ -8,6 +25,18 @@ EXTENSIONS = [
         ["stablehlo/_C/native.cc"],
         cxx_std=17,
         extra_compile_args=["-O3"],
+    ),
+    Pybind11Extension(
+        "pjrt.plugins.cpu._native",
+        sorted(glob.glob("pjrt/plugins/cpu/native/*.cc")),
+        include_dirs=["pjrt/plugins/cpu/native", _BLAS_INCLUDE],
+        library_dirs=[_BLAS_LIB],
+        libraries=[_BLAS_NAME],
+        cxx_std=17,
+        # -march=native: the extension is built on the machine that runs it (pip install
+        # from source); a wheel for distribution would pin a baseline ISA instead.
+        extra_compile_args=["-O3", "-march=native", "-fno-math-errno"],
+        extra_link_args=["-pthread"],
     ),
 ]
 

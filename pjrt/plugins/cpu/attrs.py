@@ -1,0 +1,89 @@
+"""Op attributes as plain Python values: what native kernel factories read.
+
+The native side (``Attrs`` in native/kernel.h) sees only ints, floats, bools, strings, lists
+of ints, nested dicts and numpy arrays, so kernels never depend on the IR's attribute
+classes. Conversions:
+
+* integer/float/bool/string attributes -> their value; a unit attribute -> True;
+* ``array<i64: ...>`` and ``[...]`` of numbers -> list;
+* ``dense<...>`` -> numpy array (the op's constant data, storage integers for quantized);
+* ``#stablehlo<comparison_direction LT>`` and other enums -> ``"LT"``;
+* ``#stablehlo.gather<...>``, ``#stablehlo.dot<...>`` and other structs -> dict of fields
+  (tuples of ints become lists);
+* ``#stablehlo.conv<...>`` -> dict with the ConvDimensionNumbersAttr field names;
+* ``@sym`` -> ``"sym"``; anything else (types, opaque attributes) -> its text.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from stablehlo.ir.attributes import (
+    ArrayAttr, Attribute, BoolAttr, ConvDimensionNumbersAttr, DenseArrayAttr,
+    DenseElementsAttr, DictAttr, EnumAttr, FloatAttr, IntegerAttr, StringAttr, StructAttr,
+    SymbolRefAttr, UnitAttr)
+
+
+def plain_attrs(op) -> dict:
+    """Every attribute of ``op`` (its ``properties`` and discardable ones) as plain values."""
+    return {name: plain(value) for name, value in op.attributes.items()}
+
+
+def plain(value):
+    if isinstance(value, (IntegerAttr, FloatAttr, BoolAttr, StringAttr)):
+        return value.value
+    if isinstance(value, UnitAttr):
+        return True
+    if isinstance(value, DenseArrayAttr):
+        return list(value.values)
+    if isinstance(value, ArrayAttr):
+        return [plain(v) for v in value.values]
+    if isinstance(value, DenseElementsAttr):
+        return np.ascontiguousarray(value.array)
+    if isinstance(value, EnumAttr):
+        return value.value
+    if isinstance(value, StructAttr):
+        return {name: plain(field) for name, field in value.fields}
+    if isinstance(value, ConvDimensionNumbersAttr):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, DictAttr):
+        return {name: plain(v) for name, v in value.items}
+    if isinstance(value, SymbolRefAttr):
+        return value.name
+    if isinstance(value, tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, (bool, int, float, str, np.ndarray)) or value is None:
+        return value
+    if isinstance(value, Attribute):
+        return str(value)
+    return str(value)
+
+
+def region_attrs(op) -> dict:
+    """What kernels of region-carrying ops need to know about the region, when it is simple.
+
+    * ``combiner``: ``"stablehlo.add"`` (or multiply/maximum/minimum/and/or/xor) when every
+      region of ``op`` combines its argument pairs with that one op (reduce, reduce_window,
+      scatter, select_and_scatter's scatter region, all_reduce, reduce_scatter);
+    * ``replace``: True when the (update) region returns its second argument (scatter);
+    * ``comparator``: ``[direction, compare_type or None]`` when the region is one compare of
+      its first two arguments (sort; select_and_scatter's select region).
+    Kernels that need a region and find none of these raise Unsupported.
+    """
+    from stablehlo.interpreter.region_patterns import (
+        binary_combiner, returned_arguments, single_compare)
+    if not op.regions:
+        return {}
+    out = {}
+    last = op.regions[-1]
+    combiner = binary_combiner(last)
+    if combiner is not None:
+        out["combiner"] = combiner
+    returned = returned_arguments(last)
+    if returned is not None and len(returned) == 1 and returned[0] == 1:
+        out["replace"] = True
+    compare = single_compare(op.regions[0])
+    if compare is not None:
+        out["comparator"] = list(compare)
+    return out

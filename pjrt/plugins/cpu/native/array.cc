@@ -1,0 +1,69 @@
+#include "array.h"
+
+#include <atomic>
+#include <new>
+
+namespace openhlo::cpu {
+
+namespace {
+std::atomic<int64_t> g_live_count{0};
+std::atomic<int64_t> g_live_bytes{0};
+constexpr size_t kAlignment = 64;
+
+struct DTypeInfo {
+  const char* name;
+  size_t size;
+};
+constexpr DTypeInfo kInfo[] = {
+    {"i1", 1}, {"i8", 1}, {"i16", 2}, {"i32", 4}, {"i64", 8},
+    {"ui8", 1}, {"ui16", 2}, {"ui32", 4}, {"ui64", 8},
+    {"f16", 2}, {"bf16", 2}, {"f32", 4}, {"f64", 8},
+    {"complex<f32>", 8}, {"complex<f64>", 16},
+};
+}  // namespace
+
+size_t dtype_size(DType dtype) { return kInfo[static_cast<int>(dtype)].size; }
+const char* dtype_name(DType dtype) { return kInfo[static_cast<int>(dtype)].name; }
+
+DType dtype_from_name(const std::string& name) {
+  for (int i = 0; i < static_cast<int>(sizeof(kInfo) / sizeof(kInfo[0])); ++i) {
+    if (name == kInfo[i].name) return static_cast<DType>(i);
+  }
+  throw std::invalid_argument("element type " + name + " is not stored natively");
+}
+
+Storage::Storage(size_t bytes) : nbytes(bytes) {
+  // aligned_alloc needs a size that is a multiple of the alignment (and non-zero).
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  data = std::aligned_alloc(kAlignment, rounded);
+  if (data == nullptr) throw std::bad_alloc();
+  g_live_count.fetch_add(1, std::memory_order_relaxed);
+  g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+}
+
+Storage::~Storage() {
+  std::free(data);
+  g_live_count.fetch_sub(1, std::memory_order_relaxed);
+  g_live_bytes.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+}
+
+int64_t live_storage_count() { return g_live_count.load(); }
+int64_t live_storage_bytes() { return g_live_bytes.load(); }
+
+Array allocate(DType dtype, const Shape& shape) {
+  Array a;
+  a.dtype = dtype;
+  a.shape = shape;
+  a.storage = std::make_shared<Storage>(static_cast<size_t>(num_elements(shape)) *
+                                        dtype_size(dtype));
+  return a;
+}
+
+Array allocate_zeroed(DType dtype, const Shape& shape) {
+  Array a = allocate(dtype, shape);
+  std::memset(a.raw(), 0, a.nbytes());
+  return a;
+}
+
+}  // namespace openhlo::cpu

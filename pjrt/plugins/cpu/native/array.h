@@ -1,0 +1,141 @@
+// Arrays of the cpu backend: an element type, a static shape, and aligned storage shared by
+// reference. Arrays are values: a kernel never writes into its inputs, it allocates outputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace openhlo::cpu {
+
+// Element types. Names follow StableHLO; the 16-bit floats and complex types are stored
+// natively (kernels that cannot compute on them raise Unsupported at compile time).
+enum class DType : uint8_t {
+  PRED, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128,
+};
+
+// Size in bytes of one element.
+size_t dtype_size(DType dtype);
+// StableHLO spelling ("f32", "i1", "ui8", ...), as used by the Python lowering.
+const char* dtype_name(DType dtype);
+// Inverse of dtype_name; throws std::invalid_argument for names we do not store natively.
+DType dtype_from_name(const std::string& name);
+
+using Shape = std::vector<int64_t>;
+
+inline int64_t num_elements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Row-major strides in elements.
+inline std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+// 64-byte aligned bytes; freed when the last Array referring to them goes away.
+struct Storage {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  explicit Storage(size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+// Live Storage count and bytes, for leak tests and memory statistics.
+int64_t live_storage_count();
+int64_t live_storage_bytes();
+
+struct Array {
+  DType dtype = DType::F32;
+  Shape shape;
+  std::shared_ptr<Storage> storage;
+
+  bool defined() const { return storage != nullptr; }
+  int64_t size() const { return num_elements(shape); }
+  size_t nbytes() const { return static_cast<size_t>(size()) * dtype_size(dtype); }
+  void* raw() const { return storage->data; }
+  template <typename T> T* data() const { return static_cast<T*>(storage->data); }
+};
+
+// A new array of the given type; contents uninitialized.
+Array allocate(DType dtype, const Shape& shape);
+// A new array with all bytes zero.
+Array allocate_zeroed(DType dtype, const Shape& shape);
+
+// Scalar C++ types of the element types, for templated kernels.
+struct f16_t { uint16_t bits; };
+struct bf16_t { uint16_t bits; };
+template <DType D> struct CType;
+template <> struct CType<DType::PRED> { using type = bool; };
+template <> struct CType<DType::S8> { using type = int8_t; };
+template <> struct CType<DType::S16> { using type = int16_t; };
+template <> struct CType<DType::S32> { using type = int32_t; };
+template <> struct CType<DType::S64> { using type = int64_t; };
+template <> struct CType<DType::U8> { using type = uint8_t; };
+template <> struct CType<DType::U16> { using type = uint16_t; };
+template <> struct CType<DType::U32> { using type = uint32_t; };
+template <> struct CType<DType::U64> { using type = uint64_t; };
+template <> struct CType<DType::F16> { using type = f16_t; };
+template <> struct CType<DType::BF16> { using type = bf16_t; };
+template <> struct CType<DType::F32> { using type = float; };
+template <> struct CType<DType::F64> { using type = double; };
+
+template <typename T> struct TypeTag { using type = T; };
+
+// Calls fn(TypeTag<T>{}) for the real (non-complex, non-16-bit-float) element types and
+// returns its result; throws Unsupported-style std::invalid_argument otherwise. Kernels use
+// it at compile time to pick a typed loop:
+//   auto loop = dispatch_real(dtype, [&](auto tag) { using T = typename decltype(tag)::type; ...});
+template <typename Fn>
+auto dispatch_real(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::PRED: return fn(TypeTag<bool>{});
+    case DType::S8: return fn(TypeTag<int8_t>{});
+    case DType::S16: return fn(TypeTag<int16_t>{});
+    case DType::S32: return fn(TypeTag<int32_t>{});
+    case DType::S64: return fn(TypeTag<int64_t>{});
+    case DType::U8: return fn(TypeTag<uint8_t>{});
+    case DType::U16: return fn(TypeTag<uint16_t>{});
+    case DType::U32: return fn(TypeTag<uint32_t>{});
+    case DType::U64: return fn(TypeTag<uint64_t>{});
+    case DType::F32: return fn(TypeTag<float>{});
+    case DType::F64: return fn(TypeTag<double>{});
+    default:
+      throw std::invalid_argument(std::string("element type ") + dtype_name(dtype) +
+                                  " has no native arithmetic");
+  }
+}
+
+// Calls fn(TypeTag<uintN_t>{}) with the unsigned integer of the element size: for kernels
+// that only move bytes (transpose, slice, gather, ...) and so work for every element type.
+template <typename Fn>
+auto dispatch_bytes(DType dtype, Fn&& fn) {
+  switch (dtype_size(dtype)) {
+    case 1: return fn(TypeTag<uint8_t>{});
+    case 2: return fn(TypeTag<uint16_t>{});
+    case 4: return fn(TypeTag<uint32_t>{});
+    case 8: return fn(TypeTag<uint64_t>{});
+    case 16: {
+      struct alignas(16) u128 { uint64_t lo, hi; };
+      return fn(TypeTag<u128>{});
+    }
+    default:
+      throw std::invalid_argument("unexpected element size");
+  }
+}
+
+}  // namespace openhlo::cpu

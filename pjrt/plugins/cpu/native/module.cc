@@ -1,0 +1,63 @@
+// pybind11 bindings of the cpu backend: `pjrt.plugins.cpu._native`.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "array.h"
+#include "kernel.h"
+#include "numpy_bridge.h"
+#include "thread_pool.h"
+
+namespace py = pybind11;
+using namespace openhlo::cpu;
+
+namespace {
+
+std::vector<TensorSpec> specs_from_python(const py::list& types) {
+  std::vector<TensorSpec> specs;
+  for (auto item : types) {
+    auto pair = item.cast<py::tuple>();
+    specs.push_back({dtype_from_name(pair[0].cast<std::string>()),
+                     pair[1].cast<std::vector<int64_t>>()});
+  }
+  return specs;
+}
+
+// Compiles one op with its native kernel and runs it once: the unit-test entry point of the
+// kernels (the executor uses the same factories).
+py::list run_kernel(const std::string& name, py::dict attrs, py::list operand_types,
+                    py::list result_types, py::list inputs) {
+  const KernelFactory* factory = find_kernel(name);
+  if (factory == nullptr) throw Unsupported("no native kernel for " + name);
+  OpSpec spec{name, Attrs(attrs), specs_from_python(operand_types),
+              specs_from_python(result_types)};
+  Step step = (*factory)(spec);
+  std::vector<Array> operands;
+  for (size_t i = 0; i < spec.operands.size(); ++i) {
+    operands.push_back(array_from_numpy(inputs[i], spec.operands[i].dtype));
+  }
+  std::vector<Array> results(spec.results.size());
+  {
+    py::gil_scoped_release release;
+    ExecContext ctx;
+    step(ctx, operands.data(), results.data());
+  }
+  py::list out;
+  for (const Array& r : results) out.append(array_to_numpy(r));
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "Native runtime of the OpenHLO cpu backend (see pjrt/plugins/cpu/README.md).";
+  py::register_exception<Unsupported>(m, "Unsupported");
+  py::register_exception<ExecError>(m, "ExecError");
+  m.def("set_numpy_dtypes", &set_numpy_dtypes);
+  m.def("kernel_names", &kernel_names);
+  m.def("run_kernel", &run_kernel, py::arg("name"), py::arg("attrs"), py::arg("operand_types"),
+        py::arg("result_types"), py::arg("inputs"));
+  m.def("live_storage_count", &live_storage_count);
+  m.def("live_storage_bytes", &live_storage_bytes);
+  m.def("parallel_width", &parallel_width);
+}

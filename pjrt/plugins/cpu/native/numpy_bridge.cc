@@ -1,0 +1,50 @@
+#include "numpy_bridge.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace openhlo::cpu {
+
+namespace {
+constexpr int kNumDTypes = static_cast<int>(DType::C128) + 1;
+py::object* g_dtypes[kNumDTypes] = {};
+}  // namespace
+
+void set_numpy_dtypes(const py::dict& by_name) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const char* name = dtype_name(static_cast<DType>(i));
+    if (by_name.contains(name)) {
+      // Leaked on purpose: dtype objects live for the process and must not be released
+      // after the interpreter has finalized.
+      delete g_dtypes[i];
+      g_dtypes[i] = new py::object(by_name[name]);
+    }
+  }
+}
+
+py::dtype numpy_dtype(DType dtype) {
+  py::object* d = g_dtypes[static_cast<int>(dtype)];
+  if (d == nullptr) throw std::runtime_error(std::string("no numpy dtype for ") + dtype_name(dtype));
+  return py::reinterpret_borrow<py::dtype>(*d);
+}
+
+Array array_from_numpy(const py::handle& handle, DType dtype) {
+  auto arr = py::array::ensure(handle, py::array::c_style);
+  if (!arr) throw std::invalid_argument("expected an array");
+  if (static_cast<size_t>(arr.itemsize()) != dtype_size(dtype)) {
+    throw std::invalid_argument(std::string("element size does not match ") + dtype_name(dtype));
+  }
+  Shape shape(arr.shape(), arr.shape() + arr.ndim());
+  Array out = allocate(dtype, shape);
+  std::memcpy(out.raw(), arr.data(), out.nbytes());
+  return out;
+}
+
+py::array array_to_numpy(const Array& array) {
+  auto* keep = new std::shared_ptr<Storage>(array.storage);
+  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
+  std::vector<py::ssize_t> shape(array.shape.begin(), array.shape.end());
+  return py::array(numpy_dtype(array.dtype), shape, {}, array.raw(), owner);
+}
+
+}  // namespace openhlo::cpu

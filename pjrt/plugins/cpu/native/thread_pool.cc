@@ -1,0 +1,105 @@
+#include "thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace openhlo::cpu {
+
+namespace {
+
+thread_local bool t_inside_pool_task = false;
+
+class Pool {
+ public:
+  explicit Pool(int threads) {
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { loop(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  int size() const { return static_cast<int>(workers_.size()); }
+  void submit(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    t_inside_pool_task = true;
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
+        if (stop_ && tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  std::vector<std::thread> workers_;
+  bool stop_ = false;
+};
+
+Pool& pool() {
+  // Leaked on purpose: joining threads during static destruction at interpreter exit can
+  // deadlock, and the OS reclaims them anyway.
+  static Pool* p = new Pool(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1));
+  return *p;
+}
+
+}  // namespace
+
+int parallel_width() { return pool().size() + 1; }
+
+void parallel_for(int64_t n, int64_t min_chunk,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  min_chunk = std::max<int64_t>(1, min_chunk);
+  int64_t chunks = std::min<int64_t>(parallel_width(), (n + min_chunk - 1) / min_chunk);
+  if (chunks <= 1 || t_inside_pool_task) {
+    fn(0, n);
+    return;
+  }
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    int64_t remaining;
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->remaining = chunks - 1;
+  int64_t step = (n + chunks - 1) / chunks;
+  for (int64_t c = 1; c < chunks; ++c) {
+    int64_t begin = c * step, end = std::min(n, begin + step);
+    pool().submit([shared, &fn, begin, end] {
+      if (begin < end) fn(begin, end);
+      std::lock_guard<std::mutex> lock(shared->mu);
+      if (--shared->remaining == 0) shared->cv.notify_one();
+    });
+  }
+  bool was_inside = t_inside_pool_task;
+  t_inside_pool_task = true;  // the caller's own chunk must not fan out again
+  fn(0, std::min(n, step));
+  t_inside_pool_task = was_inside;
+  std::unique_lock<std::mutex> lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->remaining == 0; });
+}
+
+}  // namespace openhlo::cpu

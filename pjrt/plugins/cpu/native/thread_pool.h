@@ -1,0 +1,18 @@
+// A process-wide pool of worker threads for data-parallel kernels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace openhlo::cpu {
+
+// Runs fn(begin, end) over [0, n) split into chunks of at least `min_chunk` items, on the
+// pool's threads and the calling thread, and returns when all chunks are done. Small ranges
+// and calls made from inside a pool task run inline on the calling thread (no nesting).
+void parallel_for(int64_t n, int64_t min_chunk,
+                  const std::function<void(int64_t begin, int64_t end)>& fn);
+
+// Number of threads parallel_for may use (the pool plus the caller).
+int parallel_width();
+
+}  // namespace openhlo::cpu

@@ -1,0 +1,18 @@
+"""The native extension, imported once with its BLAS loaded and numpy dtypes installed."""
+from __future__ import annotations
+
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def native():
+    from pjrt.plugins.cpu.blas import load_openblas
+    load_openblas()
+    from pjrt.plugins.cpu import _native
+    from stablehlo.ir.types import numpy_dtype, parse_element_type_name
+    dtypes = {}
+    for name in ("i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16",
+                 "f32", "f64", "complex<f32>", "complex<f64>"):
+        dtypes[name] = numpy_dtype(parse_element_type_name(name))
+    _native.set_numpy_dtypes(dtypes)
+    return _native
