@@ -2,16 +2,27 @@
 
     import pjrt
     client = pjrt.make_client("interpreter")
-    exe = client.compile(module)           # a stablehlo Module
-    outs = exe.execute([x, y])             # host numpy arrays in and out
+    exe = client.compile(text_or_module)
+    outs = exe(x, y)                         # numpy in and out, synchronous
+    bufs = exe.execute([client.buffer_from_numpy(x), y])   # Buffers, asynchronous
+    bufs[0].to_numpy()
+
+Python backends subclass ``pjrt.host.HostClient`` (see pjrt/README.md).
 """
-from pjrt.api import (ArgumentError, Client, Device, LoadedExecutable, PjrtError,
-                      PluginError, resolve_entry)
+from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
+                      DeadlineExceededError, Device, ErrorCode, Event, Executable,
+                      ExecutionError, FailedPreconditionError, HostEvent, LoadedExecutable,
+                      MemorySpace, PjrtError, PluginError, UnimplementedError, error_code,
+                      ready_event, resolve_entry)
 from pjrt.registry import (BACKENDS, DEFAULT_BACKEND, available_backends, make_client,
                            register_plugin)
 
 __all__ = [
-    "Client", "Device", "LoadedExecutable", "PjrtError", "ArgumentError", "PluginError",
+    "Client", "Device", "MemorySpace", "Buffer", "Event", "HostEvent", "ready_event",
+    "CompileOptions", "Executable", "LoadedExecutable",
+    "ErrorCode", "error_code", "PjrtError", "ArgumentError", "BufferDeletedError",
+    "DeadlineExceededError", "ExecutionError", "FailedPreconditionError", "PluginError",
+    "UnimplementedError",
     "resolve_entry", "BACKENDS", "DEFAULT_BACKEND", "available_backends", "make_client",
     "register_plugin",
 ]

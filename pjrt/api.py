@@ -1,42 +1,220 @@
-"""The runtime contract, named after PJRT: Client, Device, LoadedExecutable.
+"""The runtime contract, modelled on PJRT: Client, Device, Buffer, Event, executables.
 
 Frameworks and tools talk only to these classes; a backend (see registry.py)
-is a plugin that creates a ``Client``. This is the first slice of the
-contract: a client enumerates its devices and compiles a StableHLO module to a
-``LoadedExecutable``, whose ``execute`` takes and returns host numpy arrays.
-Buffers, memory spaces, events and compile options arrive with the next
-runtime issue (see pjrt/README.md).
+is a plugin whose factory creates a ``Client``. Python backends usually
+subclass ``pjrt.host.HostClient``, which implements everything here but the
+compiler; backends with their own buffers subclass ``Client`` and
+``LoadedExecutable`` directly and implement the hooks ``Client._compile``,
+``Client.buffer_from_numpy`` and ``LoadedExecutable._execute``.
 
-Invariants every backend inherits from this module:
+Invariants every backend inherits from the base classes (so every backend
+gives the same errors):
 
-* ``execute`` checks the arguments against the entry function's signature
-  (count, shape, dtype) before the backend sees them, so every backend gives
-  the same clear error (argument index, expected and actual type);
+* ``Client.compile`` parses program text (``stablehlo.parse``) or verifies a
+  given ``Module``, resolves the entry function, the replica and partition
+  counts (options, else the module's ``mhlo.num_replicas`` and
+  ``mhlo.num_partitions``) and the device assignment before ``_compile`` sees
+  them;
+* ``execute`` and ``execute_sharded`` check every argument against the entry
+  function's signature (count, shape, dtype; for buffers also client, device,
+  deletion and donation) before ``_execute`` sees them; host values are
+  transferred with ``buffer_from_numpy`` first; donated buffers are deleted
+  once ``_execute`` has returned (the backend keeps what it needs);
+* execution is asynchronous: ``_execute`` returns result buffers and a
+  completion event per device at once; an execution failure is raised by the
+  completion event and by every result's ``to_numpy``, ``block_until_ready``
+  and ready event;
 * the entry function is ``entry`` when given, else ``@main``, else the only
   function of the module (the StableHLO conformance convention).
 """
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+import dataclasses
+import enum
+import hashlib
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Optional
 
 import numpy as np
 
-from stablehlo.errors import OpenHLOError
+from stablehlo.errors import OpenHLOError, ParseError, VerificationError
+from stablehlo.ir.attributes import IntegerAttr
 from stablehlo.ir.core import Func, Module
 from stablehlo.ir.types import TensorType, TokenType, TupleType, Type, numpy_dtype
 
 
+# ---------------------------------------------------------------------------
+# Errors
+
+class ErrorCode(enum.IntEnum):
+    """The absl status codes that PJRT errors carry."""
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+
 class PjrtError(OpenHLOError):
-    """Base of runtime errors (bad arguments, failed plugins)."""
+    """Base of runtime errors; ``code`` is what a PJRT C API shim reports."""
+    code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN
 
 
 class ArgumentError(PjrtError):
-    """Arguments that do not match the entry function's signature."""
+    """Arguments, options or devices that do not fit (signature, client, ids)."""
+    code = ErrorCode.INVALID_ARGUMENT
+
+
+class FailedPreconditionError(PjrtError):
+    """An object used in the wrong state: a deleted executable, an event set twice."""
+    code = ErrorCode.FAILED_PRECONDITION
+
+
+class BufferDeletedError(FailedPreconditionError):
+    """Use of a buffer that was deleted or donated to an execution."""
+
+
+class DeadlineExceededError(PjrtError, TimeoutError):
+    """A wait that timed out."""
+    code = ErrorCode.DEADLINE_EXCEEDED
+
+
+class UnimplementedError(PjrtError):
+    """Something this backend does not support, e.g. an op its compiler lacks."""
+    code = ErrorCode.UNIMPLEMENTED
 
 
 class PluginError(PjrtError):
     """A backend plugin that failed to load or to create its client."""
+    code = ErrorCode.UNAVAILABLE
+
+
+class ExecutionError(PjrtError):
+    """An execution that failed at run time; the message names the op when known."""
+    code = ErrorCode.INTERNAL
+
+
+def error_code(exc: BaseException) -> ErrorCode:
+    """The code to report for ``exc`` (parse and verify errors are bad arguments)."""
+    if isinstance(exc, PjrtError):
+        return exc.code
+    if isinstance(exc, (ParseError, VerificationError)):
+        return ErrorCode.INVALID_ARGUMENT
+    if isinstance(exc, OpenHLOError):  # an interpreter error or failed check while running
+        return ErrorCode.INTERNAL
+    return ErrorCode.UNKNOWN
+
+
+# ---------------------------------------------------------------------------
+# Events
+
+class Event(abc.ABC):
+    """Completion and error status of asynchronous work."""
+
+    @abc.abstractmethod
+    def is_ready(self) -> bool:
+        """Whether the work has finished (successfully or not)."""
+
+    @abc.abstractmethod
+    def wait(self, timeout: Optional[float] = None) -> None:
+        """Block until ready; raise the work's error, or DeadlineExceededError."""
+
+    @abc.abstractmethod
+    def error(self) -> Optional[BaseException]:
+        """The work's error, or None (also None while not ready); never blocks."""
+
+    @abc.abstractmethod
+    def on_ready(self, callback: Callable[[Optional[BaseException]], None]) -> None:
+        """Call ``callback(error_or_None)`` once when ready (now if it is), from any thread."""
+
+
+class HostEvent(Event):
+    """An event set from Python with ``set(error=None)``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._error: Optional[BaseException] = None
+        self._traceback = None
+        self._callbacks: list = []
+
+    def set(self, error: Optional[BaseException] = None) -> None:
+        with self._lock:
+            if self._done.is_set():
+                raise FailedPreconditionError("event is already set")
+            self._error = error
+            # Kept apart because every raise of the same exception object
+            # would otherwise grow its traceback.
+            self._traceback = error.__traceback__ if error is not None else None
+            callbacks, self._callbacks = self._callbacks, []
+            self._done.set()
+        for callback in callbacks:
+            _call_back(callback, error)
+
+    def is_ready(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: Optional[float] = None) -> None:
+        if not self._done.wait(timeout):
+            raise DeadlineExceededError(f"event not ready after {timeout:g} s")
+        if self._error is not None:
+            raise self._error.with_traceback(self._traceback)
+
+    def error(self) -> Optional[BaseException]:
+        return self._error if self._done.is_set() else None
+
+    def on_ready(self, callback: Callable[[Optional[BaseException]], None]) -> None:
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        _call_back(callback, self._error)
+
+    def __repr__(self) -> str:
+        state = "pending" if not self.is_ready() else (
+            "ok" if self._error is None else f"failed: {self._error}")
+        return f"<HostEvent {state}>"
+
+
+def _call_back(callback, error) -> None:
+    try:
+        callback(error)
+    except Exception:  # noqa: BLE001 - the thread firing events has no caller to raise to
+        traceback.print_exc()
+
+
+def ready_event(error: Optional[BaseException] = None) -> HostEvent:
+    """An event born ready (with ``error`` when given)."""
+    event = HostEvent()
+    event.set(error)
+    return event
+
+
+# ---------------------------------------------------------------------------
+# Devices and memory
+
+@dataclass(frozen=True)
+class MemorySpace:
+    """A memory that buffers live in; ``kind`` is "device", "pinned_host", ..."""
+    id: int
+    kind: str = "device"
+    kind_id: int = 0
+    device_ids: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -46,13 +224,373 @@ class Device:
     kind: str
     process_index: int = 0
     local_hardware_id: int = 0
+    platform: str = ""
+    memory_space: Optional[MemorySpace] = None
+
+    @property
+    def default_memory_space(self) -> MemorySpace:
+        if self.memory_space is not None:
+            return self.memory_space
+        return MemorySpace(id=self.id, device_ids=(self.id,))
 
     def __str__(self) -> str:
-        return f"{self.kind}:{self.id}"
+        return f"{self.platform or self.kind}:{self.id}"
 
+
+# ---------------------------------------------------------------------------
+# Buffers
+
+class Buffer(abc.ABC):
+    """A value on one device, possibly still being computed.
+
+    Backends may register native buffer classes as virtual subclasses
+    (``Buffer.register(cls)``); those inherit none of the defaults below and
+    must provide every member themselves. Host backends also carry StableHLO
+    token and tuple values as buffers: their dtype is ``object``, their shape
+    ``()``, and ``to_numpy`` returns the token or the tuple of arrays.
+    """
+
+    @property
+    @abc.abstractmethod
+    def dtype(self) -> np.dtype: ...
+
+    @property
+    @abc.abstractmethod
+    def shape(self) -> tuple: ...
+
+    @property
+    @abc.abstractmethod
+    def device(self) -> Device: ...
+
+    @property
+    @abc.abstractmethod
+    def client(self) -> "Client": ...
+
+    @property
+    def memory_space(self) -> MemorySpace:
+        return self.device.default_memory_space
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    @abc.abstractmethod
+    def ready_event(self) -> Event:
+        """The event of the computation that defines this buffer."""
+
+    def block_until_ready(self) -> "Buffer":
+        """Wait for the value; raise the error of the execution that produced it."""
+        self.ready_event().wait()
+        return self
+
+    @abc.abstractmethod
+    def to_numpy(self) -> np.ndarray:
+        """The value as a read-only host array (waits for it)."""
+
+    @abc.abstractmethod
+    def copy_to_device(self, device: Device) -> "Buffer":
+        """A buffer with the same value on ``device`` of the same client."""
+
+    @abc.abstractmethod
+    def delete(self) -> None:
+        """Free the value now; using the buffer afterwards raises BufferDeletedError."""
+
+    @property
+    @abc.abstractmethod
+    def is_deleted(self) -> bool: ...
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        array = self.to_numpy()
+        return np.array(array, dtype=dtype, copy=True) if copy else np.asarray(array, dtype)
+
+    def __repr__(self) -> str:
+        state = " deleted" if self.is_deleted else ""
+        return f"<{type(self).__name__} {buffer_text(self)}{state}>"
+
+
+def buffer_text(buffer: Buffer) -> str:
+    """``float32[2, 3] on cpu:0`` for messages."""
+    return f"{np.dtype(buffer.dtype).name}{list(buffer.shape)} on {buffer.device}"
+
+
+# ---------------------------------------------------------------------------
+# Compilation
+
+@dataclass
+class CompileOptions:
+    """PJRT's build options that we honour.
+
+    ``device_assignment[replica][partition]`` is a device id; None means the
+    client's ``default_device_assignment``. Replica and partition counts left
+    at 1 are read from the module attributes ``mhlo.num_replicas`` and
+    ``mhlo.num_partitions`` when present (JAX writes them).
+    """
+    num_replicas: int = 1
+    num_partitions: int = 1
+    device_assignment: Optional[list] = None
+    entry: Optional[str] = None
+    env_option_overrides: dict = field(default_factory=dict)
+
+
+class Executable:
+    """A compiled program not bound to devices: what runs, on how many replicas/partitions.
+
+    ``options`` are the given options with ``entry``, ``num_replicas`` and
+    ``num_partitions`` resolved; ``fingerprint`` is the sha256 of the printed
+    module (taken at compile time, before any backend pass rewrites a copy).
+    """
+
+    def __init__(self, module: Module, options: CompileOptions):
+        from stablehlo.text import print_module
+        self.module = module
+        self.entry = resolve_entry(module, options.entry)
+        func = module.lookup(self.entry)
+        self.parameter_types: list[Type] = list(func.type.inputs)
+        self.result_types: list[Type] = list(func.type.results)
+        self.num_replicas = _count(module, options.num_replicas, "num_replicas")
+        self.num_partitions = _count(module, options.num_partitions, "num_partitions")
+        self.options = dataclasses.replace(options, entry=self.entry,
+                                           num_replicas=self.num_replicas,
+                                           num_partitions=self.num_partitions)
+        self.fingerprint = hashlib.sha256(print_module(module).encode()).hexdigest()
+
+    @property
+    def name(self) -> str:
+        return self.module.name or self.entry
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.result_types)
+
+    def __repr__(self) -> str:
+        return (f"<Executable {self.name} @{self.entry}: {self.num_replicas} replica(s) x "
+                f"{self.num_partitions} partition(s)>")
+
+
+def _count(module: Module, given, name: str) -> int:
+    """``given`` unless it is the default 1, else the module's ``mhlo.<name>``, else 1."""
+    if not isinstance(given, int) or isinstance(given, bool) or given < 1:
+        raise ArgumentError(f"CompileOptions.{name} must be a positive integer, got {given!r}")
+    attr = module.attributes.get(f"mhlo.{name}")
+    if given != 1 or attr is None:
+        return given
+    if not isinstance(attr, IntegerAttr) or attr.value < 1:
+        raise ArgumentError(f"module attribute mhlo.{name} must be a positive integer, "
+                            f"got {attr}")
+    return attr.value
+
+
+# ---------------------------------------------------------------------------
+# Loaded executables
+
+class LoadedExecutable(abc.ABC):
+    """A compiled program bound to a client and its devices.
+
+    Backends implement ``_execute``; argument checks, transfers and donation
+    are done here.
+    """
+
+    def __init__(self, client: "Client", executable: Executable,
+                 device_assignment: list):
+        self.client = client
+        self.executable = executable
+        self.device_assignment: list[list[Device]] = [list(row) for row in device_assignment]
+        self._deleted = False
+
+    # The unbound executable's description, for convenience.
+    @property
+    def name(self) -> str:
+        return self.executable.name
+
+    @property
+    def module(self) -> Module:
+        return self.executable.module
+
+    @property
+    def entry(self) -> str:
+        return self.executable.entry
+
+    @property
+    def parameter_types(self) -> list[Type]:
+        return self.executable.parameter_types
+
+    @property
+    def result_types(self) -> list[Type]:
+        return self.executable.result_types
+
+    @property
+    def num_replicas(self) -> int:
+        return self.executable.num_replicas
+
+    @property
+    def num_partitions(self) -> int:
+        return self.executable.num_partitions
+
+    def addressable_devices(self) -> list[Device]:
+        """The assigned devices of this process, replica-major."""
+        return [d for row in self.device_assignment for d in row
+                if d.process_index == self.client.process_index]
+
+    def delete(self) -> None:
+        self._deleted = True
+
+    @property
+    def is_deleted(self) -> bool:
+        return self._deleted
+
+    def execute(self, args, *, device: Optional[Device] = None, donate=(),
+                with_event: bool = False):
+        """Run on one device (default: the assigned one); returns result Buffers at once.
+
+        ``args`` are Buffers on that device or host values (numpy arrays,
+        Python numbers and lists), which are transferred first. ``donate``
+        holds argument indices whose buffers the execution may reuse; they are
+        deleted by the call. With ``with_event=True`` returns ``(results,
+        event)``, the event firing when the execution is over (with its error):
+        the only way to see a failure of a program that has no results.
+        """
+        self._check_live()
+        if self.num_replicas * self.num_partitions != 1:
+            raise ArgumentError(
+                f"{self.name} runs on {self.num_replicas} replica(s) x {self.num_partitions} "
+                f"partition(s); use execute_sharded with one argument list per device")
+        if device is None:
+            device = self.device_assignment[0][0]
+        elif device not in self.client.addressable_devices():
+            raise ArgumentError(f"cannot run on {device}: not an addressable device of this "
+                                f"client ({_device_list(self.client.addressable_devices())})")
+        outputs, events = self._run([args], [device], donate)
+        return (outputs[0], events[0]) if with_event else outputs[0]
+
+    def execute_sharded(self, args_per_device, *, donate=(), with_events: bool = False):
+        """Run on every addressable assigned device; one argument list per device.
+
+        Devices are in replica-major order (``addressable_devices()``); returns
+        one list of result Buffers per device, and with ``with_events=True``
+        also one completion Event per device. ``donate`` applies to every list.
+        """
+        self._check_live()
+        args_per_device = list(args_per_device)
+        devices = self.addressable_devices()
+        if len(args_per_device) != len(devices):
+            raise ArgumentError(f"{self.name} runs on {len(devices)} device(s) "
+                                f"({_device_list(devices)}); execute_sharded got "
+                                f"{len(args_per_device)} argument list(s)")
+        outputs, events = self._run(args_per_device, devices, donate)
+        return (outputs, events) if with_events else outputs
+
+    def __call__(self, *arrays) -> list:
+        """Numpy convenience: run on one device, wait for the end (raising the
+        execution's error), return the results as host values."""
+        results, event = self.execute(arrays, with_event=True)
+        event.wait()
+        return [buffer.to_numpy() for buffer in results]
+
+    @abc.abstractmethod
+    def _execute(self, args_per_device: list, devices: list) -> tuple:
+        """Backend hook: start instance k on ``devices[k]`` with ``args_per_device[k]``.
+
+        Arguments are checked Buffers of this client on that device. Instance
+        k is replica ``k // num_partitions``, partition ``k % num_partitions``
+        for execute_sharded, and (0, 0) for execute. Returns, without waiting,
+        ``(outputs, events)``: one list of result Buffers and one completion
+        Event per instance.
+        """
+
+    # -- shared checks -------------------------------------------------------------
+    def _check_live(self) -> None:
+        if self._deleted:
+            raise FailedPreconditionError(f"executable {self.name} was deleted")
+
+    def _run(self, args_per_device: list, devices: list, donate) -> tuple:
+        donated = self._donated_indices(donate)
+        multi = len(devices) > 1
+        checked = [self._check_args(args, device, multi)
+                   for args, device in zip(args_per_device, devices)]
+        self._check_donation(checked, donated)
+        buffers = [[a if isinstance(a, Buffer) else self.client.buffer_from_numpy(a, device)
+                    for a in args] for args, device in zip(checked, devices)]
+        outputs, events = self._execute(buffers, devices)
+        for args in buffers:
+            for i in donated:
+                args[i].delete()
+        return outputs, events
+
+    def _donated_indices(self, donate) -> list:
+        indices = sorted(set(donate))
+        count = len(self.parameter_types)
+        for i in indices:
+            if not isinstance(i, int) or not 0 <= i < count:
+                raise ArgumentError(f"cannot donate argument {i!r}: @{self.entry} takes "
+                                    f"{count} argument(s)")
+        return indices
+
+    def _check_args(self, args, device: Device, multi: bool) -> list:
+        args = list(args)
+        types = self.parameter_types
+        if len(args) != len(types):
+            raise ArgumentError(f"@{self.entry} takes {len(types)} argument(s), got {len(args)}")
+        suffix = f" (for {device})" if multi else ""
+        checked = []
+        for i, (type, value) in enumerate(zip(types, args)):
+            what = f"argument {i} of @{self.entry}{suffix}"
+            if isinstance(value, Buffer):
+                checked.append(self._check_buffer(type, value, what, device))
+            else:
+                checked.append(_check_one(type, value, what))
+        return checked
+
+    def _check_buffer(self, type: Type, buffer: Buffer, what: str, device: Device) -> Buffer:
+        if buffer.client is not self.client:
+            raise ArgumentError(f"{what} is a buffer of another client ({buffer.client!r}); "
+                                f"move it through the host with to_numpy()")
+        if buffer.is_deleted:
+            raise BufferDeletedError(f"{what} is a deleted or donated buffer "
+                                     f"({buffer_text(buffer)})")
+        if buffer.device != device:
+            raise ArgumentError(f"{what} is on {buffer.device}, the executable runs on {device}")
+        if isinstance(type, TensorType):
+            dtype = numpy_dtype(type.element_type)
+            if buffer.dtype != dtype:
+                raise ArgumentError(f"{what}: expected {type} (dtype {dtype.name}), "
+                                    f"got a buffer of dtype {np.dtype(buffer.dtype).name}")
+            if not _shape_fits(type, tuple(buffer.shape)):
+                raise ArgumentError(f"{what}: expected {type} (shape {_shape_text(type.shape)}),"
+                                    f" got a buffer of shape {tuple(buffer.shape)}")
+        elif buffer.dtype != np.dtype(object):
+            raise ArgumentError(f"{what}: expected {type}, got a buffer of dtype "
+                                f"{np.dtype(buffer.dtype).name}")
+        return buffer
+
+    def _check_donation(self, checked: list, donated: list) -> None:
+        """A donated buffer must be passed once only (a buffer is on one device, so
+        it can only appear in the argument list of that device)."""
+        for args in checked:
+            positions: dict = {}
+            for i, value in enumerate(args):
+                if isinstance(value, Buffer):
+                    positions.setdefault(id(value), []).append(i)
+            for i in donated:
+                if isinstance(args[i], Buffer) and len(positions[id(args[i])]) > 1:
+                    other = next(j for j in positions[id(args[i])] if j != i)
+                    raise ArgumentError(
+                        f"argument {i} of @{self.entry} is donated, but the same buffer is "
+                        f"also passed as argument {other}; a donated buffer is passed once")
+
+    def __repr__(self) -> str:
+        return (f"<{type(self).__name__} {self.name} on "
+                f"{_device_list(self.addressable_devices())}>")
+
+
+def _device_list(devices) -> str:
+    return ", ".join(str(d) for d in devices) or "none"
+
+
+# ---------------------------------------------------------------------------
+# Clients
 
 class Client(abc.ABC):
-    """One backend instance: identity, devices, and the compiler entry point."""
+    """One backend instance: identity, devices, buffers and the compiler entry point."""
 
     @property
     @abc.abstractmethod
@@ -75,38 +613,85 @@ class Client(abc.ABC):
         """The devices this process can run on (all of them until multi-process)."""
         return [d for d in self.devices() if d.process_index == self.process_index]
 
+    def lookup_device(self, device_id: int) -> Device:
+        for device in self.devices():
+            if device.id == device_id:
+                return device
+        raise ArgumentError(f"no device with id {device_id!r} on this {self.platform_name} "
+                            f"client; ids: {', '.join(str(d.id) for d in self.devices())}")
+
+    def memory_spaces(self) -> list[MemorySpace]:
+        spaces: dict = {}
+        for device in self.addressable_devices():
+            spaces.setdefault(device.default_memory_space.id, device.default_memory_space)
+        return list(spaces.values())
+
+    def compile(self, program, options: Optional[CompileOptions] = None, *,
+                entry: Optional[str] = None) -> LoadedExecutable:
+        """Compile a StableHLO ``Module`` or its text; ``entry=`` overrides options.entry.
+
+        Parse and verification errors propagate as OpenHLOErrors naming the place.
+        """
+        import stablehlo
+        if isinstance(program, str):
+            module = stablehlo.parse(program)
+        elif isinstance(program, Module):
+            from stablehlo.verify import verify_module
+            verify_module(program)
+            module = program
+        else:
+            raise ArgumentError(f"compile takes a stablehlo Module or its text, "
+                                f"got {type(program).__name__}")
+        options = options if options is not None else CompileOptions()
+        if entry is not None:
+            options = dataclasses.replace(options, entry=entry)
+        executable = Executable(module, options)
+        return self._compile(executable, self._device_assignment(executable, options))
+
     @abc.abstractmethod
-    def compile(self, module: Module, entry: str | None = None) -> "LoadedExecutable":
-        """Check and compile ``module``; raise an OpenHLOError naming the place if invalid."""
+    def _compile(self, executable: Executable, device_assignment: list) -> LoadedExecutable:
+        """Backend hook: compile ``executable`` for ``device_assignment[replica][partition]``
+        (Devices); raise UnimplementedError naming what the backend cannot do."""
+
+    @abc.abstractmethod
+    def buffer_from_numpy(self, array, device: Optional[Device] = None) -> Buffer:
+        """Copy a host array to ``device`` (default: the first addressable device)."""
+
+    def default_device_assignment(self, num_replicas: int, num_partitions: int) -> list:
+        """Device ids ``[replica][partition]``, taken in order from the addressable devices."""
+        for name, value in (("num_replicas", num_replicas), ("num_partitions", num_partitions)):
+            if not isinstance(value, int) or value < 1:
+                raise ArgumentError(f"{name} must be a positive integer, got {value!r}")
+        devices = self.addressable_devices()
+        needed = num_replicas * num_partitions
+        if needed > len(devices):
+            raise ArgumentError(
+                f"{num_replicas} replica(s) x {num_partitions} partition(s) need {needed} "
+                f"devices; this {self.platform_name} client has {len(devices)} "
+                f"({_device_list(devices)})")
+        return [[devices[r * num_partitions + p].id for p in range(num_partitions)]
+                for r in range(num_replicas)]
+
+    def _device_assignment(self, executable: Executable, options: CompileOptions) -> list:
+        replicas, partitions = executable.num_replicas, executable.num_partitions
+        ids = options.device_assignment
+        if ids is None:
+            ids = self.default_device_assignment(replicas, partitions)
+        rows = [list(row) for row in ids]
+        if len(rows) != replicas or any(len(row) != partitions for row in rows):
+            raise ArgumentError(f"device_assignment must be {replicas} row(s) (replicas) of "
+                                f"{partitions} device id(s) (partitions), got {ids}")
+        flat = [i for row in rows for i in row]
+        if len(set(flat)) != len(flat):
+            raise ArgumentError(f"device_assignment names a device twice: {ids}")
+        return [[self.lookup_device(i) for i in row] for row in rows]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} platform={self.platform_name!r}>"
 
 
-class LoadedExecutable(abc.ABC):
-    """A compiled program bound to a client; ``execute`` runs its entry function."""
-
-    def __init__(self, client: Client, module: Module, entry: str | None = None):
-        self.client = client
-        self.module = module
-        self.entry = resolve_entry(module, entry)
-        func = module.lookup(self.entry)
-        self.parameter_types: list[Type] = list(func.type.inputs)
-        self.result_types: list[Type] = list(func.type.results)
-
-    @property
-    def name(self) -> str:
-        return self.module.name or self.entry
-
-    def execute(self, args) -> list:
-        """Run the entry function on host ``args``; returns host numpy arrays."""
-        checked = check_arguments(self.parameter_types, list(args), self.entry)
-        return list(self._execute(checked))
-
-    @abc.abstractmethod
-    def _execute(self, args: list) -> list:
-        """Backend hook: run on arguments already checked against the signature."""
-
+# ---------------------------------------------------------------------------
+# Entry functions and host arguments
 
 def resolve_entry(module: Module, entry: str | None) -> str:
     """``entry`` if the module has it, else ``main``, else the only function."""
@@ -126,8 +711,13 @@ def resolve_entry(module: Module, entry: str | None) -> str:
                         + ", ".join("@" + n for n in names) + "); name the entry")
 
 
+def entry_function(module: Module, entry: str | None = None) -> Func:
+    """The ``Func`` that ``resolve_entry`` picks."""
+    return module.lookup(resolve_entry(module, entry))
+
+
 def check_arguments(types: list[Type], args: list, entry: str) -> list:
-    """``args`` checked against ``types``; host values converted to exact dtypes."""
+    """Host ``args`` checked against ``types``, converted to the exact dtypes."""
     if len(args) != len(types):
         raise ArgumentError(f"@{entry} takes {len(types)} argument(s), got {len(args)}")
     return [_check_one(t, a, f"argument {i} of @{entry}") for i, (t, a) in
@@ -161,12 +751,16 @@ def _check_tensor(type: TensorType, value, what: str) -> np.ndarray:
             raise ArgumentError(f"{what}: cannot convert to {type}: {exc}") from None
     elif value.dtype != dtype:
         value = _reinterpret_raw(value, dtype, type, what)
-    shape = tuple(value.shape)
-    if len(shape) != len(type.shape) or any(
-            d is not None and d != s for d, s in zip(type.shape, shape)):
+    if not _shape_fits(type, tuple(value.shape)):
         raise ArgumentError(f"{what}: expected {type} (shape {_shape_text(type.shape)}), "
-                            f"got shape {shape}")
+                            f"got shape {tuple(value.shape)}")
     return value
+
+
+def _shape_fits(type: TensorType, shape: tuple) -> bool:
+    """Whether ``shape`` fits ``type`` (dynamic dimensions take any size)."""
+    return len(shape) == len(type.shape) and all(
+        d is None or d == s for d, s in zip(type.shape, shape))
 
 
 def _reinterpret_raw(value: np.ndarray, dtype: np.dtype, type: TensorType, what: str):
@@ -193,8 +787,3 @@ def _describe(value) -> str:
     if isinstance(value, np.ndarray):
         return f"array of shape {value.shape} and dtype {value.dtype.name}"
     return type(value).__name__
-
-
-def entry_function(module: Module, entry: str | None = None) -> Func:
-    """The ``Func`` that ``resolve_entry`` picks."""
-    return module.lookup(resolve_entry(module, entry))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from stablehlo.errors import OpenHLOError
 from stablehlo.registry import Registry, RegistryError
 
 from pjrt.api import Client, PluginError
@@ -19,9 +18,10 @@ BACKENDS: Registry[Callable[..., Client]] = Registry(
     "backend", entry_point_group="openhlo.backends")
 
 # Built-in backends are lazy "module:factory" strings: importing pjrt stays cheap.
+BACKENDS.register("cpu", "pjrt.plugins.cpu.plugin:create_client")
 BACKENDS.register("interpreter", "pjrt.plugins.interpreter.plugin:create_client")
 
-DEFAULT_BACKEND = "interpreter"
+DEFAULT_BACKEND = "cpu"
 
 
 def register_plugin(name: str, factory: Callable[..., Client] | str, *,
@@ -39,8 +39,8 @@ def make_client(backend: str = DEFAULT_BACKEND, **options) -> Client:
     """Create a client of ``backend``; options go to the plugin's factory.
 
     Raises PluginError naming the backend when the plugin cannot be loaded,
-    its factory fails, or it returns something that is not a Client; an
-    unknown name lists the known backends.
+    its factory fails (bad options included), or it returns something that is
+    not a Client; an unknown name lists the known backends.
     """
     try:
         factory = BACKENDS.get(backend)
@@ -48,8 +48,6 @@ def make_client(backend: str = DEFAULT_BACKEND, **options) -> Client:
         raise PluginError(str(exc)) from exc
     try:
         client = factory(**options)
-    except OpenHLOError:
-        raise
     except Exception as exc:
         raise PluginError(f"backend {backend!r} failed to create a client: "
                           f"{type(exc).__name__}: {exc}") from exc

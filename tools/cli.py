@@ -4,6 +4,7 @@
     openhlo opt FILE.mlir [--passes=a,b] [--pipeline=NAME] [--generic] [-o OUT]
     openhlo conformance PATH... [--backend NAME] [--json OUT] [--jobs N] [--timeout S]
     openhlo bench-text [PATH...]
+    openhlo bench-runtime [--backend NAME] [--json OUT]
 
 Errors in the input are reported on stderr as ``openhlo: error: ...`` (or
 ``file:line:col: error: ...`` with the source line and a caret) with exit
@@ -23,7 +24,7 @@ from tools.diagnostics import CliError, format_error
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tools import bench_text, opt, run
+    from tools import bench_runtime, bench_text, opt, run
     from tools.conformance import command as conformance
     parser = argparse.ArgumentParser(
         prog="openhlo",
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true",
                         help="show the Python traceback of errors (for debugging OpenHLO)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (run, opt, conformance, bench_text):
+    for module in (run, opt, conformance, bench_text, bench_runtime):
         module.add_parser(subparsers)
     return parser
 

@@ -51,7 +51,7 @@ def run_command(args: argparse.Namespace) -> int:
         inputs = load_inputs(args.inputs, exe.parameter_types, exe.entry)
     else:
         inputs = random_arguments(exe.parameter_types, args.seed)
-    results = exe.execute(inputs)
+    results = exe(*inputs)
     if args.output:
         save_results(args.output, results)
     else:

@@ -106,7 +106,7 @@ def _evaluate(case: Case, backend: str) -> tuple[str, str]:
         exe = client.compile(module)
         captured = io.StringIO()
         with contextlib.redirect_stdout(captured):
-            results = exe.execute(args)
+            results = exe(*args)
     if inv.check_prefixes:
         _filecheck(case, inv, captured.getvalue(), results, exe.result_types)
     return PASS, ""

@@ -40,7 +40,7 @@ def plain(value):
     if isinstance(value, ArrayAttr):
         return [plain(v) for v in value.values]
     if isinstance(value, DenseElementsAttr):
-        return np.ascontiguousarray(value.array)
+        return np.require(value.array, requirements="C")  # keeps 0-d arrays 0-d
     if isinstance(value, EnumAttr):
         return value.value
     if isinstance(value, StructAttr):

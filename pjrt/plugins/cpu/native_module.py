@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 
 @functools.lru_cache(maxsize=None)
 def native():
@@ -14,5 +16,9 @@ def native():
     for name in ("i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16",
                  "f32", "f64", "complex<f32>", "complex<f64>"):
         dtypes[name] = numpy_dtype(parse_element_type_name(name))
+    for bits in (8, 16, 32, 64):
+        dtypes[f"b{bits}"] = np.dtype(f"uint{bits}")
     _native.set_numpy_dtypes(dtypes)
+    from stablehlo.interpreter.values import TOKEN
+    _native.set_token_object(TOKEN)
     return _native

@@ -1,11 +1,14 @@
 """The interpreter backend: the reference that every other backend is compared with.
 
-``compile`` verifies the module and keeps it; ``execute`` evaluates the entry
-function with ``stablehlo.interpreter.evaluate``. There is no compiler
-pipeline on purpose: the reference runs the program exactly as written.
+A ``HostClient`` whose program is the verified module itself: each instance
+evaluates the entry function with ``stablehlo.interpreter.evaluate``. There
+is no compiler pipeline on purpose: the reference runs the program exactly as
+written. Multi-device executions give each instance its ``Process`` (replica,
+partition and the shared grid), so collectives work across devices.
 
-Options (``make_client("interpreter", probe_dir=...)``):
+Options (``make_client("interpreter", num_devices=4, probe_dir=...)``):
 
+* ``num_devices``: how many devices the client has (default 1);
 * ``probe_dir``: folder where ``interpreter.probe`` writes the tensors that
   ``check.expect_serialized_eq`` reads back.
 """
@@ -13,45 +16,41 @@ from __future__ import annotations
 
 import os
 
-from stablehlo.ir.core import Module
-
-from pjrt.api import Client, Device, LoadedExecutable
+from pjrt.host import HostClient
 
 PLATFORM = "interpreter"
 
 
-class InterpreterClient(Client):
-    def __init__(self, probe_dir: str | os.PathLike | None = None):
-        self.probe_dir = os.fspath(probe_dir) if probe_dir is not None else None
-        self._devices = [Device(id=0, kind="numpy interpreter")]
+class InterpreterClient(HostClient):
+    platform_name = PLATFORM
+    device_kind = "numpy interpreter"
 
-    @property
-    def platform_name(self) -> str:
-        return PLATFORM
+    def __init__(self, num_devices: int = 1,
+                 probe_dir: str | os.PathLike | None = None):
+        super().__init__(num_devices)
+        self.probe_dir = os.fspath(probe_dir) if probe_dir is not None else None
 
     @property
     def platform_version(self) -> str:
         import stablehlo
         return getattr(stablehlo, "__version__", "0")
 
-    def devices(self) -> list[Device]:
-        return list(self._devices)
-
-    def compile(self, module: Module, entry: str | None = None) -> "InterpreterExecutable":
-        from stablehlo.verify import verify_module
-        verify_module(module)
-        return InterpreterExecutable(self, module, entry)
+    def compile_program(self, module, entry, options) -> "InterpreterProgram":
+        return InterpreterProgram(module, entry, self.probe_dir)
 
 
-class InterpreterExecutable(LoadedExecutable):
-    client: InterpreterClient
+class InterpreterProgram:
+    def __init__(self, module, entry: str, probe_dir: str | None):
+        self.module = module
+        self.entry = entry
+        self.probe_dir = probe_dir
 
-    def _execute(self, args: list) -> list:
+    def run(self, args: list, replica_id: int, partition_id: int, grid) -> list:
         from stablehlo.interpreter import evaluate
-        options = {}
-        if self.client.probe_dir is not None:
-            options["probe_dir"] = self.client.probe_dir
-        return evaluate(self.module, args, entry=self.entry, **options)
+        from stablehlo.interpreter.collectives import Process
+        process = Process(replica_id, partition_id, grid) if grid is not None else None
+        return evaluate(self.module, args, self.entry, process=process,
+                        probe_dir=self.probe_dir)
 
 
 def create_client(**options) -> InterpreterClient:

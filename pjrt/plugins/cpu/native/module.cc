@@ -4,6 +4,8 @@
 #include <pybind11/stl.h>
 
 #include "array.h"
+#include "executor.h"
+#include "runtime.h"
 #include "kernel.h"
 #include "numpy_bridge.h"
 #include "thread_pool.h"
@@ -60,4 +62,6 @@ PYBIND11_MODULE(_native, m) {
   m.def("live_storage_count", &live_storage_count);
   m.def("live_storage_bytes", &live_storage_bytes);
   m.def("parallel_width", &parallel_width);
+  bind_executor(m);
+  bind_runtime(m);
 }

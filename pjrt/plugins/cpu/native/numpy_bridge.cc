@@ -6,7 +6,7 @@
 namespace openhlo::cpu {
 
 namespace {
-constexpr int kNumDTypes = static_cast<int>(DType::C128) + 1;
+constexpr int kNumDTypes = static_cast<int>(DType::B64) + 1;
 py::object* g_dtypes[kNumDTypes] = {};
 }  // namespace
 

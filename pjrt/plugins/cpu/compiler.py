@@ -1,0 +1,112 @@
+"""The cpu backend's compile step: a verified module -> a native executable.
+
+``CompiledProgram`` owns the native Executable that lowering.py built, the list of ops
+that fall back to the interpreter, and the conversions between host arrays and what the
+native side stores. A program that cannot be lowered at all (tuples, dynamic shapes,
+multi-block regions) still runs: as one interpreter call wrapped in a native executable
+when its signature is storable, else on the interpreter directly (synchronous numpy path
+only); ``whole_program_fallback`` gives the reason.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from stablehlo.ir.core import Func, Module
+
+from pjrt.plugins.cpu.lowering import (
+    Fallback, HostState, Lowering, NotLowerable, as_stored, from_stored, native_type)
+from pjrt.plugins.cpu.native_module import native
+
+LOG = logging.getLogger("openhlo.cpu")
+
+
+class CompiledProgram:
+    def __init__(self, module: Module, func: Func, probe_dir=None):
+        self.module = module
+        self.func = func
+        self.probe_dir = probe_dir
+        self.parameter_types = list(func.type.inputs)
+        self.result_types = list(func.type.results)
+        self.fallbacks: list[Fallback] = []
+        self.whole_program_fallback: str | None = None
+        self.num_instructions = 0
+        self.native = None  # native Executable, or None: interpreter only
+        try:
+            lowered = Lowering(module, probe_dir).lower(func)
+            self.native = lowered.executable
+            self.fallbacks = lowered.fallbacks
+            self.num_instructions = lowered.num_instructions
+        except NotLowerable as exc:
+            self.whole_program_fallback = str(exc)
+            LOG.info("@%s runs on the interpreter as a whole: %s", func.name, exc)
+            self.native = self._interpreter_executable()
+        # Results whose stored dtype differs (raw-byte types) are viewed back on the way out.
+        self._result_views = [native_type_or_none(t) is not None and
+                              native_type(t)[0] in _RAW for t in self.result_types]
+        self._param_views = [native_type_or_none(t) is not None and
+                             native_type(t)[0] in _RAW for t in self.parameter_types]
+
+    def _interpreter_executable(self):
+        """One CALLBACK instruction evaluating the whole function, if its signature is
+        storable natively; else None."""
+        try:
+            params = [native_type(t) for t in self.parameter_types]
+            results = [native_type(t) for t in self.result_types]
+        except NotLowerable:
+            return None
+        func, types = self.func, self.parameter_types
+
+        def run_whole(host_state, ids, arrays):
+            args = [from_stored(a, t) for a, t in zip(arrays, types)]
+            outs = _evaluate(host_state, func, args)
+            return [as_stored(o, t) for o, t in zip(outs, self.result_types)]
+
+        n = len(params)
+        program = native().Program(list(range(n)))
+        program.add_callback(f"@{func.name}", run_whole, list(range(n)),
+                             list(range(n, n + len(results))), results)
+        program.results = list(range(n, n + len(results)))
+        return native().Executable(func.name, n + len(results), program, params, results)
+
+    # -- running ------------------------------------------------------------------------
+    def host_state(self, process=None):
+        """The state interpreter fallbacks of one execution share (probes, the process of
+        a multi-device run); None when nothing in the program falls back."""
+        if process is None and not self.fallbacks and self.whole_program_fallback is None:
+            return None
+        return HostState(self.module, self.probe_dir, process)
+
+    def run(self, args: list, process=None) -> list:
+        """Runs on the calling thread: host arrays (already checked) in, numpy arrays out."""
+        state = self.host_state(process) or HostState(self.module, self.probe_dir, process)
+        replica, partition = (process.replica_id, process.partition_id) if process else (0, 0)
+        if self.native is None:
+            return _evaluate(state or HostState(self.module, self.probe_dir), self.func, args)
+        stored = [as_stored(a, t) if view else a
+                  for a, t, view in zip(args, self.parameter_types, self._param_views)]
+        outs = self.native.run(stored, state, replica, partition)
+        return self.view_results(outs)
+
+    def view_results(self, outs: list) -> list:
+        if not any(self._result_views):
+            return outs
+        return [from_stored(o, t) if view else o
+                for o, t, view in zip(outs, self.result_types, self._result_views)]
+
+
+_RAW = frozenset({"b8", "b16", "b32", "b64"})
+
+
+def native_type_or_none(type):
+    try:
+        return native_type(type)
+    except NotLowerable:
+        return None
+
+
+def _evaluate(state: HostState, func: Func, args: list) -> list:
+    ctx = state.context()
+    with np.errstate(all="ignore"):
+        return ctx.call_func(func, args)

@@ -1,0 +1,411 @@
+"""Lowering a StableHLO function to a native Program of the cpu backend's executor.
+
+Every SSA value of the function (nested regions and inlined callees included) gets a slot
+of one frame; each op becomes one instruction (see native/executor.h):
+
+* ``constant`` -> CONSTANT (the array is built once, at compile time);
+* ``while``/``if``/``case`` -> control-flow instructions holding nested Programs, so loops
+  run in C++ without returning to Python;
+* ``func.call`` -> the callee is lowered inline (StableHLO has no recursion);
+* an op with a native kernel -> KERNEL, with the step its factory built;
+* any other op -> CALLBACK into the reference interpreter's kernel for that one op (its
+  operands, plus the enclosing values its regions capture). Each such fallback is logged on
+  the ``openhlo.cpu`` logger with the reason, and listed in ``LoweredFunction.fallbacks``.
+
+A program whose values cannot live in native arrays (tuples, dynamic shapes, element types
+such as f8 or quantized ones) is not lowered: ``NotLowerable`` says why and the backend
+runs it on the interpreter as a whole.
+
+After each instruction, the slots whose last use it was are released (liveness), so memory
+is freed as early as the program allows.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stablehlo.errors import InterpreterError, OpenHLOError
+from stablehlo.ir.core import Block, Func, Module, Operation, Value
+from stablehlo.ir.types import QuantizedType, TensorType, TokenType, Type, numpy_dtype
+
+from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
+from pjrt.plugins.cpu.native_module import native
+
+LOG = logging.getLogger("openhlo.cpu")
+
+# Element types the native arrays store (array.h); others run on the interpreter.
+NATIVE_ELEMENT_TYPES = frozenset({
+    "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16", "f32",
+    "f64", "complex<f32>", "complex<f64>"})
+
+_TERMINATORS = frozenset({"func.return", "stablehlo.return"})
+
+
+class NotLowerable(OpenHLOError):
+    """The program needs something the native executor cannot represent."""
+
+
+@dataclass
+class Fallback:
+    op: str
+    where: str
+    reason: str
+
+
+@dataclass
+class LoweredFunction:
+    executable: object                  # native Executable
+    fallbacks: list = field(default_factory=list)
+    num_instructions: int = 0
+
+
+def native_type(type: Type):
+    """("f32", [2, 3]) for a static tensor, None for a token.
+
+    Element types without native arithmetic (f8 types, i4, quantized storage) are held as
+    raw bytes of their width ("b8".."b64"); data-movement kernels handle them and every
+    other op on them falls back to the interpreter.
+    """
+    if isinstance(type, TokenType):
+        return None
+    if not isinstance(type, TensorType):
+        raise NotLowerable(f"values of type {type} are run by the interpreter")
+    if not type.is_static:
+        raise NotLowerable(f"dynamic shapes ({type}) are run by the interpreter")
+    name = str(type.element_type)
+    if name in NATIVE_ELEMENT_TYPES and not isinstance(type.element_type, QuantizedType):
+        return (name, list(type.shape))
+    try:
+        width = numpy_dtype(type.element_type).itemsize
+    except TypeError:
+        raise NotLowerable(f"element type {name} is run by the interpreter") from None
+    return (f"b{8 * width}", list(type.shape))
+
+
+def host_dtype(type: Type):
+    """The numpy dtype of a tensor type (None for tokens)."""
+    if isinstance(type, TensorType):
+        return numpy_dtype(type.element_type)
+    return None
+
+
+def as_stored(array: np.ndarray, type: Type) -> np.ndarray:
+    """``array`` as the native side stores it (raw unsigned bytes for "b" types)."""
+    spec = native_type(type)
+    if spec is not None and spec[0].startswith("b") and spec[0] != "bf16":
+        return array.view(f"uint{spec[0][1:]}")
+    return array
+
+
+def from_stored(array: np.ndarray, type: Type) -> np.ndarray:
+    """Inverse of ``as_stored``: the array with its real numpy dtype."""
+    dtype = host_dtype(type)
+    if dtype is not None and array.dtype != dtype:
+        return array.view(dtype)
+    return array
+
+
+class HostState:
+    """What interpreter fallbacks of one execution instance share: the process (replica,
+    partition and the grid of a multi-device run) and the interpreter's evaluation state."""
+
+    def __init__(self, module: Module, probe_dir=None, process=None):
+        self.module = module
+        self.probe_dir = probe_dir
+        self.process = process
+        self._shared = None
+
+    def context(self):
+        from stablehlo.interpreter.evaluator import EvalContext
+        if self._shared is None:
+            self._shared = EvalContext(self.module, probe_dir=self.probe_dir).shared
+        return EvalContext(self.module, self.process, _shared=self._shared)
+
+    def abort(self, reason: str) -> None:
+        if self.process is not None:
+            self.process.grid.abort(reason)
+
+
+class _ProgramBuilder:
+    """One native Program plus what liveness needs: each instruction's uses and definitions."""
+
+    def __init__(self, params: list[int]):
+        self.native = native().Program(params)
+        self.records: list[tuple[list[int], list[int]]] = []
+        self.defined = set(params)
+
+    def add(self, method: str, *args, uses=(), outs=(), captured=()):
+        getattr(self.native, method)(*args)
+        self.records.append((list(uses) + list(captured), list(outs)))
+        self.defined.update(outs)
+
+    def finish(self, results: list[int]) -> set:
+        """Sets results and release lists; returns the enclosing slots this program reads."""
+        self.native.results = results
+        last_use = {}
+        for i, (uses, _) in enumerate(self.records):
+            for slot in uses:
+                last_use[slot] = i
+        keep = set(results)
+        release = defaultdict(list)
+        for slot, i in last_use.items():
+            if slot in self.defined and slot not in keep:
+                release[i].append(slot)
+        for i, (_, outs) in enumerate(self.records):
+            for slot in outs:
+                if slot not in last_use and slot not in keep:
+                    release[i].append(slot)  # a result nobody reads
+        for i, slots in release.items():
+            self.native.set_release(i, sorted(set(slots)))
+        used = {slot for uses, _ in self.records for slot in uses} | keep
+        return used - self.defined
+
+
+class Lowering:
+    """Lowers one function of ``module`` (and the callees it inlines)."""
+
+    def __init__(self, module: Module, probe_dir=None):
+        self.module = module
+        self.probe_dir = probe_dir
+        self.num_slots = 0
+        self.fallbacks: list[Fallback] = []
+        self.count = 0
+
+    def lower(self, func: Func) -> LoweredFunction:
+        types = list(func.type.inputs) + list(func.type.results)
+        for type in types:
+            native_type(type)
+        self._check_types(func.body)
+        env: dict[Value, int] = {}
+        params = [self._define(env, arg) for arg in func.body.arguments]
+        builder = _ProgramBuilder(params)
+        results = self._lower_ops(func.body, env, builder)
+        builder.finish(results)
+        exe = native().Executable(
+            func.name, self.num_slots, builder.native,
+            [native_type(t) for t in func.type.inputs],
+            [native_type(t) for t in func.type.results])
+        return LoweredFunction(exe, self.fallbacks, self.count)
+
+    # -- checks ---------------------------------------------------------------------
+    def _check_types(self, block: Block, seen=None) -> None:
+        seen = set() if seen is None else seen
+        for op in block.operations:
+            for value in list(op.results):
+                native_type(value.type)
+            for region in op.regions:
+                for inner in region.blocks:
+                    for arg in inner.arguments:
+                        native_type(arg.type)
+                    self._check_types(inner, seen)
+            if op.name == "func.call":
+                callee = self._callee(op)
+                if callee.name not in seen:
+                    seen.add(callee.name)
+                    self._check_types(callee.body, seen)
+
+    def _callee(self, op: Operation) -> Func:
+        from pjrt.plugins.cpu.attrs import plain
+        name = plain(op.attributes.get("callee"))
+        func = self.module.lookup(name)
+        if func is None:
+            raise NotLowerable(f"{op.where()}: no function @{name}")
+        return func
+
+    # -- slots ----------------------------------------------------------------------
+    def _define(self, env: dict, value: Value) -> int:
+        slot = self.num_slots
+        self.num_slots += 1
+        env[value] = slot
+        return slot
+
+    def _region_program(self, region, env: dict) -> tuple[_ProgramBuilder, set]:
+        if len(region.blocks) != 1:
+            raise NotLowerable("regions with several blocks are run by the interpreter")
+        block = region.blocks[0]
+        inner = dict(env)
+        params = [self._define(inner, arg) for arg in block.arguments]
+        builder = _ProgramBuilder(params)
+        results = self._lower_ops(block, inner, builder)
+        captured = builder.finish(results)
+        return builder, captured
+
+    # -- ops ------------------------------------------------------------------------
+    def _lower_ops(self, block: Block, env: dict, builder: _ProgramBuilder) -> list[int]:
+        for op in block.operations:
+            if op.name in _TERMINATORS:
+                return [env[v] for v in op.operands]
+            self._lower_op(op, env, builder)
+            self.count += 1
+        return []
+
+    def _lower_op(self, op: Operation, env: dict, b: _ProgramBuilder) -> None:
+        name = op.name
+        where = op.where()
+        ins = [env[v] for v in op.operands]
+        if name == "func.call":
+            callee = self._callee(op)
+            inner = dict(zip(callee.body.arguments, ins))
+            results = self._lower_ops(callee.body, inner, b)
+            for value, slot in zip(op.results, results):
+                env[value] = slot
+            return
+        outs = [self._define(env, r) for r in op.results]
+        if name == "stablehlo.constant":
+            type = native_type(op.results[0].type)
+            value = as_stored(np.require(op.attributes["value"].array, requirements="C"),
+                              op.results[0].type)
+            b.add("add_constant", where, value, type[0], outs[0], outs=outs)
+        elif name == "stablehlo.optimization_barrier":
+            b.add("add_alias", where, ins, outs, uses=ins, outs=outs)
+        elif name == "stablehlo.while":
+            cond, cap1 = self._region_program(op.regions[0], env)
+            body, cap2 = self._region_program(op.regions[1], env)
+            b.add("add_while", where, cond.native, body.native, ins, outs, uses=ins, outs=outs,
+                  captured=cap1 | cap2)
+        elif name in ("stablehlo.if", "stablehlo.case"):
+            branches, captured = [], set()
+            for region in op.regions:
+                branch, cap = self._region_program(region, env)
+                branches.append(branch.native)
+                captured |= cap
+            method = "add_if" if name == "stablehlo.if" else "add_case"
+            b.add(method, where, branches, ins, outs, uses=ins, outs=outs, captured=captured)
+        elif name == "stablehlo.replica_id":
+            b.add("add_replica_id", where, outs[0], outs=outs)
+        elif name == "stablehlo.partition_id":
+            b.add("add_partition_id", where, outs[0], outs=outs)
+        elif name in ("stablehlo.after_all", "stablehlo.create_token") and not op.operands:
+            b.add("add_token", where, outs[0], outs=outs)
+        elif name == "interpreter.run_parallel":
+            self._lower_run_parallel(op, ins, outs, b)
+        else:
+            self._lower_kernel_or_fallback(op, env, ins, outs, b)
+
+    def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
+        reason = None
+        if op.regions and "combiner" not in (attrs := region_attrs(op)) and \
+                "comparator" not in attrs and "replace" not in attrs:
+            reason = "its region is not a simple combiner or comparator"
+        elif op.name not in _kernel_names():
+            reason = "no native kernel"
+        elif any(isinstance(v.type, TokenType) for v in list(op.operands) + list(op.results)):
+            reason = "tokens are handled by the interpreter"
+        elif any(isinstance(getattr(v.type, "element_type", None), QuantizedType)
+                 for v in list(op.operands) + list(op.results)):
+            reason = "quantized ops run on the interpreter (dequantize-compute-quantize)"
+        else:
+            try:
+                attrs = {**plain_attrs(op), **region_attrs(op)}
+                b.add("add_kernel", op.where(), op.name, attrs,
+                      [native_type(v.type) for v in op.operands],
+                      [native_type(r.type) for r in op.results], ins, outs, uses=ins, outs=outs)
+                return
+            except native().Unsupported as exc:
+                reason = str(exc)
+        self._add_fallback(op, env, ins, outs, b, reason)
+
+    def _add_fallback(self, op, env, ins, outs, b: _ProgramBuilder, reason: str) -> None:
+        captured_values = sorted(_captured_values(op), key=lambda v: env[v])
+        captured_slots = [env[v] for v in captured_values]
+        self.fallbacks.append(Fallback(op.name, op.where(), reason))
+        LOG.info("%s falls back to the interpreter: %s", op.where(), reason)
+        callback = _interpreter_callback(op, captured_values, self.module, self.probe_dir)
+        b.add("add_callback", op.where(), callback, ins + captured_slots, outs,
+              [native_type(r.type) for r in op.results], uses=ins + captured_slots, outs=outs)
+
+    def _lower_run_parallel(self, op, ins, outs, b: _ProgramBuilder) -> None:
+        from pjrt.plugins.cpu.attrs import plain
+        programs = plain(op.attributes.get("programs"))
+        if not programs or not all(isinstance(row, list) and row for row in programs) or \
+                len({len(row) for row in programs}) != 1:
+            raise NotLowerable(f"{op.where()}: 'programs' must be a non-empty grid of functions")
+        num_replicas, num_partitions = len(programs), len(programs[0])
+        executables = []
+        for row in programs:
+            for fname in row:
+                func = self.module.lookup(fname)
+                if func is None:
+                    raise NotLowerable(f"{op.where()}: no function @{fname}")
+                lowered = Lowering(self.module, self.probe_dir).lower(func)
+                self.fallbacks.extend(lowered.fallbacks)
+                executables.append(lowered.executable)
+        infeed = plain(op.attributes.get("infeed")) or []
+        module, probe_dir = self.module, self.probe_dir
+
+        def make_host_states(count: int) -> list:
+            from stablehlo.interpreter.collectives import Process, ProcessGrid
+            grid = ProcessGrid(num_replicas, num_partitions, infeed)
+            return [HostState(module, probe_dir,
+                              Process(k // num_partitions, k % num_partitions, grid))
+                    for k in range(count)]
+
+        b.add("add_run_parallel", op.where(), executables, num_partitions, make_host_states,
+              ins, outs, uses=ins, outs=outs)
+
+
+_KERNEL_NAMES: frozenset | None = None
+
+
+def _kernel_names() -> frozenset:
+    global _KERNEL_NAMES
+    if _KERNEL_NAMES is None:
+        _KERNEL_NAMES = frozenset(native().kernel_names())
+    return _KERNEL_NAMES
+
+
+def _captured_values(op: Operation) -> set:
+    """Values used inside ``op``'s regions but defined outside them."""
+    defined, used = set(), set()
+
+    def walk(region):
+        for block in region.blocks:
+            defined.update(block.arguments)
+            for inner in block.operations:
+                used.update(inner.operands)
+                defined.update(inner.results)
+                for r in inner.regions:
+                    walk(r)
+
+    for region in op.regions:
+        walk(region)
+    return used - defined
+
+
+def _interpreter_callback(op: Operation, captured: list, module: Module, probe_dir):
+    """callback(host_state, (replica, partition), arrays) -> results of ``op`` on the
+    interpreter; arrays are the operands followed by the captured values."""
+    from stablehlo.interpreter.evaluator import Scope
+    from stablehlo.interpreter.kernels import KERNELS
+    from stablehlo.interpreter.values import coerce
+    kernel = KERNELS.lookup(op.name)
+    if kernel is not None:
+        from stablehlo.interpreter import quantization
+        run, kernel_op = quantization.plan(kernel, op)
+    count = len(op.operands)
+    values = list(op.operands) + list(captured)
+
+    def callback(state, ids, arrays):
+        if kernel is None:
+            raise InterpreterError(f"{op.where()}: no interpreter kernel for '{op.name}'")
+        if state is None:  # CompiledProgram passes one per execution; direct runs may not
+            state = HostState(module, probe_dir)
+        ctx = state.context()
+        arrays = [from_stored(a, v.type) for a, v in zip(arrays, values)]
+        ctx._scope = Scope(dict(zip(captured, arrays[count:])))
+        try:
+            with np.errstate(all="ignore"):
+                outs = run(ctx, kernel_op, *arrays[:count])
+        except OpenHLOError as exc:
+            if op.where() not in str(exc):
+                exc.args = (f"{op.where()}: {exc}",)
+            raise
+        except Exception as exc:  # noqa: BLE001 - a kernel bug still names the op
+            raise InterpreterError(f"{op.where()}: {type(exc).__name__}: {exc}") from exc
+        return [as_stored(coerce(out, r.type, f"result #{r.index} of {op.where()}"), r.type)
+                for out, r in zip(outs, op.results)]
+
+    return callback

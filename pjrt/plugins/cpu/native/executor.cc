@@ -1,0 +1,259 @@
+#include "executor.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <exception>
+#include <thread>
+
+#include "numpy_bridge.h"
+
+namespace openhlo::cpu {
+
+namespace {
+
+SharedPyObject g_token;
+
+// Errors keep the instruction's place; a Python exception from a callback passes through
+// unchanged (its message already names the op) so Python sees its original type.
+[[noreturn]] void rethrow_located(const Instr& instr) {
+  try {
+    throw;
+  } catch (py::error_already_set&) {
+    throw;
+  } catch (ExecError& e) {
+    std::string msg = e.what();
+    if (msg.rfind(instr.where, 0) == 0) throw;
+    throw ExecError(instr.where + ": " + msg);
+  } catch (std::exception& e) {
+    throw ExecError(instr.where + ": " + e.what());
+  }
+}
+
+void run_program(const Program& program, Frame& frame);
+
+void run_while(const Instr& instr, Frame& frame) {
+  const Program& cond = *instr.regions[0];
+  const Program& body = *instr.regions[1];
+  auto& slots = frame.slots;
+  const size_t n = instr.in.size();
+  std::vector<Array> carried(n);
+  for (size_t i = 0; i < n; ++i) carried[i] = slots[instr.in[i]];
+  for (;;) {
+    for (size_t i = 0; i < n; ++i) slots[cond.params[i]] = carried[i];
+    run_program(cond, frame);
+    const bool go = *slots[cond.results[0]].data<bool>();
+    for (int32_t p : cond.params) slots[p] = Array();
+    if (!go) break;
+    for (size_t i = 0; i < n; ++i) slots[body.params[i]] = std::move(carried[i]);
+    run_program(body, frame);
+    for (size_t i = 0; i < n; ++i) carried[i] = slots[body.results[i]];
+    for (int32_t p : body.params) slots[p] = Array();
+  }
+  for (size_t i = 0; i < n; ++i) slots[instr.out[i]] = std::move(carried[i]);
+}
+
+void run_branch(const Program& branch, const Instr& instr, Frame& frame) {
+  run_program(branch, frame);
+  for (size_t i = 0; i < instr.out.size(); ++i) {
+    frame.slots[instr.out[i]] = frame.slots[branch.results[i]];
+  }
+}
+
+void run_callback(const Instr& instr, Frame& frame) {
+  auto& slots = frame.slots;
+  py::gil_scoped_acquire gil;
+  py::list args;
+  for (int32_t s : instr.in) {
+    const Array& a = slots[s];
+    if (!a.defined()) {
+      args.append(g_token.get());
+    } else {
+      py::array view = array_to_numpy(a);
+      // The interpreter never writes into operands; make sure of it.
+      view.attr("flags").attr("writeable") = false;
+      args.append(std::move(view));
+    }
+  }
+  py::object state = frame.host_state.is_none() ? py::none() : frame.host_state.get();
+  py::object ctx_ids = py::make_tuple(frame.ctx.replica_id, frame.ctx.partition_id);
+  py::sequence results = instr.callback.get()(state, ctx_ids, args);
+  if (static_cast<size_t>(py::len(results)) != instr.out.size()) {
+    throw ExecError("interpreter fallback returned " + std::to_string(py::len(results)) +
+                    " values, expected " + std::to_string(instr.out.size()));
+  }
+  for (size_t i = 0; i < instr.out.size(); ++i) {
+    if (instr.out_is_token[i]) {
+      slots[instr.out[i]] = Array();
+      continue;
+    }
+    Array a = array_from_numpy(results[i], instr.out_specs[i].dtype);
+    if (a.shape != instr.out_specs[i].shape) {
+      throw ExecError("interpreter fallback returned a result of the wrong shape");
+    }
+    slots[instr.out[i]] = std::move(a);
+  }
+}
+
+Array scalar_u32(int64_t value) {
+  Array a = allocate(DType::U32, {});
+  *a.data<uint32_t>() = static_cast<uint32_t>(value);
+  return a;
+}
+
+void run_parallel_instr(const Instr& instr, Frame& frame) {
+  const size_t count = instr.parallel.size();
+  std::vector<std::vector<Array>> inputs(count), outputs(count);
+  size_t at = 0;
+  for (size_t k = 0; k < count; ++k) {
+    const size_t n = instr.parallel[k]->param_specs.size();
+    for (size_t i = 0; i < n; ++i) inputs[k].push_back(frame.slots[instr.in[at + i]]);
+    at += n;
+  }
+  std::vector<SharedPyObject> states(count);
+  {
+    py::gil_scoped_acquire gil;
+    py::list made = instr.make_host_states.get()(count);
+    for (size_t k = 0; k < count; ++k) states[k] = SharedPyObject(made[k]);
+  }
+  std::vector<std::exception_ptr> errors(count);
+  auto work = [&](size_t k) {
+    ExecContext ctx;
+    ctx.replica_id = static_cast<int64_t>(k) / instr.num_partitions;
+    ctx.partition_id = static_cast<int64_t>(k) % instr.num_partitions;
+    ctx.device_ordinal = static_cast<int64_t>(k);
+    try {
+      outputs[k] = run_executable(*instr.parallel[k], std::move(inputs[k]), ctx, states[k]);
+    } catch (...) {
+      errors[k] = std::current_exception();
+      // Unblock the other instances waiting in a rendezvous for this one.
+      py::gil_scoped_acquire gil;
+      py::object state = states[k].get();
+      if (py::hasattr(state, "abort")) state.attr("abort")("instance " + std::to_string(k) + " failed");
+    }
+  };
+  // One thread per instance: they rendezvous in collectives, so all must run at once.
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < count; ++k) threads.emplace_back(work, k);
+  work(0);
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  size_t o = 0;
+  for (auto& outs : outputs) {
+    for (auto& a : outs) frame.slots[instr.out[o++]] = std::move(a);
+  }
+}
+
+void run_instr(const Instr& instr, Frame& frame) {
+  auto& slots = frame.slots;
+  switch (instr.kind) {
+    case InstrKind::KERNEL: {
+      // Operands and results are gathered into small local arrays: steps take pointers.
+      Array operands_buf[8], results_buf[4];
+      std::vector<Array> operands_vec, results_vec;
+      Array* operands = operands_buf;
+      Array* results = results_buf;
+      if (instr.in.size() > 8) {
+        operands_vec.resize(instr.in.size());
+        operands = operands_vec.data();
+      }
+      if (instr.out.size() > 4) {
+        results_vec.resize(instr.out.size());
+        results = results_vec.data();
+      }
+      for (size_t i = 0; i < instr.in.size(); ++i) operands[i] = slots[instr.in[i]];
+      instr.step(frame.ctx, operands, results);
+      for (size_t i = 0; i < instr.out.size(); ++i) slots[instr.out[i]] = std::move(results[i]);
+      break;
+    }
+    case InstrKind::CONSTANT:
+      slots[instr.out[0]] = instr.constant;
+      break;
+    case InstrKind::ALIAS:
+      for (size_t i = 0; i < instr.out.size(); ++i) slots[instr.out[i]] = slots[instr.in[i]];
+      break;
+    case InstrKind::WHILE:
+      run_while(instr, frame);
+      break;
+    case InstrKind::IF: {
+      const bool pred = *slots[instr.in[0]].data<bool>();
+      run_branch(*instr.regions[pred ? 0 : 1], instr, frame);
+      break;
+    }
+    case InstrKind::CASE: {
+      int64_t index = *slots[instr.in[0]].data<int32_t>();
+      const int64_t n = static_cast<int64_t>(instr.regions.size());
+      if (index < 0 || index >= n) index = n - 1;  // the spec's default branch
+      run_branch(*instr.regions[index], instr, frame);
+      break;
+    }
+    case InstrKind::CALLBACK:
+      run_callback(instr, frame);
+      break;
+    case InstrKind::REPLICA_ID:
+      slots[instr.out[0]] = scalar_u32(frame.ctx.replica_id);
+      break;
+    case InstrKind::PARTITION_ID:
+      slots[instr.out[0]] = scalar_u32(frame.ctx.partition_id);
+      break;
+    case InstrKind::TOKEN:
+      slots[instr.out[0]] = Array();
+      break;
+    case InstrKind::RUN_PARALLEL:
+      run_parallel_instr(instr, frame);
+      break;
+  }
+}
+
+void run_program(const Program& program, Frame& frame) {
+  for (const Instr& instr : program.instrs) {
+    try {
+      run_instr(instr, frame);
+    } catch (...) {
+      rethrow_located(instr);
+    }
+    for (int32_t s : instr.release) frame.slots[s] = Array();
+  }
+}
+
+}  // namespace
+
+SharedPyObject::SharedPyObject(py::object obj) {
+  if (obj.is_none()) return;
+  PyObject* raw = obj.release().ptr();
+  ptr_ = std::shared_ptr<PyObject>(raw, [](PyObject* p) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    Py_DECREF(p);
+  });
+}
+
+py::object SharedPyObject::get() const {
+  if (!ptr_) return py::none();
+  return py::reinterpret_borrow<py::object>(ptr_.get());
+}
+
+void set_token_object(py::object token) { g_token = SharedPyObject(std::move(token)); }
+
+std::vector<Array> run_executable(const Executable& exe, std::vector<Array> args,
+                                  const ExecContext& ctx, const SharedPyObject& host_state) {
+  Frame frame;
+  frame.slots.resize(exe.num_slots);
+  frame.ctx = ctx;
+  frame.host_state = host_state;
+  const Program& main = *exe.main;
+  if (args.size() != main.params.size()) {
+    throw ExecError(exe.name + ": expected " + std::to_string(main.params.size()) +
+                    " arguments, got " + std::to_string(args.size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) frame.slots[main.params[i]] = std::move(args[i]);
+  run_program(main, frame);
+  std::vector<Array> results;
+  results.reserve(main.results.size());
+  for (int32_t s : main.results) results.push_back(frame.slots[s]);
+  return results;
+}
+
+}  // namespace openhlo::cpu

@@ -1,0 +1,102 @@
+// The executor of the cpu backend: runs a whole compiled program in C++.
+//
+// The lowering (pjrt/plugins/cpu/lowering.py) turns a StableHLO function into a Program: a
+// list of instructions over numbered slots of one frame (a slot per SSA value of the
+// function, nested regions included, so regions see enclosing values without copying).
+// Control flow (while/if/case) holds nested Programs and loops in C++; an op without a
+// native kernel is a CALLBACK instruction that calls back into the Python interpreter for that
+// op only. After each instruction the slots whose last use it was are released, so memory
+// follows liveness. A compiled Program is immutable: any number of threads may run it at
+// once, each with its own Frame. A future fused kernel is just another KERNEL step.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernel.h"
+
+namespace openhlo::cpu {
+
+namespace py = pybind11;
+
+// A Python object that may be released from any thread: it takes the GIL to drop its
+// reference (and does nothing once the interpreter is finalizing).
+class SharedPyObject {
+ public:
+  SharedPyObject() = default;
+  explicit SharedPyObject(py::object obj);
+  py::object get() const;  // GIL must be held
+  bool is_none() const { return ptr_ == nullptr; }
+
+ private:
+  std::shared_ptr<PyObject> ptr_;
+};
+
+enum class InstrKind : uint8_t {
+  KERNEL,        // step(operands) -> results
+  CONSTANT,      // results[0] = constant
+  ALIAS,         // results[i] = operands[i] (optimization_barrier, identity)
+  WHILE,         // regions: cond, body
+  IF,            // regions: true, false; operand 0: pred
+  CASE,          // regions: branches; operand 0: index
+  CALLBACK,      // Python fallback for one op
+  REPLICA_ID,
+  PARTITION_ID,
+  TOKEN,         // results[0] = a new token
+  RUN_PARALLEL,  // run `parallel` executables as a grid of threads (interpreter.run_parallel)
+};
+
+struct Program;
+struct Executable;
+
+struct Instr {
+  InstrKind kind = InstrKind::KERNEL;
+  std::string where;              // "stablehlo.add at f.mlir:3:5", for errors
+  std::vector<int32_t> in, out;   // slots
+  std::vector<int32_t> release;   // slots dead after this instruction
+  Step step;
+  Array constant;
+  std::vector<std::shared_ptr<const Program>> regions;
+  SharedPyObject callback;                        // CALLBACK
+  std::vector<TensorSpec> out_specs;              // CALLBACK: result types (tokens: is_token)
+  std::vector<bool> out_is_token;
+  std::vector<std::shared_ptr<const Executable>> parallel;  // RUN_PARALLEL, replica-major
+  int64_t num_partitions = 1;                               // RUN_PARALLEL
+  SharedPyObject make_host_states;                          // RUN_PARALLEL
+};
+
+struct Program {
+  std::vector<int32_t> params;   // slots bound on entry
+  std::vector<Instr> instrs;
+  std::vector<int32_t> results;  // slots returned
+};
+
+struct Executable {
+  std::string name;
+  int32_t num_slots = 0;
+  std::shared_ptr<const Program> main;
+  std::vector<TensorSpec> param_specs, result_specs;
+  std::vector<bool> param_is_token, result_is_token;
+};
+
+struct Frame {
+  std::vector<Array> slots;
+  ExecContext ctx;
+  SharedPyObject host_state;  // passed to CALLBACK instructions (None when unset)
+};
+
+// Runs `exe` on `args` in a new frame; returns its results. Throws ExecError (or the Python
+// exception of a failed callback) naming the instruction.
+std::vector<Array> run_executable(const Executable& exe, std::vector<Array> args,
+                                  const ExecContext& ctx, const SharedPyObject& host_state);
+
+// The Python object a token is converted to in callbacks (stablehlo's TOKEN).
+void set_token_object(py::object token);
+
+// Binding helpers (module.cc): build Programs from the lowering's description.
+void bind_executor(py::module_& m);
+
+}  // namespace openhlo::cpu

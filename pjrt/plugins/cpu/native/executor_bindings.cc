@@ -1,0 +1,200 @@
+// Python bindings of the executor: building Programs (from lowering.py) and running them
+// synchronously (the numpy fast path).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "executor.h"
+#include "numpy_bridge.h"
+
+namespace openhlo::cpu {
+
+namespace {
+
+// An argument that is not exactly the array the executable expects (dtype, shape, layout):
+// Python then checks and converts it with the contract's clear errors.
+struct ArgumentMismatch : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+TensorSpec spec_from_python(const py::handle& item) {
+  auto pair = item.cast<py::tuple>();
+  return {dtype_from_name(pair[0].cast<std::string>()), pair[1].cast<std::vector<int64_t>>()};
+}
+
+// A type from the lowering: ("f32", [2, 3]) for a tensor, None for a token.
+void add_type(const py::handle& item, std::vector<TensorSpec>& specs, std::vector<bool>& tokens) {
+  if (item.is_none()) {
+    specs.push_back({DType::PRED, {}});
+    tokens.push_back(true);
+  } else {
+    specs.push_back(spec_from_python(item));
+    tokens.push_back(false);
+  }
+}
+
+using ProgramPtr = std::shared_ptr<Program>;
+
+Instr& add(Program& p, InstrKind kind, std::string where, std::vector<int32_t> in,
+           std::vector<int32_t> out) {
+  Instr instr;
+  instr.kind = kind;
+  instr.where = std::move(where);
+  instr.in = std::move(in);
+  instr.out = std::move(out);
+  p.instrs.push_back(std::move(instr));
+  return p.instrs.back();
+}
+
+std::vector<std::shared_ptr<const Program>> const_programs(const std::vector<ProgramPtr>& programs) {
+  return {programs.begin(), programs.end()};
+}
+
+// The numpy fast path: exact-match arguments are copied in, the program runs on the calling
+// thread without the GIL, and results come back as numpy arrays sharing the result memory.
+py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequence& args,
+                  py::object host_state, int64_t replica_id, int64_t partition_id) {
+  const size_t n = exe->param_specs.size();
+  if (static_cast<size_t>(py::len(args)) != n) throw ArgumentMismatch("argument count");
+  std::vector<Array> arrays(n);
+  for (size_t i = 0; i < n; ++i) {
+    py::handle item = args[i];
+    if (exe->param_is_token[i]) throw ArgumentMismatch("token argument");
+    if (!py::isinstance<py::array>(item)) throw ArgumentMismatch("not an array");
+    auto arr = py::reinterpret_borrow<py::array>(item);
+    const TensorSpec& spec = exe->param_specs[i];
+    if (!arr.dtype().is(numpy_dtype(spec.dtype)) && !arr.dtype().equal(numpy_dtype(spec.dtype))) {
+      throw ArgumentMismatch("dtype");
+    }
+    if (static_cast<size_t>(arr.ndim()) != spec.shape.size()) throw ArgumentMismatch("rank");
+    for (size_t d = 0; d < spec.shape.size(); ++d) {
+      if (arr.shape(d) != spec.shape[d]) throw ArgumentMismatch("shape");
+    }
+    arrays[i] = array_from_numpy(item, spec.dtype);
+  }
+  std::vector<Array> results;
+  {
+    SharedPyObject state(std::move(host_state));
+    py::gil_scoped_release release;
+    ExecContext ctx;
+    ctx.replica_id = replica_id;
+    ctx.partition_id = partition_id;
+    results = run_executable(*exe, std::move(arrays), ctx, state);
+  }
+  py::list out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (exe->result_is_token[i]) {
+      out.append(py::none());
+    } else {
+      out.append(array_to_numpy(results[i]));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_executor(py::module_& m) {
+  py::register_exception<ArgumentMismatch>(m, "ArgumentMismatch");
+  m.def("set_token_object", &set_token_object);
+
+  py::class_<Program, ProgramPtr>(m, "Program")
+      .def(py::init([](std::vector<int32_t> params) {
+        auto p = std::make_shared<Program>();
+        p->params = std::move(params);
+        return p;
+      }), py::arg("params"))
+      .def_readwrite("results", &Program::results)
+      .def_property_readonly("num_instructions", [](const Program& p) { return p.instrs.size(); })
+      .def("add_kernel", [](Program& p, std::string where, std::string name, py::dict attrs,
+                            py::list operand_types, py::list result_types,
+                            std::vector<int32_t> in, std::vector<int32_t> out) {
+        const KernelFactory* factory = find_kernel(name);
+        if (factory == nullptr) throw Unsupported("no native kernel");
+        OpSpec spec{name, Attrs(attrs), {}, {}};
+        for (auto t : operand_types) spec.operands.push_back(spec_from_python(t));
+        for (auto t : result_types) spec.results.push_back(spec_from_python(t));
+        Step step;
+        try {
+          step = (*factory)(spec);  // on Unsupported nothing is added
+        } catch (Unsupported&) {
+          throw;
+        } catch (std::exception& e) {  // e.g. dispatch_real on a type without arithmetic
+          throw Unsupported(e.what());
+        }
+        add(p, InstrKind::KERNEL, std::move(where), std::move(in), std::move(out)).step =
+            std::move(step);
+      })
+      .def("add_constant", [](Program& p, std::string where, py::handle value,
+                              const std::string& dtype, int32_t out) {
+        add(p, InstrKind::CONSTANT, std::move(where), {}, {out}).constant =
+            array_from_numpy(value, dtype_from_name(dtype));
+      })
+      .def("add_alias", [](Program& p, std::string where, std::vector<int32_t> in,
+                           std::vector<int32_t> out) {
+        add(p, InstrKind::ALIAS, std::move(where), std::move(in), std::move(out));
+      })
+      .def("add_while", [](Program& p, std::string where, ProgramPtr cond, ProgramPtr body,
+                           std::vector<int32_t> in, std::vector<int32_t> out) {
+        add(p, InstrKind::WHILE, std::move(where), std::move(in), std::move(out)).regions =
+            const_programs({cond, body});
+      })
+      .def("add_if", [](Program& p, std::string where, std::vector<ProgramPtr> branches,
+                        std::vector<int32_t> in, std::vector<int32_t> out) {
+        add(p, InstrKind::IF, std::move(where), std::move(in), std::move(out)).regions =
+            const_programs(branches);
+      })
+      .def("add_case", [](Program& p, std::string where, std::vector<ProgramPtr> branches,
+                          std::vector<int32_t> in, std::vector<int32_t> out) {
+        add(p, InstrKind::CASE, std::move(where), std::move(in), std::move(out)).regions =
+            const_programs(branches);
+      })
+      .def("add_callback", [](Program& p, std::string where, py::object fn,
+                              std::vector<int32_t> in, std::vector<int32_t> out,
+                              py::list result_types) {
+        Instr& instr = add(p, InstrKind::CALLBACK, std::move(where), std::move(in), std::move(out));
+        instr.callback = SharedPyObject(std::move(fn));
+        for (auto t : result_types) add_type(t, instr.out_specs, instr.out_is_token);
+      })
+      .def("add_replica_id", [](Program& p, std::string where, int32_t out) {
+        add(p, InstrKind::REPLICA_ID, std::move(where), {}, {out});
+      })
+      .def("add_partition_id", [](Program& p, std::string where, int32_t out) {
+        add(p, InstrKind::PARTITION_ID, std::move(where), {}, {out});
+      })
+      .def("add_token", [](Program& p, std::string where, int32_t out) {
+        add(p, InstrKind::TOKEN, std::move(where), {}, {out});
+      })
+      .def("add_run_parallel", [](Program& p, std::string where,
+                                  std::vector<std::shared_ptr<const Executable>> executables,
+                                  int64_t num_partitions, py::object make_host_states,
+                                  std::vector<int32_t> in, std::vector<int32_t> out) {
+        Instr& instr = add(p, InstrKind::RUN_PARALLEL, std::move(where), std::move(in),
+                           std::move(out));
+        instr.parallel = std::move(executables);
+        instr.num_partitions = num_partitions;
+        instr.make_host_states = SharedPyObject(std::move(make_host_states));
+      })
+      .def("set_release", [](Program& p, size_t index, std::vector<int32_t> slots) {
+        p.instrs.at(index).release = std::move(slots);
+      });
+
+  py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable")
+      .def(py::init([](std::string name, int32_t num_slots, ProgramPtr main, py::list params,
+                       py::list results) {
+        auto exe = std::make_shared<Executable>();
+        exe->name = std::move(name);
+        exe->num_slots = num_slots;
+        exe->main = main;
+        for (auto t : params) add_type(t, exe->param_specs, exe->param_is_token);
+        for (auto t : results) add_type(t, exe->result_specs, exe->result_is_token);
+        return exe;
+      }))
+      .def_readonly("name", &Executable::name)
+      .def("run", [](std::shared_ptr<Executable> exe, py::sequence args, py::object host_state,
+                     int64_t replica_id, int64_t partition_id) {
+        return run_sync(exe, args, std::move(host_state), replica_id, partition_id);
+      }, py::arg("args"), py::arg("host_state") = py::none(), py::arg("replica_id") = 0,
+         py::arg("partition_id") = 0);
+}
+
+}  // namespace openhlo::cpu

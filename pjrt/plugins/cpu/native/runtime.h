@@ -1,0 +1,79 @@
+// Devices, buffers and asynchronous execution of the cpu backend.
+//
+// Each virtual device owns a worker thread that runs the executions queued on it in order;
+// N devices run in parallel. A Buffer is a future Array: it is returned at dispatch, filled
+// by the worker, and waited on by to_numpy(). Work queued on a device holds references to
+// its input buffers, so deleting or donating a buffer while an execution still reads it is
+// safe: the memory goes when the last user is done.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "executor.h"
+
+namespace openhlo::cpu {
+
+// The completion state of one buffer: pending, ready with an Array, or failed.
+class BufferState {
+ public:
+  void set_value(Array array);
+  void set_error(std::exception_ptr error);
+  bool is_ready();
+  // Blocks until ready (GIL must not be held); returns false on timeout (seconds < 0: none).
+  bool wait(double seconds = -1);
+  // The Array, or rethrows the failure. Waits first.
+  Array get();
+  std::exception_ptr error();  // nullptr while pending or when ready
+  // Runs fn (from the completing thread, or at once if already done).
+  void on_ready(std::function<void()> fn);
+
+ private:
+  void finish(std::unique_lock<std::mutex>& lock);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Array array_;
+  std::exception_ptr error_;
+  std::vector<std::function<void()>> callbacks_;
+};
+
+// One device's worker thread. Destroying the queue lets queued work finish and the thread
+// end on its own (detached): joining could deadlock when the owner is dropped while holding
+// the GIL that a queued Python fallback is waiting for.
+class DeviceQueue {
+ public:
+  DeviceQueue();
+  ~DeviceQueue();
+  void enqueue(std::function<void()> work);
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> work;
+    bool stop = false;
+  };
+  static void loop(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(int num_devices);
+  int num_devices() const { return static_cast<int>(queues_.size()); }
+  DeviceQueue& queue(int device);
+
+ private:
+  std::vector<std::unique_ptr<DeviceQueue>> queues_;
+};
+
+void bind_runtime(py::module_& m);
+
+}  // namespace openhlo::cpu

@@ -1,0 +1,261 @@
+"""The cpu backend: the default, fast backend (see README.md next to this file).
+
+``make_client("cpu", num_devices=N, probe_dir=None)``: N virtual devices, each a C++
+worker thread that runs queued executions in order (so ``execute`` returns at once and the
+instances of a multi-device execution run in parallel). Buffers are native arrays;
+programs are compiled by compiler.py into native executables. The numpy convenience
+``executable(*arrays)`` skips buffers altogether: it runs on the calling thread, without
+the GIL, and costs a few microseconds of dispatch.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+import numpy as np
+
+from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,
+                      Executable, ExecutionError, LoadedExecutable, MemorySpace,
+                      UnimplementedError, check_arguments)
+from pjrt.plugins.cpu.compiler import CompiledProgram
+from pjrt.plugins.cpu.lowering import NotLowerable, as_stored, from_stored, native_type
+from pjrt.plugins.cpu.native_module import native
+
+PLATFORM = "cpu"
+
+
+def _translate(exc: BaseException) -> BaseException:
+    """Native failures as the contract's errors; Python errors (CheckFailure...) as raised."""
+    if isinstance(exc, native().ExecError):
+        return ExecutionError(str(exc))
+    if isinstance(exc, RuntimeError) and "buffer was deleted" in str(exc):
+        return BufferDeletedError(str(exc))
+    return exc
+
+
+class CpuEvent(Event):
+    """Completion of a native buffer (or of an execution, through its hidden token)."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def is_ready(self) -> bool:
+        return self._handle.is_ready()
+
+    def wait(self, timeout: Optional[float] = None) -> None:
+        from pjrt.api import DeadlineExceededError
+        if not self._handle.wait(-1.0 if timeout is None else float(timeout)):
+            raise DeadlineExceededError(f"not ready after {timeout} s")
+        error = self.error()
+        if error is not None:
+            raise error
+
+    def error(self) -> Optional[BaseException]:
+        error = self._handle.error()
+        if error is None:
+            return None
+        if isinstance(error, BaseException):
+            return _translate(error)
+        return ExecutionError(str(error))
+
+    def on_ready(self, callback) -> None:
+        self._handle.on_ready(lambda: callback(self.error()))
+
+
+class CpuBuffer(Buffer):
+    __slots__ = ("_handle", "_client", "_device", "_dtype", "_type")
+
+    def __init__(self, client: "CpuClient", handle, dtype: np.dtype, type=None):
+        self._handle = handle
+        self._client = client
+        self._device = client._devices[handle.device]
+        self._dtype = dtype
+        self._type = type  # the StableHLO type when its storage differs (raw-byte types)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def shape(self) -> tuple:
+        return self._handle.shape
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def client(self) -> "CpuClient":
+        return self._client
+
+    @property
+    def nbytes(self) -> int:
+        return self._handle.nbytes
+
+    def ready_event(self) -> Event:
+        return CpuEvent(self._handle)
+
+    def to_numpy(self) -> np.ndarray:
+        if self._handle.is_deleted:
+            raise BufferDeletedError(f"buffer {self.dtype.name}{list(self.shape)} on "
+                                     f"{self.device} was deleted")
+        try:
+            array = self._handle.to_numpy()
+        except Exception as exc:  # noqa: BLE001 - re-raised as the contract's error
+            raise _translate(exc) from None
+        if array is None:  # a token
+            from stablehlo.interpreter.values import TOKEN
+            return TOKEN
+        array.flags.writeable = False
+        return from_stored(array, self._type) if self._type is not None else array
+
+    def copy_to_device(self, device: Device) -> "CpuBuffer":
+        device = self._client._own_device(device)
+        return CpuBuffer(self._client, self._client._runtime.copy_buffer(self._handle, device.id),
+                         self._dtype, self._type)
+
+    def delete(self) -> None:
+        self._handle.delete()
+
+    @property
+    def is_deleted(self) -> bool:
+        return self._handle.is_deleted
+
+
+class CpuExecutable(LoadedExecutable):
+    client: "CpuClient"
+
+    def __init__(self, client, executable: Executable, device_assignment: list,
+                 program: CompiledProgram):
+        super().__init__(client, executable, device_assignment)
+        self.program = program
+        self._lock = threading.Lock()
+        self._result_dtypes = [_host_dtype(t) for t in program.result_types]
+        self._result_raw = [_raw_type(t) for t in program.result_types]
+
+    @property
+    def fallbacks(self) -> list:
+        """Ops that run on the interpreter, with the reason (``Fallback`` records)."""
+        return list(self.program.fallbacks)
+
+    def __call__(self, *arrays) -> list:
+        self._check_live()
+        if self.num_replicas * self.num_partitions != 1:
+            return super().__call__(*arrays)
+        program = self.program
+        try:
+            if program.native is not None:
+                return program.view_results(program.native.run(arrays, program.host_state()))
+        except native().ArgumentMismatch:
+            pass  # not exact numpy arrays: check and convert below, with clear errors
+        except Exception as exc:  # noqa: BLE001
+            raise _translate(exc) from None
+        checked = check_arguments(program.parameter_types, list(arrays), self.entry)
+        try:
+            return program.run(checked)
+        except Exception as exc:  # noqa: BLE001
+            raise _translate(exc) from None
+
+    def _execute(self, args_per_device: list, devices: list) -> tuple:
+        program = self.program
+        if program.native is None:
+            raise UnimplementedError(
+                f"@{self.entry} cannot run asynchronously on buffers: "
+                f"{program.whole_program_fallback}; call the executable with numpy arrays")
+        runtime = self.client._runtime
+        states = self._host_states(len(devices))
+        outputs, events = [], []
+        # Instances of one execution are queued together, so every device sees executions
+        # in the same order and collectives between them cannot deadlock.
+        with self.client._dispatch_lock:
+            for k, (args, device) in enumerate(zip(args_per_device, devices)):
+                handles = runtime.execute(
+                    program.native, device.id, [b._handle for b in args],
+                    k // self.num_partitions if len(devices) > 1 else 0,
+                    k % self.num_partitions if len(devices) > 1 else 0, states[k])
+                *results, done = handles
+                outputs.append([CpuBuffer(self.client, h, dtype, raw) for h, dtype, raw in
+                                zip(results, self._result_dtypes, self._result_raw)])
+                events.append(CpuEvent(done))
+        return outputs, events
+
+    def _host_states(self, count: int) -> list:
+        if count == 1:
+            return [self.program.host_state()]
+        from stablehlo.interpreter.collectives import Process, ProcessGrid
+        grid = ProcessGrid(self.num_replicas, self.num_partitions)
+        return [self.program.host_state(Process(k // self.num_partitions,
+                                                k % self.num_partitions, grid))
+                for k in range(count)]
+
+
+class CpuClient(Client):
+    def __init__(self, num_devices: int = 1, probe_dir=None):
+        if not isinstance(num_devices, int) or isinstance(num_devices, bool) or num_devices < 1:
+            raise ArgumentError(f"num_devices must be a positive integer, got {num_devices!r}")
+        self.probe_dir = probe_dir
+        self._runtime = native().Runtime(num_devices)
+        self._dispatch_lock = threading.Lock()
+        self._devices = [Device(id=i, kind="cpu", local_hardware_id=i, platform=PLATFORM,
+                                memory_space=MemorySpace(id=i, device_ids=(i,)))
+                         for i in range(num_devices)]
+
+    @property
+    def platform_name(self) -> str:
+        return PLATFORM
+
+    @property
+    def platform_version(self) -> str:
+        return "openhlo-cpu 0.1"
+
+    def devices(self) -> list[Device]:
+        return list(self._devices)
+
+    def _compile(self, executable: Executable, device_assignment: list) -> CpuExecutable:
+        from pjrt.api import entry_function
+        func = entry_function(executable.module, executable.entry)
+        program = CompiledProgram(executable.module, func, self.probe_dir)
+        return CpuExecutable(self, executable, device_assignment, program)
+
+    def buffer_from_numpy(self, array, device: Optional[Device] = None) -> CpuBuffer:
+        device = self._own_device(device)
+        array = np.asarray(array)
+        from stablehlo.ir.types import element_type_for_dtype
+        from stablehlo.ir.types import TensorType
+        try:
+            type = TensorType(array.shape, element_type_for_dtype(array.dtype))
+            spec = native_type(type)
+        except (TypeError, NotLowerable) as exc:
+            raise ArgumentError(f"cannot make a cpu buffer of dtype {array.dtype}: {exc}") \
+                from None
+        raw = type if spec[0] in ("b8", "b16", "b32", "b64") else None
+        handle = self._runtime.buffer_from_numpy(as_stored(array, type), spec[0], device.id)
+        return CpuBuffer(self, handle, array.dtype, raw)
+
+    def _own_device(self, device: Optional[Device]) -> Device:
+        if device is None:
+            return self._devices[0]
+        if not isinstance(device, Device) or device not in self._devices:
+            raise ArgumentError(f"{device} is not a device of this cpu client "
+                                f"(devices: {', '.join(str(d) for d in self._devices)})")
+        return device
+
+
+def _host_dtype(type) -> np.dtype:
+    from stablehlo.ir.types import TensorType, numpy_dtype
+    if isinstance(type, TensorType):
+        return numpy_dtype(type.element_type)
+    return np.dtype(object)
+
+
+def _raw_type(type):
+    try:
+        spec = native_type(type)
+    except NotLowerable:
+        return None
+    return type if spec is not None and spec[0] in ("b8", "b16", "b32", "b64") else None
+
+
+def create_client(**options) -> CpuClient:
+    """The plugin factory named in pjrt.registry."""
+    return CpuClient(**options)
