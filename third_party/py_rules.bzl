@@ -25,16 +25,19 @@ _PYTEST_CONFIG = "//:pytest_config"
 
 _RUNNER = "//third_party:pytest_runner"
 
-def py_module(name, deps = [], visibility = ["//visibility:public"]):
-    """The library of this module directory plus a py_test for each of its test files."""
+def py_module(name, deps = [], data = [], test_deps = [], visibility = ["//visibility:public"]):
+    """The library of this module directory plus a py_test for each of its test files.
+
+    `data` adds build outputs (e.g. a pybind11_extension's `.so`) to the library;
+    `test_deps` are what the tests need beyond the library."""
     native.py_library(
         name = name,
         srcs = native.glob(["**/*.py"], exclude = ["**/tests/**"]),
-        data = native.glob(["**/*"], exclude = _NOT_DATA),
+        data = native.glob(["**/*"], exclude = _NOT_DATA) + data,
         deps = deps,
         visibility = visibility,
     )
-    py_tests_from_glob(deps = [":" + name])
+    py_tests_from_glob(deps = [":" + name] + test_deps)
 
 def py_tests_from_glob(deps, size = "medium", tags = []):
     """One py_test per `**/tests/test_*.py`; other files under tests/ are their data."""

@@ -4,6 +4,7 @@
 @local_python with:
   :python_headers    cc_library over sysconfig.get_paths()["include"]
   :pybind11          cc_library over pybind11.get_include() (plus the Python headers)
+  :openblas          cc_library over the scipy-openblas32 wheel (cblas.h + libscipy_openblas.so)
   :python_toolchain  a Python toolchain whose interpreter is that python3's sys.executable,
                      so tests see the packages installed for it (jax, jaxlib, pytest, ...)
 No path is written by hand; the rule re-runs when PATH or OPENHLO_PYTHON changes.
@@ -17,6 +18,13 @@ try:
     import pybind11
     print(pybind11.get_include())
 except ImportError:
+    print("")
+try:
+    import scipy_openblas32
+    print(scipy_openblas32.get_include_dir())
+    print(scipy_openblas32.get_lib_dir())
+except ImportError:
+    print("")
     print("")
 """
 
@@ -36,6 +44,14 @@ cc_library(
     hdrs = glob(["pybind11_include/**/*.h"]),
     includes = ["pybind11_include"],
     deps = [":python_headers"],
+)
+
+# OpenBLAS from the scipy-openblas32 wheel: cblas.h and the library the cpu backend links.
+cc_library(
+    name = "openblas",
+    hdrs = glob(["openblas_include/*.h"]),
+    includes = ["openblas_include"],
+    srcs = glob(["openblas_lib/libscipy_openblas*.so"]),
 )
 
 py_runtime(
@@ -64,12 +80,18 @@ def _python_configure_impl(ctx):
     result = ctx.execute([python, "-c", _QUERY])
     if result.return_code != 0:
         fail("could not query %s: %s" % (python, result.stderr))
-    executable, python_include, pybind11_include = result.stdout.strip("\n").split("\n")
+    lines = result.stdout.strip("\n").split("\n")
+    executable, python_include, pybind11_include, openblas_include, openblas_lib = lines
     if not pybind11_include:
         fail("pybind11 is not installed for %s: run `%s -m pip install pybind11`" %
              (executable, executable))
+    if not openblas_include:
+        fail("scipy-openblas32 is not installed for %s: run `%s -m pip install scipy-openblas32`" %
+             (executable, executable))
     ctx.symlink(python_include, "python_include")
     ctx.symlink(pybind11_include, "pybind11_include")
+    ctx.symlink(openblas_include, "openblas_include")
+    ctx.symlink(openblas_lib, "openblas_lib")
     ctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % ctx.name)
     ctx.file("BUILD", _BUILD.format(python = executable))
 

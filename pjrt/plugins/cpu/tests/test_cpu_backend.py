@@ -1,0 +1,241 @@
+"""The cpu backend end to end, against the reference interpreter and numpy."""
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+import pjrt
+import stablehlo
+from pjrt.api import ArgumentError, BufferDeletedError
+from stablehlo.errors import CheckFailure, OpenHLOError
+from stablehlo.interpreter import evaluate
+
+LOOP = """
+func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> (tensor<4xf32>, tensor<i32>) {
+  %i0 = stablehlo.constant dense<0> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %c = stablehlo.constant dense<0.5> : tensor<4xf32>
+  %r:2 = stablehlo.while(%i = %i0, %v = %x) : tensor<i32>, tensor<4xf32>
+    cond {
+      %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    } do {
+      %i2 = stablehlo.add %i, %one : tensor<i32>
+      %h = stablehlo.multiply %v, %c : tensor<4xf32>
+      %v2 = stablehlo.add %h, %c : tensor<4xf32>
+      stablehlo.return %i2, %v2 : tensor<i32>, tensor<4xf32>
+    }
+  return %r#1, %r#0 : tensor<4xf32>, tensor<i32>
+}
+"""
+
+BRANCHES = """
+func.func @main(%p: tensor<i1>, %k: tensor<i32>, %x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %a = "stablehlo.if"(%p) ({
+    %e = stablehlo.exponential %x : tensor<3xf32>
+    stablehlo.return %e : tensor<3xf32>
+  }, {
+    stablehlo.return %x : tensor<3xf32>
+  }) : (tensor<i1>) -> tensor<3xf32>
+  %b = "stablehlo.case"(%k) ({
+    %n = stablehlo.negate %x : tensor<3xf32>
+    stablehlo.return %n : tensor<3xf32>
+  }, {
+    %c = func.call @twice(%x) : (tensor<3xf32>) -> tensor<3xf32>
+    stablehlo.return %c : tensor<3xf32>
+  }) : (tensor<i32>) -> tensor<3xf32>
+  return %a, %b : tensor<3xf32>, tensor<3xf32>
+}
+func.func private @twice(%y: tensor<3xf32>) -> tensor<3xf32> {
+  %s = stablehlo.add %y, %y : tensor<3xf32>
+  return %s : tensor<3xf32>
+}
+"""
+
+ALL_REDUCE = """
+module attributes {mhlo.num_replicas = 4 : i32} {
+  func.func @main(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<8xf32>) {
+    %s = "stablehlo.all_reduce"(%x) ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %t = stablehlo.add %a, %b : tensor<f32>
+        stablehlo.return %t : tensor<f32>
+    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<2xf32>) -> tensor<2xf32>
+    %g = "stablehlo.all_gather"(%x) {all_gather_dim = 0 : i64,
+        replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<2xf32>) -> tensor<8xf32>
+    return %s, %g : tensor<2xf32>, tensor<8xf32>
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def client():
+    return pjrt.make_client("cpu", num_devices=4)
+
+
+def _same_as_interpreter(text, args):
+    module = stablehlo.parse(text)
+    want = evaluate(module, args)
+    got = pjrt.make_client("cpu").compile(text)(*args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_cpu_is_the_default_backend():
+    assert pjrt.registry.DEFAULT_BACKEND == "cpu"
+    assert "cpu" in pjrt.available_backends()
+
+
+def test_while_loop_runs_in_native_code(client):
+    args = [np.array([1, 2, 3, 4], np.float32), np.array(1000, np.int32)]
+    _same_as_interpreter(LOOP, args)
+    exe = client.compile(LOOP)
+    # The loop and its body are native instructions: nothing calls back into Python.
+    if {"stablehlo.add", "stablehlo.multiply", "stablehlo.compare"} <= \
+            set(pjrt.plugins.cpu.native_module.native().kernel_names()):
+        assert exe.fallbacks == []
+
+
+@pytest.mark.parametrize("p,k", [(True, 0), (False, 1), (True, 7), (False, -1)])
+def test_if_case_and_calls(p, k):
+    args = [np.array(p), np.array(k, np.int32), np.array([0.5, -1.0, 2.0], np.float32)]
+    _same_as_interpreter(BRANCHES, args)
+
+
+def test_fallback_is_logged_with_its_reason(caplog):
+    text = """
+    func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+      %r = "stablehlo.map"(%x) ({
+        ^bb0(%a: tensor<f32>):
+          %e = stablehlo.sine %a : tensor<f32>
+          %f = stablehlo.multiply %e, %e : tensor<f32>
+          stablehlo.return %f : tensor<f32>
+      }) {dimensions = array<i64: 0>} : (tensor<3xf32>) -> tensor<3xf32>
+      return %r : tensor<3xf32>
+    }"""
+    with caplog.at_level(logging.INFO, logger="openhlo.cpu"):
+        exe = pjrt.make_client("cpu").compile(text)
+    assert [f.op for f in exe.fallbacks] == ["stablehlo.map"]
+    assert "stablehlo.map" in caplog.text and "falls back to the interpreter" in caplog.text
+    x = np.array([0.1, 0.2, 0.3], np.float32)
+    np.testing.assert_allclose(exe(x)[0], np.sin(x) ** 2, rtol=1e-6)
+
+
+def test_buffers_events_and_async_execute(client):
+    exe = client.compile(LOOP)
+    x = client.buffer_from_numpy(np.ones(4, np.float32))
+    n = client.buffer_from_numpy(np.array(10, np.int32))
+    results, event = exe.execute([x, n], with_event=True)
+    event.wait()
+    assert event.is_ready() and event.error() is None
+    want = evaluate(stablehlo.parse(LOOP), [np.ones(4, np.float32), np.array(10, np.int32)])
+    np.testing.assert_allclose(results[0].to_numpy(), want[0])
+    assert results[1].to_numpy() == 10
+    fired = threading.Event()
+    results[0].ready_event().on_ready(lambda error: fired.set())
+    assert fired.wait(5)
+
+
+def test_donation_deletes_the_argument(client):
+    exe = client.compile(LOOP)
+    x = client.buffer_from_numpy(np.ones(4, np.float32))
+    out = exe.execute([x, np.array(3, np.int32)], donate=[0])
+    assert x.is_deleted
+    out[0].block_until_ready()
+    with pytest.raises(BufferDeletedError):
+        x.to_numpy()
+    with pytest.raises(BufferDeletedError):
+        exe.execute([x, np.array(3, np.int32)])
+
+
+def test_execute_from_four_threads(client):
+    exe = client.compile(LOOP)
+    errors, outputs = [], {}
+
+    def work(t):
+        try:
+            for i in range(50):
+                x = np.full(4, t + i, np.float32)
+                outputs[(t, i)] = (x, exe(x, np.array(i % 7, np.int32))[0])
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    module = stablehlo.parse(LOOP)
+    for (t, i), (x, got) in list(outputs.items())[::17]:
+        want = evaluate(module, [x, np.array(i % 7, np.int32)])[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_collectives_between_virtual_devices(client):
+    exe = client.compile(ALL_REDUCE)
+    xs = [np.array([k, 10 * k], np.float32) for k in range(4)]
+    outs = exe.execute_sharded([[x] for x in xs])
+    for out in outs:
+        np.testing.assert_allclose(out[0].to_numpy(), np.sum(xs, axis=0))
+        np.testing.assert_allclose(out[1].to_numpy(), np.concatenate(xs))
+
+
+def test_errors_are_clear(client):
+    exe = client.compile(LOOP)
+    with pytest.raises(ArgumentError, match="takes 2 argument"):
+        exe(np.ones(4, np.float32))
+    with pytest.raises(ArgumentError, match="shape"):
+        exe(np.ones(5, np.float32), np.array(1, np.int32))
+    with pytest.raises(ArgumentError, match="dtype"):
+        exe(np.ones(4, np.float64), np.array(1, np.int32))
+    other = pjrt.make_client("cpu")
+    with pytest.raises(ArgumentError, match="another client"):
+        exe.execute([other.buffer_from_numpy(np.ones(4, np.float32)), np.array(1, np.int32)])
+    on_device_1 = client.buffer_from_numpy(np.ones(4, np.float32), client.devices()[1])
+    with pytest.raises(ArgumentError, match="cpu:1"):
+        exe.execute([on_device_1, np.array(1, np.int32)])
+
+
+def test_failed_check_raises_its_own_error():
+    text = """
+    func.func @main(%x: tensor<2xi32>) {
+      check.expect_eq_const %x, dense<[1, 2]> : tensor<2xi32>
+      func.return
+    }"""
+    exe = pjrt.make_client("cpu").compile(text)
+    exe(np.array([1, 2], np.int32))
+    with pytest.raises(CheckFailure):
+        exe(np.array([1, 3], np.int32))
+
+
+def test_no_native_memory_leak_over_many_executions():
+    native = pjrt.plugins.cpu.native_module.native()
+    exe = pjrt.make_client("cpu").compile(LOOP)
+    args = [np.ones(4, np.float32), np.array(5, np.int32)]
+    for _ in range(50):
+        exe(*args)
+        exe.execute(args)[0].block_until_ready()
+    gc.collect()
+    before = native.live_storage_count()
+    for _ in range(2000):
+        exe(*args)
+        exe.execute(args)[0].block_until_ready()
+    gc.collect()
+    assert native.live_storage_count() <= before
+
+
+def test_unsupported_program_reports_the_op():
+    text = """
+    func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+      %r = stablehlo.custom_call @no_such_target(%x) : (tensor<2xf32>) -> tensor<2xf32>
+      return %r : tensor<2xf32>
+    }"""
+    exe = pjrt.make_client("cpu").compile(text)
+    with pytest.raises(OpenHLOError, match="custom_call"):
+        exe(np.ones(2, np.float32))
