@@ -32,6 +32,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
+import functools
 import hashlib
 import threading
 import traceback
@@ -304,8 +305,9 @@ class Buffer(abc.ABC):
         return np.array(array, dtype=dtype, copy=True) if copy else np.asarray(array, dtype)
 
     def __repr__(self) -> str:
-        state = " deleted" if self.is_deleted else ""
-        return f"<{type(self).__name__} {buffer_text(self)}{state}>"
+        if self.is_deleted:  # its shape may never have been known
+            return f"<{type(self).__name__} on {self.device}, deleted>"
+        return f"<{type(self).__name__} {buffer_text(self)}>"
 
 
 def buffer_text(buffer: Buffer) -> str:
@@ -336,12 +338,11 @@ class Executable:
     """A compiled program not bound to devices: what runs, on how many replicas/partitions.
 
     ``options`` are the given options with ``entry``, ``num_replicas`` and
-    ``num_partitions`` resolved; ``fingerprint`` is the sha256 of the printed
-    module (taken at compile time, before any backend pass rewrites a copy).
+    ``num_partitions`` resolved. ``module`` is the program as compiled:
+    backends that rewrite it work on a copy.
     """
 
     def __init__(self, module: Module, options: CompileOptions):
-        from stablehlo.text import print_module
         self.module = module
         self.entry = resolve_entry(module, options.entry)
         func = module.lookup(self.entry)
@@ -352,7 +353,13 @@ class Executable:
         self.options = dataclasses.replace(options, entry=self.entry,
                                            num_replicas=self.num_replicas,
                                            num_partitions=self.num_partitions)
-        self.fingerprint = hashlib.sha256(print_module(module).encode()).hexdigest()
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """sha256 (hex) of the printed module; computed when first asked for, since
+        printing large constants costs more than compiling small programs."""
+        from stablehlo.text import print_module
+        return hashlib.sha256(print_module(self.module).encode()).hexdigest()
 
     @property
     def name(self) -> str:

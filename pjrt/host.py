@@ -196,7 +196,7 @@ class HostExecutable(LoadedExecutable):
         self.program = program
         self._result_specs = [_spec_of_type(t) for t in executable.result_types]
 
-    def _execute(self, args_per_device: list, devices: list) -> list:
+    def _execute(self, args_per_device: list, devices: list) -> tuple:
         from stablehlo.interpreter.collectives import ProcessGrid
         grid = (ProcessGrid(self.num_replicas, self.num_partitions)
                 if len(devices) > 1 else None)
@@ -212,6 +212,37 @@ class HostExecutable(LoadedExecutable):
                                               inputs, results, events[-1])))
         self.client._workers.submit(work)
         return outputs, events
+
+    def __call__(self, *arrays) -> list:
+        """The synchronous numpy call runs the program on the calling thread: the
+        device thread's hand-off costs more than a small program, and programs
+        only read their (read-only) inputs, so running beside queued work is safe."""
+        self._check_live()
+        if self.num_replicas * self.num_partitions != 1:
+            return super().__call__(*arrays)  # raises execute's error
+        device = self.device_assignment[0][0]
+        args = [value.to_numpy() if isinstance(value, Buffer) else _read_only(value)
+                for value in self._check_args(arrays, device, False)]
+        try:
+            return self._run_program(args, 0, 0, None)
+        except OpenHLOError:
+            raise
+        except Exception as exc:
+            raise _execution_error(exc, self.name, device) from exc
+
+    def _run_program(self, args: list, replica: int, partition: int, grid) -> list:
+        values = self.program.run(args, replica, partition, grid)
+        return _check_results(values, self.result_types, self.entry)
+
+
+def _execution_error(exc: BaseException, name: str, device: Device) -> BaseException:
+    """What a failed execution reports: OpenHLOErrors (they name the op) as raised,
+    anything else as an ExecutionError caused by it."""
+    if isinstance(exc, OpenHLOError):
+        return exc
+    error = ExecutionError(f"{name} failed on {device}: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
 
 
 @dataclasses.dataclass
@@ -233,14 +264,9 @@ class _Instance:
             for storage in self.inputs:
                 storage.event.wait()  # raises the error of the execution that made it
                 args.append(storage.value)
-            values = exe.program.run(args, self.replica, self.partition, self.grid)
-            values = _check_results(values, exe.result_types, exe.entry)
+            values = exe._run_program(args, self.replica, self.partition, self.grid)
         except BaseException as exc:  # noqa: BLE001 - delivered through the result events
-            error = exc
-            if not isinstance(exc, OpenHLOError):
-                error = ExecutionError(f"{exe.name} failed on {self.device}: "
-                                       f"{type(exc).__name__}: {exc}")
-                error.__cause__ = exc
+            error = _execution_error(exc, exe.name, self.device)
             if self.grid is not None:
                 self.grid.abort(f"replica {self.replica} partition {self.partition} "
                                 f"on {self.device} failed: {error}")

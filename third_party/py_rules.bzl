@@ -25,11 +25,12 @@ _PYTEST_CONFIG = "//:pytest_config"
 
 _RUNNER = "//third_party:pytest_runner"
 
-def py_module(name, deps = [], data = [], test_deps = [], visibility = ["//visibility:public"]):
+def py_module(name, deps = [], data = [], test_deps = [], test_data = [],
+              visibility = ["//visibility:public"]):
     """The library of this module directory plus a py_test for each of its test files.
 
     `data` adds build outputs (e.g. a pybind11_extension's `.so`) to the library;
-    `test_deps` are what the tests need beyond the library."""
+    `test_deps` and `test_data` are what the tests need beyond the library."""
     native.py_library(
         name = name,
         srcs = native.glob(["**/*.py"], exclude = ["**/tests/**"]),
@@ -37,9 +38,9 @@ def py_module(name, deps = [], data = [], test_deps = [], visibility = ["//visib
         deps = deps,
         visibility = visibility,
     )
-    py_tests_from_glob(deps = [":" + name] + test_deps)
+    py_tests_from_glob(deps = [":" + name] + test_deps, test_data = test_data)
 
-def py_tests_from_glob(deps, size = "medium", tags = []):
+def py_tests_from_glob(deps, size = "medium", tags = [], test_data = []):
     """One py_test per `**/tests/test_*.py`; other files under tests/ are their data."""
     test_files = native.glob(["**/tests/test_*.py"])
     support = native.glob(
@@ -60,7 +61,7 @@ def py_tests_from_glob(deps, size = "medium", tags = []):
             srcs = [main, src],
             main = main,
             args = ["$(rootpath %s)" % src],
-            data = support + [_PYTEST_CONFIG],
+            data = support + [_PYTEST_CONFIG] + test_data,
             deps = deps,
             size = size,
             tags = tags,

@@ -1,4 +1,4 @@
-"""The interpreter backend through the runtime contract, checked against numpy."""
+"""The interpreter backend through the numpy convenience call, checked against numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -37,7 +37,7 @@ def test_execute_matches_numpy(client):
     x = rng.standard_normal((2, 3)).astype(np.float32)
     w = rng.standard_normal((3, 2)).astype(np.float32)
     b = rng.standard_normal(2).astype(np.float32)
-    (out,) = exe.execute([x, w, b])
+    (out,) = exe(x, w, b)
     assert out.dtype == np.float32 and out.shape == (2, 2)
     np.testing.assert_allclose(out, x @ w + b, rtol=1e-6)
     assert [str(t) for t in exe.parameter_types] == [
@@ -48,17 +48,17 @@ def test_argument_errors_name_index_and_types(client):
     exe = client.compile(stablehlo.parse(AFFINE))
     x, w, b = np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32), np.zeros(2, np.float32)
     with pytest.raises(ArgumentError, match="takes 3 argument"):
-        exe.execute([x, w])
+        exe(x, w)
     with pytest.raises(ArgumentError,
                        match=r"argument 1 of @main: expected tensor<3x2xf32>.*\(4, 2\)"):
-        exe.execute([x, np.zeros((4, 2), np.float32), b])
+        exe(x, np.zeros((4, 2), np.float32), b)
     with pytest.raises(ArgumentError, match=r"argument 2 of @main.*float32.*float64"):
-        exe.execute([x, w, np.zeros(2)])
+        exe(x, w, np.zeros(2))
 
 
 def test_python_values_are_converted_to_the_declared_dtype(client):
     exe = client.compile(stablehlo.parse(AFFINE))
-    (out,) = exe.execute([[[1, 0, 0], [0, 1, 0]], [[1, 2], [3, 4], [5, 6]], [10, 20]])
+    (out,) = exe([[1, 0, 0], [0, 1, 0]], [[1, 2], [3, 4], [5, 6]], [10, 20])
     np.testing.assert_array_equal(out, np.array([[11, 22], [13, 24]], np.float32))
 
 
@@ -74,7 +74,7 @@ def test_entry_selection(client):
     }""")
     with pytest.raises(ArgumentError, match="no @main and several functions"):
         client.compile(two)
-    assert client.compile(two, entry="second").execute([])[0] == 2
+    assert client.compile(two, entry="second")()[0] == 2
     with pytest.raises(ArgumentError, match="no function @third"):
         client.compile(two, entry="third")
 
@@ -97,7 +97,7 @@ def test_check_failures_come_through(client):
       func.return
     }""")
     with pytest.raises(CheckFailure):
-        client.compile(module).execute([])
+        client.compile(module)()
 
 
 def test_probe_dir_option_receives_probes(tmp_path):
@@ -108,7 +108,7 @@ def test_probe_dir_option_receives_probes(tmp_path):
       check.expect_serialized_eq %1, probe_id = "p" : tensor<2xf32>
       func.return
     }""")
-    make_client("interpreter", probe_dir=tmp_path).compile(module).execute([])
+    make_client("interpreter", probe_dir=tmp_path).compile(module)()
     saved = list(tmp_path.glob("*.npy"))
     assert len(saved) == 1
     np.testing.assert_array_equal(np.load(saved[0]), np.array([1.5, 2.5], np.float32))

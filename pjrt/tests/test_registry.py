@@ -1,12 +1,18 @@
 """The backend registry: lookup, plugin registration, and loud, contained failures."""
 from __future__ import annotations
 
+import pathlib
+import subprocess
+import sys
 import types
 
 import pytest
 
 from pjrt import api
-from pjrt.registry import BACKENDS, available_backends, make_client, register_plugin
+from pjrt.registry import (BACKENDS, DEFAULT_BACKEND, available_backends, make_client,
+                           register_plugin)
+
+_REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -17,6 +23,8 @@ def isolated_backends(monkeypatch):
 
 
 class _TinyClient(api.Client):
+    """A client with devices and no compiler: the least a plugin must define."""
+
     def __init__(self, **options):
         self.options = options
 
@@ -27,12 +35,24 @@ class _TinyClient(api.Client):
     def devices(self):
         return [api.Device(0, "tiny"), api.Device(1, "tiny")]
 
-    def compile(self, module, entry=None):
-        raise NotImplementedError
+    def _compile(self, executable, device_assignment):
+        raise api.UnimplementedError("tiny compiles nothing")
+
+    def buffer_from_numpy(self, array, device=None):
+        raise api.UnimplementedError("tiny holds no buffers")
 
 
-def test_interpreter_is_registered():
-    assert "interpreter" in available_backends()
+def test_builtin_backends_are_registered_and_cpu_is_the_default():
+    assert {"cpu", "interpreter"} <= set(available_backends())
+    assert DEFAULT_BACKEND == "cpu"
+
+
+def test_listing_backends_imports_no_plugin():
+    code = ("import sys, pjrt; names = pjrt.available_backends(); "
+            "print([m for m in sys.modules if m.startswith('pjrt.plugins.')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=_REPO)
+    assert out.stdout.strip() == "[]"
 
 
 def test_unknown_backend_lists_known_ones():
@@ -103,3 +123,38 @@ def test_entry_point_plugins_are_found_and_a_broken_one_is_contained(isolated_ba
     assert make_client("ep-good").platform_name == "tiny"
     with pytest.raises(api.PluginError, match="ep-bad"):
         make_client("ep-bad")
+
+
+def test_broken_plugins_beside_working_ones(isolated_backends):
+    def raises(**options):
+        raise OSError("driver not loaded")
+
+    register_plugin("bad-import", "openhlo_missing_vendor.plugin:create_client")
+    register_plugin("bad-factory", raises)
+    register_plugin("bad-result", lambda **options: "not a client")
+    causes = {"bad-import": "ModuleNotFoundError", "bad-factory": "driver not loaded",
+              "bad-result": "returned str, not a pjrt.api.Client"}
+    for name, cause in causes.items():
+        with pytest.raises(api.PluginError) as err:
+            make_client(name)
+        assert f"{name!r}" in str(err.value) and cause in str(err.value)
+        assert err.value.code == api.ErrorCode.UNAVAILABLE
+    # The working backends are untouched, and a second attempt fails the same way.
+    assert make_client("interpreter").compile(_ONE)()[0] == 1
+    with pytest.raises(api.PluginError, match="bad-factory"):
+        make_client("bad-factory")
+
+
+def test_bad_options_are_plugin_errors_naming_the_backend():
+    with pytest.raises(api.PluginError, match="'interpreter'.*num_devices must be a positive"):
+        make_client("interpreter", num_devices=0)
+    with pytest.raises(api.PluginError, match="'interpreter'.*TypeError.*colour"):
+        make_client("interpreter", colour="red")
+
+
+_ONE = """
+func.func @main() -> tensor<i32> {
+  %0 = stablehlo.constant dense<1> : tensor<i32>
+  func.return %0 : tensor<i32>
+}
+"""

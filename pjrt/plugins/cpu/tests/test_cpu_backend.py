@@ -11,6 +11,7 @@ import pytest
 import pjrt
 import stablehlo
 from pjrt.api import ArgumentError, BufferDeletedError
+from pjrt.plugins.cpu.native_module import native as native_module
 from stablehlo.errors import CheckFailure, OpenHLOError
 from stablehlo.interpreter import evaluate
 
@@ -97,7 +98,7 @@ def test_while_loop_runs_in_native_code(client):
     exe = client.compile(LOOP)
     # The loop and its body are native instructions: nothing calls back into Python.
     if {"stablehlo.add", "stablehlo.multiply", "stablehlo.compare"} <= \
-            set(pjrt.plugins.cpu.native_module.native().kernel_names()):
+            set(native_module().kernel_names()):
         assert exe.fallbacks == []
 
 
@@ -215,7 +216,7 @@ def test_failed_check_raises_its_own_error():
 
 
 def test_no_native_memory_leak_over_many_executions():
-    native = pjrt.plugins.cpu.native_module.native()
+    native = native_module()
     exe = pjrt.make_client("cpu").compile(LOOP)
     args = [np.ones(4, np.float32), np.array(5, np.int32)]
     for _ in range(50):
