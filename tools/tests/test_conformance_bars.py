@@ -1,6 +1,8 @@
 """The issue's acceptance bars on the full public conformance suites.
 
-Each suite runs through ``openhlo conformance`` on the interpreter backend; the
+Each suite runs through ``openhlo conformance`` on each backend (the reference
+interpreter and the native cpu backend, whose multi-device cases run on its virtual
+devices); the
 suites' own check ops are the oracle (see test_conformance.py for a corrupted
 expected value turning into a failure). The whole run takes seconds, so it is
 an ordinary test. Bars: testdata + testdata_chlo_legalized >= 99.5% of enabled
@@ -24,14 +26,15 @@ _SUITES = {
 }
 
 
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
 @pytest.mark.parametrize("suite", sorted(_SUITES))
-def test_suite_meets_its_bar(suite, capsys, tmp_path):
+def test_suite_meets_its_bar(suite, backend, capsys, tmp_path):
     folders, bar = _SUITES[suite]
     paths = [conformance_dir(f) for f in folders]
     if any(p is None for p in paths):
         pytest.skip(f"conformance folders {folders} not found")
     report = tmp_path / "report.json"
-    run_cli(capsys, "conformance", *paths, "--jobs", "2", "--json", report)
+    run_cli(capsys, "conformance", *paths, "--backend", backend, "--jobs", "2", "--json", report)
     data = json.loads(report.read_text())
     results = data["results"]
     if suite == "testdata":  # quantized/ and dynamic/ are judged on their own
@@ -44,3 +47,10 @@ def test_suite_meets_its_bar(suite, capsys, tmp_path):
     bad = [f"{r['file']}#{r['case']}: {r['status']}: {r['message'][:160]}"
            for r in enabled if r["status"] != "pass"]
     assert rate >= bar, f"{suite}: {rate:.2%} < {bar:.1%}\n" + "\n".join(bad[:20])
+    if suite == "interpret":  # the multi-device (run_parallel) cases are among those passed
+        multi = [r for r in passed if any(name in r["file"] for name in _MULTI_DEVICE)]
+        assert len(multi) >= 10, f"only {len(multi)} multi-device cases passed"
+
+
+_MULTI_DEVICE = ("all_reduce", "all_gather", "all_to_all", "reduce_scatter",
+                 "collective_permute", "collective_broadcast", "replica_id", "partition_id")
