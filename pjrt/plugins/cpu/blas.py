@@ -18,4 +18,7 @@ def load_openblas() -> ctypes.CDLL:
         path = os.path.join(scipy_openblas32.get_lib_dir(),
                             scipy_openblas32.get_library(fullname=True))
         _HANDLE = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        # Kernels split GEMMs over the backend's own thread pool and call BLAS from its
+        # threads (kernels_linalg.cc); OpenBLAS threads beside them would only spin.
+        _HANDLE.scipy_openblas_set_num_threads(1)
     return _HANDLE

@@ -22,4 +22,7 @@ inline void dgemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha,
                     c, ldc);
 }
 
+// Threads OpenBLAS itself uses (blas.py sets 1: kernels parallelize over our pool).
+inline int num_threads() { return scipy_openblas_get_num_threads(); }
+
 }  // namespace openhlo::cpu::blas

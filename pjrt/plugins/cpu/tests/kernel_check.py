@@ -42,7 +42,9 @@ def check_op(text: str, inputs, rtol: float = 1e-6, atol: float = 0.0):
     for i, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype, f"result {i}: dtype {g.dtype} != {w.dtype}"
         assert g.shape == w.shape, f"result {i}: shape {g.shape} != {w.shape}"
-        if w.dtype.kind in "fc":
+        if w.dtype.kind in "fc" or w.dtype.name == "bfloat16":
+            if w.dtype.itemsize == 2:  # assert_allclose misses NaNs of 16-bit floats
+                g, w = g.astype(np.float32), w.astype(np.float32)
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True,
                                        err_msg=f"result {i} of {op.name}")
         else:

@@ -1,0 +1,672 @@
+// Native kernels of the reductions: reduce, reduce_window and select_and_scatter.
+//
+// Only "simple" reducer regions run natively: every result is one commutative op
+// (add/multiply/maximum/minimum/and/or/xor, the `combiner` of attrs.py:region_attrs) of its
+// own argument pair, with inputs, init values and results of one element type (the
+// interpreter's promotable bodies, e.g. an i8 input reduced in i32, fall back). Variadic ops
+// then reduce each operand independently.
+//
+// Semantics follow stablehlo/interpreter/reducer.py: integers wrap modulo 2**width, booleans
+// treat add/maximum as or and multiply/minimum as and, float maximum/minimum propagate NaN
+// (numpy's maximum/minimum). Float sums may be folded in another order than the
+// interpreter's (Note [float reduction order] there): reductions along a contiguous
+// dimension use per-lane partial results so that they vectorize; windowed ops fold each
+// window sequentially from the init value, in the interpreter's order.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <pybind11/numpy.h>
+
+#include "kernel.h"
+#include "thread_pool.h"
+
+namespace openhlo::cpu {
+namespace {
+
+enum class Comb { kAdd, kMul, kMax, kMin, kAnd, kOr, kXor };
+
+Comb parse_combiner(const Attrs& attrs) {
+  const std::string name = attrs.get_str("combiner", "");
+  if (name == "stablehlo.add") return Comb::kAdd;
+  if (name == "stablehlo.multiply") return Comb::kMul;
+  if (name == "stablehlo.maximum") return Comb::kMax;
+  if (name == "stablehlo.minimum") return Comb::kMin;
+  if (name == "stablehlo.and") return Comb::kAnd;
+  if (name == "stablehlo.or") return Comb::kOr;
+  if (name == "stablehlo.xor") return Comb::kXor;
+  throw Unsupported("reducer region is not one add/multiply/maximum/minimum/and/or/xor per "
+                    "operand pair");
+}
+
+// Integer arithmetic in the unsigned type of at least int's width: wraps without UB (a
+// uint16 product promoted to int could overflow).
+template <typename T>
+using WrapT = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <Comb C, typename T>
+inline T combine(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (C == Comb::kAdd || C == Comb::kMax || C == Comb::kOr) return a || b;
+    if constexpr (C == Comb::kMul || C == Comb::kMin || C == Comb::kAnd) return a && b;
+    if constexpr (C == Comb::kXor) return a != b;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (C == Comb::kAdd) return a + b;
+    if constexpr (C == Comb::kMul) return a * b;
+    // NaN wins, as with numpy's maximum/minimum.
+    if constexpr (C == Comb::kMax) return (a > b || a != a) ? a : b;
+    if constexpr (C == Comb::kMin) return (a < b || a != a) ? a : b;
+  } else {
+    using W = WrapT<T>;
+    if constexpr (C == Comb::kAdd) return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
+    if constexpr (C == Comb::kMul) return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
+    if constexpr (C == Comb::kMax) return a > b ? a : b;
+    if constexpr (C == Comb::kMin) return a < b ? a : b;
+    if constexpr (C == Comb::kAnd) return a & b;
+    if constexpr (C == Comb::kOr) return a | b;
+    if constexpr (C == Comb::kXor) return a ^ b;
+  }
+}
+
+// Calls fn(TypeTag<T>, integral_constant<Comb, C>) for a supported (dtype, combiner) pair.
+template <typename Fn>
+auto dispatch_combiner(DType dtype, Comb comb, Fn&& fn) {
+  return dispatch_real(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    switch (comb) {
+      case Comb::kAdd: return fn(tag, std::integral_constant<Comb, Comb::kAdd>{});
+      case Comb::kMul: return fn(tag, std::integral_constant<Comb, Comb::kMul>{});
+      case Comb::kMax: return fn(tag, std::integral_constant<Comb, Comb::kMax>{});
+      case Comb::kMin: return fn(tag, std::integral_constant<Comb, Comb::kMin>{});
+      default: break;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      throw Unsupported(std::string("bitwise reducer on ") + dtype_name(dtype));
+    } else {
+      switch (comb) {
+        case Comb::kAnd: return fn(tag, std::integral_constant<Comb, Comb::kAnd>{});
+        case Comb::kOr: return fn(tag, std::integral_constant<Comb, Comb::kOr>{});
+        default: return fn(tag, std::integral_constant<Comb, Comb::kXor>{});
+      }
+    }
+  });
+}
+
+// `acc` combined with p[0..n): per-lane partial results (vectorizable) when n is long.
+template <Comb C, typename T>
+inline T fold_contiguous(const T* p, int64_t n, T acc) {
+  constexpr int64_t kLanes = 128 / sizeof(T);
+  int64_t i = 0;
+  if (n >= 2 * kLanes) {
+    T lanes[kLanes];
+    for (int64_t j = 0; j < kLanes; ++j) lanes[j] = p[j];
+    for (i = kLanes; i + kLanes <= n; i += kLanes) {
+      for (int64_t j = 0; j < kLanes; ++j) lanes[j] = combine<C>(lanes[j], p[i + j]);
+    }
+    for (int64_t j = 0; j < kLanes; ++j) acc = combine<C>(acc, lanes[j]);
+  }
+  for (; i < n; ++i) acc = combine<C>(acc, p[i]);
+  return acc;
+}
+
+// out[j] = out[j] (op) in[j] for j < n.
+template <Comb C, typename T>
+inline void combine_rows(T* __restrict out, const T* __restrict in, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] = combine<C>(out[j], in[j]);
+}
+
+template <Comb C, typename T>
+inline void combine_value(T* out, T value, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] = combine<C>(out[j], value);
+}
+
+// Input offsets of every index of `dims` ({size, stride} pairs), in row-major index order.
+std::vector<int64_t> odometer_offsets(const std::vector<std::pair<int64_t, int64_t>>& dims) {
+  std::vector<int64_t> offsets{0};
+  for (const auto& [size, stride] : dims) {
+    std::vector<int64_t> next;
+    next.reserve(offsets.size() * size);
+    for (int64_t base : offsets) {
+      for (int64_t i = 0; i < size; ++i) next.push_back(base + i * stride);
+    }
+    offsets.swap(next);
+  }
+  return offsets;
+}
+
+// ---------------------------------------------------------------------------------------
+// reduce
+
+// The loop structure of one reduction, shared by its operands (one shape).
+//   inner_reduced == false: the innermost (collapsed) dimension is kept; output row o
+//     (length `inner`) = init (op) the input rows at kept[o] + reduced[r], for every r.
+//   inner_reduced == true: output element o = init (op) the contiguous runs of `inner`
+//     elements at kept[o] + reduced[r], for every r.
+struct ReducePlan {
+  bool empty_input = false;  // result = init everywhere
+  bool inner_reduced = false;
+  int64_t inner = 1;
+  int64_t out_size = 0;
+  std::vector<int64_t> kept;
+  std::vector<int64_t> reduced;
+};
+
+ReducePlan plan_reduce(const Shape& shape, const std::vector<int64_t>& dims) {
+  ReducePlan plan;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<bool> is_reduced(rank, false);
+  for (int64_t d : dims) {
+    require(d >= 0 && d < rank && !is_reduced[d], "reduce dimensions must be unique and in range");
+    is_reduced[d] = true;
+  }
+  plan.out_size = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!is_reduced[d]) plan.out_size *= shape[d];
+  }
+  if (num_elements(shape) == 0) {
+    plan.empty_input = true;
+    return plan;
+  }
+  // Drop size-1 dimensions and merge neighbours of the same kind: {size, stride, reduced}.
+  struct Dim { int64_t size, stride; bool reduced; };
+  std::vector<Dim> merged;
+  const auto strides = row_major_strides(shape);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1) continue;
+    if (!merged.empty() && merged.back().reduced == is_reduced[d]) {
+      merged.back().size *= shape[d];
+      merged.back().stride = strides[d];
+    } else {
+      merged.push_back({shape[d], strides[d], is_reduced[d]});
+    }
+  }
+  if (merged.empty()) merged.push_back({1, 1, false});
+  plan.inner_reduced = merged.back().reduced;
+  plan.inner = merged.back().size;
+  std::vector<std::pair<int64_t, int64_t>> kept, reduced;
+  for (size_t i = 0; i + 1 < merged.size(); ++i) {
+    (merged[i].reduced ? reduced : kept).emplace_back(merged[i].size, merged[i].stride);
+  }
+  plan.kept = odometer_offsets(kept);
+  plan.reduced = odometer_offsets(reduced);
+  return plan;
+}
+
+template <Comb C, typename T>
+void run_reduce(const ReducePlan& plan, const T* in, T init, T* out) {
+  if (plan.empty_input) {
+    std::fill(out, out + plan.out_size, init);
+    return;
+  }
+  const int64_t n_kept = static_cast<int64_t>(plan.kept.size());
+  const int64_t n_red = static_cast<int64_t>(plan.reduced.size());
+  const int64_t inner = plan.inner;
+  const int64_t* kept = plan.kept.data();
+  const int64_t* reduced = plan.reduced.data();
+  if (!plan.inner_reduced) {
+    // Rows are cut in column blocks that stay in L1 while all reduced rows are folded in,
+    // and small enough to give every thread some when there are few rows.
+    int64_t block = std::min<int64_t>(inner, 2048);
+    if (n_kept * ((inner + block - 1) / block) < 4 * parallel_width()) {
+      block = std::max<int64_t>(256, (inner / (4 * parallel_width()) + 63) / 64 * 64);
+    }
+    const int64_t blocks = (inner + block - 1) / block;
+    const int64_t work = n_red * std::min(inner, block);
+    parallel_for(n_kept * blocks, std::max<int64_t>(1, 32768 / work), [&](int64_t b, int64_t e) {
+      for (int64_t task = b; task < e; ++task) {
+        const int64_t o = task / blocks;
+        const int64_t col = (task % blocks) * block;
+        const int64_t n = std::min(block, inner - col);
+        T* row = out + o * inner + col;
+        std::fill(row, row + n, init);
+        for (int64_t r = 0; r < n_red; ++r) {
+          combine_rows<C>(row, in + kept[o] + reduced[r] + col, n);
+        }
+      }
+    });
+    return;
+  }
+  // Inner dimension reduced: each output folds n_red * inner elements. Few outputs with much
+  // work each are split into parts whose partial results are folded at the end.
+  const int64_t per_out = n_red * inner;
+  const int64_t width = parallel_width();
+  const int64_t parts = (n_kept < width && per_out >= (1 << 16))
+                            ? std::min<int64_t>(per_out / (1 << 14), 4 * width)
+                            : 1;
+  // Not a std::vector: vector<bool> has no data().
+  std::unique_ptr<T[]> partial(parts > 1 ? new T[n_kept * parts] : nullptr);
+  T* partial_data = partial.get();
+  parallel_for(n_kept * parts, std::max<int64_t>(1, 32768 / (per_out / parts)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t o = task / parts;
+      const int64_t k = task % parts;
+      const int64_t begin = per_out * k / parts;
+      const int64_t end = per_out * (k + 1) / parts;
+      const T* base = in + kept[o];
+      // Seed with the first element of the range so that no identity value is needed.
+      T acc = base[reduced[begin / inner] + begin % inner];
+      for (int64_t pos = begin + 1; pos < end;) {
+        const int64_t r = pos / inner;
+        const int64_t col = pos % inner;
+        const int64_t n = std::min(inner - col, end - pos);
+        acc = fold_contiguous<C>(base + reduced[r] + col, n, acc);
+        pos += n;
+      }
+      if (parts == 1) {
+        out[o] = combine<C>(init, acc);
+      } else {
+        partial_data[task] = acc;
+      }
+    }
+  });
+  if (parts > 1) {
+    for (int64_t o = 0; o < n_kept; ++o) {
+      T acc = init;
+      for (int64_t k = 0; k < parts; ++k) acc = combine<C>(acc, partial_data[o * parts + k]);
+      out[o] = acc;
+    }
+  }
+}
+
+using TypedReduce = void (*)(const ReducePlan&, const Array&, const Array&, Array&);
+
+template <typename T, Comb C>
+void reduce_operand(const ReducePlan& plan, const Array& in, const Array& init, Array& out) {
+  run_reduce<C, T>(plan, in.data<T>(), *init.data<T>(), out.data<T>());
+}
+
+// Checks the variadic reducer operand/result types (inputs..., inits...) -> results... and
+// returns the operand count; all of one element type per operand.
+size_t check_reducer_types(const OpSpec& spec) {
+  require(!spec.operands.empty() && spec.operands.size() % 2 == 0,
+          "expected inputs and as many init values");
+  const size_t n = spec.operands.size() / 2;
+  require(spec.results.size() == n, "expected one result per input");
+  for (size_t i = 0; i < n; ++i) {
+    const DType dtype = spec.operands[i].dtype;
+    require(spec.operands[n + i].dtype == dtype && spec.results[i].dtype == dtype,
+            "reducer with promoted element types");
+    require(spec.operands[n + i].shape.empty(), "init values must be scalars");
+    require(spec.operands[i].shape == spec.operands[0].shape, "inputs of different shapes");
+  }
+  return n;
+}
+
+Step make_reduce(const OpSpec& spec) {
+  const size_t n = check_reducer_types(spec);
+  const Comb comb = parse_combiner(spec.attrs);
+  auto plan = std::make_shared<const ReducePlan>(
+      plan_reduce(spec.operands[0].shape, spec.attrs.get_ints("dimensions")));
+  std::vector<TypedReduce> loops;
+  for (size_t i = 0; i < n; ++i) {
+    require(num_elements(spec.results[i].shape) == plan->out_size, "unexpected result shape");
+    loops.push_back(dispatch_combiner(spec.operands[i].dtype, comb, [](auto tag, auto c) {
+      return static_cast<TypedReduce>(&reduce_operand<typename decltype(tag)::type, c.value>);
+    }));
+  }
+  std::vector<TensorSpec> results = spec.results;
+  return [plan, loops, results, n](ExecContext&, const Array* operands, Array* outs) {
+    for (size_t i = 0; i < n; ++i) {
+      outs[i] = allocate(results[i].dtype, results[i].shape);
+      loops[i](*plan, operands[i], operands[n + i], outs[i]);
+    }
+  };
+}
+
+OPENHLO_KERNEL(stablehlo_reduce, "stablehlo.reduce", make_reduce);
+
+// ---------------------------------------------------------------------------------------
+// Windows (reduce_window, select_and_scatter)
+
+// Per-dimension attributes of a windowed op, validated against the operand rank.
+struct WindowAttrs {
+  std::vector<int64_t> window, strides, base, dilation, pad_low, pad_high;
+};
+
+std::vector<int64_t> positive_ints(const Attrs& attrs, const char* name, size_t rank,
+                                   bool required) {
+  std::vector<int64_t> values = required ? attrs.get_ints(name)
+                                         : attrs.get_ints(name, std::vector<int64_t>(rank, 1));
+  require(values.size() == rank, std::string(name) + " does not match the operand rank");
+  for (int64_t v : values) require(v > 0, std::string(name) + " must be positive");
+  return values;
+}
+
+WindowAttrs window_attrs(const Attrs& attrs, size_t rank) {
+  WindowAttrs w;
+  w.window = positive_ints(attrs, "window_dimensions", rank, true);
+  w.strides = positive_ints(attrs, "window_strides", rank, false);
+  w.base = positive_ints(attrs, "base_dilations", rank, false);
+  w.dilation = positive_ints(attrs, "window_dilations", rank, false);
+  w.pad_low.assign(rank, 0);
+  w.pad_high.assign(rank, 0);
+  if (attrs.has("padding")) {
+    // A dense [rank, 2] array from attrs.py.
+    auto pads = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(
+        attrs.dict()["padding"]);
+    require(pads && pads.size() == static_cast<py::ssize_t>(2 * rank),
+            "padding must be a [rank, 2] array");
+    for (size_t d = 0; d < rank; ++d) {
+      w.pad_low[d] = pads.data()[2 * d];
+      w.pad_high[d] = pads.data()[2 * d + 1];
+    }
+  }
+  return w;
+}
+
+// Number of windows along a dimension of `size` elements (spec: padded, base-dilated).
+int64_t window_count(int64_t size, const WindowAttrs& w, size_t d) {
+  const int64_t dilated = size == 0 ? 0 : (size - 1) * w.base[d] + 1;
+  const int64_t padded = w.pad_low[d] + dilated + w.pad_high[d];
+  const int64_t span = (w.window[d] - 1) * w.dilation[d] + 1;
+  return (padded <= 0 || span > padded) ? 0 : (padded - span) / w.strides[d] + 1;
+}
+
+// table[o * window + k]: the operand index times `stride` read by tap k of window o, or -1
+// where that tap falls on padding or between base-dilated elements.
+std::vector<int64_t> tap_table(int64_t size, int64_t stride, int64_t windows,
+                               const WindowAttrs& w, size_t d) {
+  const int64_t dilated = size == 0 ? 0 : (size - 1) * w.base[d] + 1;
+  std::vector<int64_t> table(windows * w.window[d]);
+  for (int64_t o = 0; o < windows; ++o) {
+    for (int64_t k = 0; k < w.window[d]; ++k) {
+      const int64_t q = o * w.strides[d] + k * w.dilation[d] - w.pad_low[d];
+      const bool valid = q >= 0 && q < dilated && q % w.base[d] == 0;
+      table[o * w.window[d] + k] = valid ? (q / w.base[d]) * stride : -1;
+    }
+  }
+  return table;
+}
+
+// The loops of reduce_window. The trailing dimensions that the window leaves alone (window 1,
+// no stride, padding or dilation) collapse into contiguous rows of `inner` elements. Of the
+// other (windowed) dimensions, the last one is the vector dimension: for each tap along it,
+// a contiguous range of output positions reads input rows at a fixed stride, so that whole
+// output lines are combined at once; the leading windowed dimensions go through tap tables.
+// A base-dilated last dimension is treated as a leading one (a size-1 vector dimension is
+// added after it). Each output folds its taps in lexicographic order, like the interpreter.
+struct WindowPlan {
+  std::vector<int64_t> out_dims, window;  // leading windowed dimensions
+  std::vector<std::vector<int64_t>> tables;  // per leading dim: tap_table in rows
+  int64_t lead_count = 1, lead_taps = 1;
+  int64_t x_out = 1, x_window = 1, x_stride = 1;  // the vector dimension
+  // Per tap w of the vector dimension: output positions [x_begin, x_end) read input row
+  // x * x_stride + x_shift (all others read padding).
+  std::vector<int64_t> x_begin, x_end, x_shift;
+  int64_t inner = 1;
+};
+
+template <Comb C, typename T>
+void run_reduce_window(const WindowPlan& plan, const T* in, T init, T* out) {
+  const int64_t rank = static_cast<int64_t>(plan.out_dims.size());
+  const int64_t inner = plan.inner;
+  const int64_t line = plan.x_out * inner;
+  const int64_t work = std::max<int64_t>(1, plan.lead_taps * plan.x_window * line);
+  parallel_for(plan.lead_count, std::max<int64_t>(1, 16384 / work), [&](int64_t b, int64_t e) {
+    std::vector<int64_t> pos(rank), tap(rank);
+    for (int64_t o = b; o < e; ++o) {
+      for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
+        pos[d] = rest % plan.out_dims[d];
+        rest /= plan.out_dims[d];
+      }
+      T* row = out + o * line;
+      std::fill(row, row + line, init);
+      std::fill(tap.begin(), tap.end(), 0);
+      for (int64_t t = 0; t < plan.lead_taps; ++t) {
+        int64_t offset = 0;
+        bool valid = true;
+        for (int64_t d = 0; d < rank; ++d) {
+          const int64_t v = plan.tables[d][pos[d] * plan.window[d] + tap[d]];
+          valid &= v >= 0;
+          offset += v;
+        }
+        for (int64_t w = 0; w < plan.x_window; ++w) {
+          const int64_t xb = valid ? plan.x_begin[w] : plan.x_out;
+          const int64_t xe = valid ? plan.x_end[w] : plan.x_out;
+          combine_value<C>(row, init, xb * inner);
+          combine_value<C>(row + xe * inner, init, (plan.x_out - xe) * inner);
+          const int64_t first = offset + plan.x_shift[w];
+          if (inner == 1) {
+            const int64_t step = plan.x_stride;
+            for (int64_t x = xb; x < xe; ++x) row[x] = combine<C>(row[x], in[first + x * step]);
+          } else {
+            for (int64_t x = xb; x < xe; ++x) {
+              combine_rows<C>(row + x * inner, in + (first + x * plan.x_stride) * inner, inner);
+            }
+          }
+        }
+        for (int64_t d = rank - 1; d >= 0 && ++tap[d] == plan.window[d]; --d) tap[d] = 0;
+      }
+    }
+  });
+}
+
+using TypedWindow = void (*)(const WindowPlan&, const Array&, const Array&, Array&);
+
+template <typename T, Comb C>
+void reduce_window_operand(const WindowPlan& plan, const Array& in, const Array& init,
+                           Array& out) {
+  run_reduce_window<C, T>(plan, in.data<T>(), *init.data<T>(), out.data<T>());
+}
+
+WindowPlan plan_reduce_window(const Shape& operand, const WindowAttrs& attrs,
+                              const Shape& result) {
+  Shape expected;
+  for (size_t d = 0; d < operand.size(); ++d) {
+    expected.push_back(window_count(operand[d], attrs, d));
+  }
+  require(expected == result, "unexpected reduce_window result shape");
+  WindowPlan plan;
+  size_t windowed = operand.size();
+  while (windowed > 0) {
+    const size_t d = windowed - 1;
+    if (attrs.window[d] != 1 || attrs.strides[d] != 1 || attrs.base[d] != 1 ||
+        attrs.pad_low[d] != 0 || attrs.pad_high[d] != 0) {
+      break;
+    }
+    plan.inner *= operand[d];
+    --windowed;
+  }
+  Shape shape(operand.begin(), operand.begin() + windowed);
+  WindowAttrs w = attrs;
+  if (windowed == 0 || w.base[windowed - 1] != 1) {
+    // A size-1 vector dimension that the window leaves alone.
+    shape.push_back(1);
+    for (auto* v : {&w.window, &w.strides, &w.base, &w.dilation}) {
+      v->insert(v->begin() + windowed, 1);
+    }
+    for (auto* v : {&w.pad_low, &w.pad_high}) v->insert(v->begin() + windowed, 0);
+  }
+  const size_t x = shape.size() - 1;
+  const auto strides = row_major_strides(shape);  // in rows
+  for (size_t d = 0; d < x; ++d) {
+    const int64_t count = window_count(shape[d], w, d);
+    plan.out_dims.push_back(count);
+    plan.window.push_back(w.window[d]);
+    plan.tables.push_back(tap_table(shape[d], strides[d], count, w, d));
+    plan.lead_count *= count;
+    plan.lead_taps *= w.window[d];
+  }
+  plan.x_out = window_count(shape[x], w, x);
+  plan.x_window = w.window[x];
+  plan.x_stride = w.strides[x];
+  for (int64_t k = 0; k < plan.x_window; ++k) {
+    // Input index x * stride + shift is in [0, size) for x in [begin, end).
+    const int64_t shift = k * w.dilation[x] - w.pad_low[x];
+    auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
+    const int64_t begin = std::clamp<int64_t>(ceil_div(-shift, plan.x_stride), 0, plan.x_out);
+    const int64_t end =
+        std::clamp<int64_t>(ceil_div(shape[x] - shift, plan.x_stride), begin, plan.x_out);
+    plan.x_begin.push_back(begin);
+    plan.x_end.push_back(end);
+    plan.x_shift.push_back(shift);
+  }
+  if (plan.inner == 0 || plan.x_out == 0) plan.lead_count = 0;
+  return plan;
+}
+
+Step make_reduce_window(const OpSpec& spec) {
+  const size_t n = check_reducer_types(spec);
+  const Comb comb = parse_combiner(spec.attrs);
+  const Shape& shape = spec.operands[0].shape;
+  const WindowAttrs w = window_attrs(spec.attrs, shape.size());
+  auto plan = std::make_shared<const WindowPlan>(
+      plan_reduce_window(shape, w, spec.results[0].shape));
+  std::vector<TypedWindow> loops;
+  for (size_t i = 0; i < n; ++i) {
+    require(spec.results[i].shape == spec.results[0].shape, "results of different shapes");
+    loops.push_back(dispatch_combiner(spec.operands[i].dtype, comb, [](auto tag, auto c) {
+      return static_cast<TypedWindow>(
+          &reduce_window_operand<typename decltype(tag)::type, c.value>);
+    }));
+  }
+  std::vector<TensorSpec> results = spec.results;
+  return [plan, loops, results, n](ExecContext&, const Array* operands, Array* outs) {
+    for (size_t i = 0; i < n; ++i) {
+      outs[i] = allocate(results[i].dtype, results[i].shape);
+      loops[i](*plan, operands[i], operands[n + i], outs[i]);
+    }
+  };
+}
+
+OPENHLO_KERNEL(stablehlo_reduce_window, "stablehlo.reduce_window", make_reduce_window);
+
+// ---------------------------------------------------------------------------------------
+// select_and_scatter with a compare select region (GE/GT/LE/LT) and a simple scatter region:
+// per window, the first valid tap is selected and every later tap replaces the selection
+// unless select(selected, tap) holds (windows.py:_select); then the source values are
+// folded into init at the selected indices in source order.
+
+enum class Select { kGE, kGT, kLE, kLT };
+
+template <Select S, typename T>
+inline bool keeps(T best, T candidate) {
+  if constexpr (S == Select::kGE) return best >= candidate;
+  if constexpr (S == Select::kGT) return best > candidate;
+  if constexpr (S == Select::kLE) return best <= candidate;
+  if constexpr (S == Select::kLT) return best < candidate;
+}
+
+struct ScatterPlan {
+  std::vector<int64_t> out_dims, window;
+  std::vector<std::vector<int64_t>> tables;
+  int64_t windows = 1, taps = 1, size = 0;
+};
+
+template <Select S, Comb C, typename T>
+void run_select_and_scatter(const ScatterPlan& plan, const T* operand, const T* source,
+                            T init, T* out) {
+  const int64_t rank = static_cast<int64_t>(plan.out_dims.size());
+  std::vector<int64_t> chosen(plan.windows);
+  int64_t* chosen_data = chosen.data();
+  parallel_for(plan.windows, std::max<int64_t>(1, 8192 / plan.taps), [&](int64_t b, int64_t e) {
+    std::vector<int64_t> pos(rank), tap(rank);
+    for (int64_t o = b; o < e; ++o) {
+      for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
+        pos[d] = rest % plan.out_dims[d];
+        rest /= plan.out_dims[d];
+      }
+      std::fill(tap.begin(), tap.end(), 0);
+      int64_t best = -1;
+      for (int64_t t = 0; t < plan.taps; ++t) {
+        int64_t offset = 0;
+        bool valid = true;
+        for (int64_t d = 0; d < rank; ++d) {
+          const int64_t v = plan.tables[d][pos[d] * plan.window[d] + tap[d]];
+          valid &= v >= 0;
+          offset += v;
+        }
+        if (valid && (best < 0 || !keeps<S>(operand[best], operand[offset]))) best = offset;
+        for (int64_t d = rank - 1; d >= 0 && ++tap[d] == plan.window[d]; --d) tap[d] = 0;
+      }
+      chosen_data[o] = best;
+    }
+  });
+  std::fill(out, out + plan.size, init);
+  for (int64_t o = 0; o < plan.windows; ++o) {
+    if (chosen_data[o] >= 0) out[chosen_data[o]] = combine<C>(out[chosen_data[o]], source[o]);
+  }
+}
+
+using TypedScatter = void (*)(const ScatterPlan&, const Array*, Array&);
+
+template <Select S, typename T, Comb C>
+void select_and_scatter_arrays(const ScatterPlan& plan, const Array* operands, Array& out) {
+  run_select_and_scatter<S, C, T>(plan, operands[0].data<T>(), operands[1].data<T>(),
+                                  *operands[2].data<T>(), out.data<T>());
+}
+
+template <Select S>
+TypedScatter scatter_loop(DType dtype, Comb comb) {
+  return dispatch_combiner(dtype, comb, [](auto tag, auto c) {
+    return static_cast<TypedScatter>(
+        &select_and_scatter_arrays<S, typename decltype(tag)::type, c.value>);
+  });
+}
+
+Step make_select_and_scatter(const OpSpec& spec) {
+  require(spec.operands.size() == 3 && spec.results.size() == 1,
+          "expected operand, source and init value");
+  const DType dtype = spec.operands[0].dtype;
+  for (const TensorSpec& t : {spec.operands[1], spec.operands[2], spec.results[0]}) {
+    require(t.dtype == dtype, "select_and_scatter with mixed element types");
+  }
+  require(spec.operands[2].shape.empty(), "init value must be a scalar");
+  require(spec.attrs.has("comparator"), "select region is not one compare of its arguments");
+  // [direction, compare_type or None] from attrs.py:region_attrs.
+  auto comparator = spec.attrs.dict()["comparator"].cast<py::list>();
+  require(comparator.size() == 2, "malformed comparator attribute");
+  const std::string direction = comparator[0].cast<std::string>();
+  const std::string compare_type =
+      comparator[1].is_none() ? "" : comparator[1].cast<std::string>();
+  require(compare_type != "TOTALORDER", "select with a TOTALORDER compare");
+  const Comb comb = parse_combiner(spec.attrs);
+
+  const Shape& shape = spec.operands[0].shape;
+  const size_t rank = shape.size();
+  WindowAttrs w = window_attrs(spec.attrs, rank);
+  require(!spec.attrs.has("base_dilations") && !spec.attrs.has("window_dilations"),
+          "select_and_scatter has no dilations");
+  auto plan = std::make_shared<ScatterPlan>();
+  const auto strides = row_major_strides(shape);
+  Shape windows;
+  for (size_t d = 0; d < rank; ++d) {
+    windows.push_back(window_count(shape[d], w, d));
+    plan->out_dims.push_back(windows[d]);
+    plan->window.push_back(w.window[d]);
+    plan->tables.push_back(tap_table(shape[d], strides[d], windows[d], w, d));
+    plan->windows *= windows[d];
+    plan->taps *= w.window[d];
+  }
+  plan->size = num_elements(shape);
+  require(spec.operands[1].shape == windows, "source shape does not match the windows");
+
+  TypedScatter loop;
+  if (direction == "GE") {
+    loop = scatter_loop<Select::kGE>(dtype, comb);
+  } else if (direction == "GT") {
+    loop = scatter_loop<Select::kGT>(dtype, comb);
+  } else if (direction == "LE") {
+    loop = scatter_loop<Select::kLE>(dtype, comb);
+  } else if (direction == "LT") {
+    loop = scatter_loop<Select::kLT>(dtype, comb);
+  } else {
+    throw Unsupported("select compare direction " + direction);
+  }
+  TensorSpec result = spec.results[0];
+  std::shared_ptr<const ScatterPlan> frozen = plan;
+  return [frozen, loop, result](ExecContext&, const Array* operands, Array* outs) {
+    outs[0] = allocate(result.dtype, result.shape);
+    loop(*frozen, operands, outs[0]);
+  };
+}
+
+OPENHLO_KERNEL(stablehlo_select_and_scatter, "stablehlo.select_and_scatter",
+               make_select_and_scatter);
+
+}  // namespace
+}  // namespace openhlo::cpu
