@@ -73,7 +73,7 @@ def region_attrs(op) -> dict:
     """
     from stablehlo.interpreter.region_patterns import (
         binary_combiner, returned_arguments, single_compare)
-    if not op.regions:
+    if not op.regions or not _region_types_match(op):
         return {}
     out = {}
     last = op.regions[-1]
@@ -87,3 +87,15 @@ def region_attrs(op) -> dict:
     if compare is not None:
         out["comparator"] = list(compare)
     return out
+
+
+def _region_types_match(op) -> bool:
+    """Kernels compute in the operands' element types: a region whose arguments have other
+    element types (a promoted reducer) is left to the interpreter."""
+    operand_types = {str(getattr(v.type, "element_type", v.type)) for v in op.operands}
+    for region in op.regions:
+        for block in region.blocks:
+            for arg in block.arguments:
+                if str(getattr(arg.type, "element_type", arg.type)) not in operand_types:
+                    return False
+    return True
