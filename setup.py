@@ -1,8 +1,11 @@
 """Builds the pybind11 extensions; everything else is declared in pyproject.toml."""
 import glob
 
-from pybind11.setup_helpers import Pybind11Extension, build_ext
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
+
+# Compile the C++ files in parallel (one job per core; NPY_NUM_BUILD_JOBS overrides).
+ParallelCompile("NPY_NUM_BUILD_JOBS").install()
 
 
 def _openblas():

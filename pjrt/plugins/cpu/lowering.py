@@ -172,6 +172,7 @@ class Lowering:
         self.probe_dir = probe_dir
         self.num_slots = 0
         self.fallbacks: list[Fallback] = []
+        self.compiled: list[str] = []  # ops run as generated kernels
         self.count = 0
 
     def lower(self, func: Func) -> LoweredFunction:
@@ -261,6 +262,8 @@ class Lowering:
             b.add("add_constant", where, value, type[0], outs[0], outs=outs)
         elif name == "stablehlo.optimization_barrier":
             b.add("add_alias", where, ins, outs, uses=ins, outs=outs)
+        elif name == "stablehlo.while" and self._lower_compiled_while(op, env, ins, outs, b):
+            pass
         elif name == "stablehlo.while":
             cond, cap1 = self._region_program(op.regions[0], env)
             body, cap2 = self._region_program(op.regions[1], env)
@@ -284,6 +287,25 @@ class Lowering:
             self._lower_run_parallel(op, ins, outs, b)
         else:
             self._lower_kernel_or_fallback(op, env, ins, outs, b)
+
+    def _lower_compiled_while(self, op, env, ins, outs, b: _ProgramBuilder) -> bool:
+        """A loop of elementwise math as one generated kernel (codegen.py), if it is one."""
+        from pjrt.plugins.cpu.codegen import compile_while
+        captured = sorted(_captured_values(op), key=lambda v: env[v])
+        compiled = compile_while(op, self.module, captured)
+        if compiled is None:
+            return False
+        library, symbol = compiled
+        slots = ins + [env[v] for v in captured]
+        try:
+            b.add("add_compiled", op.where(), library, symbol,
+                  [native_type(r.type) for r in op.results], slots, outs, uses=slots, outs=outs)
+        except native().Unsupported as exc:
+            LOG.warning("%s: generated kernel unusable (%s); the executor runs the loop",
+                        op.where(), exc)
+            return False
+        self.compiled.append(op.where())
+        return True
 
     def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
         reason = None

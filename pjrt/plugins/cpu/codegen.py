@@ -1,0 +1,296 @@
+"""Generated C++ kernels for the cpu backend: whole ``while`` loops of elementwise math.
+
+A ``stablehlo.while`` whose condition and body are made only of elementwise arithmetic,
+comparisons, selects, conversions, constants and scalar broadcasts (on f32/f64/i32/i64/i1,
+static shapes) becomes one generated C++ function: the loop runs in compiled code with its
+temporaries allocated once, so a loop of 1000 tiny iterations costs what the arithmetic
+costs, not 1000 trips through the executor. The executor runs it as an ordinary step
+(``Program.add_compiled``); anything else in the loop keeps the loop in the executor.
+
+Kernels are compiled with the system C++ compiler at -O2 for the host CPU and kept in a
+content-addressed on-disk cache (``$OPENHLO_CACHE_DIR``, default
+``~/.cache/openhlo/cpu_kernels``), so a second process compiles nothing. Without a
+compiler the backend says so once and uses the executor.
+
+The scalar semantics are the reference interpreter's: integer arithmetic wraps (computed
+unsigned), comparisons of floats are IEEE, float math uses the C library (within the
+tolerance the conformance suites allow).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+from stablehlo.ir.core import Operation
+from stablehlo.ir.types import TensorType
+
+LOG = logging.getLogger("openhlo.cpu")
+
+_CTYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "i1": "bool"}
+_UNSIGNED = {"i32": "uint32_t", "i64": "uint64_t"}
+_BINARY = {"stablehlo.add": "+", "stablehlo.subtract": "-", "stablehlo.multiply": "*"}
+_FLOAT_BINARY = {"stablehlo.divide": "/"}
+_LOGICAL = {"stablehlo.and": "&&", "stablehlo.or": "||"}
+_UNARY_FLOAT = {"stablehlo.exponential": "std::exp", "stablehlo.log": "std::log",
+                "stablehlo.tanh": "std::tanh", "stablehlo.sqrt": "std::sqrt",
+                "stablehlo.sine": "std::sin", "stablehlo.cosine": "std::cos"}
+_COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+_SYMBOL = "openhlo_kernel"
+
+
+class NotGeneratable(Exception):
+    """The region has something the generator does not handle (a reason for the log)."""
+
+
+def _ctype(type) -> str:
+    if not isinstance(type, TensorType) or not type.is_static:
+        raise NotGeneratable(f"type {type}")
+    name = str(type.element_type)
+    if name not in _CTYPES:
+        raise NotGeneratable(f"element type {name}")
+    return _CTYPES[name]
+
+
+def _size(type) -> int:
+    return int(np.prod(type.shape, dtype=np.int64))
+
+
+def _buffer(name: str, ctype: str, n: int) -> str:
+    """A temporary of ``n`` elements, allocated once per kernel call (not per iteration)."""
+    return (f"  std::unique_ptr<{ctype}[]> {name}_buf(new {ctype}[{n}]); "
+            f"{ctype}* {name} = {name}_buf.get();")
+
+
+def _literal(value, name: str) -> str:
+    if name in ("f32", "f64"):
+        v = float(value)
+        if np.isnan(v):
+            return "std::numeric_limits<%s>::quiet_NaN()" % _CTYPES[name]
+        if np.isinf(v):
+            return ("-" if v < 0 else "") + "std::numeric_limits<%s>::infinity()" % _CTYPES[name]
+        return v.hex() + ("f" if name == "f32" else "")
+    if name == "i1":
+        return "true" if bool(value) else "false"
+    if name == "i64":
+        return f"INT64_C({int(value)})"
+    return f"INT32_C({int(value)})"
+
+
+class _Emitter:
+    """C++ text for the ops of one loop: every value is a named array of its tensor's size."""
+
+    def __init__(self, module):
+        self.module = module
+        self.names: dict = {}
+        self.decls: list[str] = []
+        self.count = 0
+
+    def value(self, v) -> str:
+        return self.names[v]
+
+    def define(self, v) -> str:
+        name = f"v{self.count}"
+        self.count += 1
+        self.names[v] = name
+        self.decls.append(_buffer(name, _ctype(v.type), max(_size(v.type), 1)))
+        return name
+
+    def ops(self, block, env_lines: list[str]) -> list:
+        """Emits ``block``'s ops; returns the values its terminator returns."""
+        for op in block.operations:
+            if op.name in ("stablehlo.return", "func.return"):
+                return list(op.operands)
+            if op.name == "func.call":
+                callee = self.module.lookup(op.attributes["callee"].name)
+                for arg, v in zip(callee.body.arguments, op.operands):
+                    self.names[arg] = self.names[v]
+                returned = self.ops(callee.body, env_lines)
+                for r, v in zip(op.results, returned):
+                    self.names[r] = self.names[v]
+                continue
+            env_lines.append(self.op(op))
+        raise NotGeneratable("block without terminator")
+
+    def op(self, op: Operation) -> str:
+        if op.regions:
+            raise NotGeneratable(f"nested region in {op.name}")
+        result = op.results[0]
+        ctype = _ctype(result.type)
+        n = _size(result.type)
+        out = self.define(result)
+        ins = [self.value(v) for v in op.operands]
+        elem = str(result.type.element_type)
+        loop = f"  for (int64_t i = 0; i < {n}; ++i) {out}[i] = "
+        if op.name == "stablehlo.constant":
+            array = op.attributes["value"].array
+            flat = np.asarray(array).reshape(-1)
+            if flat.size and np.all(flat == flat[0]) or flat.size == 1:
+                return loop + _literal(flat[0], elem) + ";"
+            items = ", ".join(_literal(x, elem) for x in flat)
+            return (f"  {{ static const {ctype} data[{n}] = {{{items}}}; "
+                    f"for (int64_t i = 0; i < {n}; ++i) {out}[i] = data[i]; }}")
+        if op.name == "stablehlo.broadcast_in_dim":
+            src = op.operands[0].type
+            if _size(src) == 1:
+                return loop + f"{ins[0]}[0];"
+            if list(src.shape) == list(result.type.shape):
+                return loop + f"{ins[0]}[i];"
+            raise NotGeneratable("broadcast_in_dim of a non-scalar")
+        for v in op.operands:
+            if _size(v.type) != n:
+                raise NotGeneratable(f"{op.name} mixes shapes")
+        if op.name in _BINARY:
+            a, b = ins
+            if elem in _UNSIGNED:  # wrap around, as the interpreter's numpy arithmetic
+                u = _UNSIGNED[elem]
+                return loop + f"static_cast<{ctype}>(static_cast<{u}>({a}[i]) " \
+                              f"{_BINARY[op.name]} static_cast<{u}>({b}[i]));"
+            if elem == "i1":
+                raise NotGeneratable(f"{op.name} on booleans")
+            return loop + f"{a}[i] {_BINARY[op.name]} {b}[i];"
+        if op.name in _FLOAT_BINARY and elem in ("f32", "f64"):
+            return loop + f"{ins[0]}[i] {_FLOAT_BINARY[op.name]} {ins[1]}[i];"
+        if op.name in _LOGICAL and elem == "i1":
+            return loop + f"{ins[0]}[i] {_LOGICAL[op.name]} {ins[1]}[i];"
+        if op.name == "stablehlo.negate" and elem in ("f32", "f64"):
+            return loop + f"-{ins[0]}[i];"
+        if op.name in _UNARY_FLOAT and elem in ("f32", "f64"):
+            return loop + f"{_UNARY_FLOAT[op.name]}({ins[0]}[i]);"
+        if op.name == "stablehlo.logistic" and elem in ("f32", "f64"):
+            return loop + f"{ctype}(1) / ({ctype}(1) + std::exp(-{ins[0]}[i]));"
+        if op.name == "stablehlo.compare":
+            direction = op.attributes["comparison_direction"].value
+            operand_elem = str(op.operands[0].type.element_type)
+            if operand_elem == "i1" and direction not in ("EQ", "NE"):
+                raise NotGeneratable("ordered compare of booleans")
+            ctype_attr = op.attributes.get("compare_type")
+            if ctype_attr is not None and ctype_attr.value in ("TOTALORDER", "UNSIGNED"):
+                raise NotGeneratable(f"compare_type {ctype_attr.value}")
+            return loop + f"{ins[0]}[i] {_COMPARE[direction]} {ins[1]}[i];"
+        if op.name == "stablehlo.select":
+            p, a, b = ins
+            pi = "0" if _size(op.operands[0].type) == 1 else "i"
+            return loop + f"{p}[{pi}] ? {a}[i] : {b}[i];"
+        if op.name == "stablehlo.convert":
+            src = str(op.operands[0].type.element_type)
+            if src in ("f32", "f64") and elem in ("i32", "i64", "i1"):
+                raise NotGeneratable("float to integer conversion")
+            if elem == "i1":
+                return loop + f"{ins[0]}[i] != 0;"
+            return loop + f"static_cast<{ctype}>({ins[0]}[i]);"
+        raise NotGeneratable(f"op {op.name}")
+
+
+def while_source(op: Operation, module, captured: list) -> str:
+    """C++ for ``op`` (a stablehlo.while); operands: the loop operands, then ``captured``."""
+    e = _Emitter(module)
+    params = []
+    for k, v in enumerate(list(op.operands) + list(captured)):
+        name = f"in{k}"
+        e.names[v] = name
+        params.append(f"  const {_ctype(v.type)}* {name} = "
+                      f"static_cast<const {_ctype(v.type)}*>(ins[{k}]);")
+    cond_block, body_block = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    carried = []
+    for k, (v, carg, barg) in enumerate(zip(op.operands, cond_block.arguments,
+                                            body_block.arguments)):
+        name = f"c{k}"
+        ctype, n = _ctype(v.type), max(_size(v.type), 1)
+        carried.append((name, ctype, n))
+        e.names[carg] = name
+        e.names[barg] = name
+    cond_lines, body_lines = [], []
+    (pred,) = e.ops(cond_block, cond_lines)
+    returned = e.ops(body_block, body_lines)
+    lines = ["#include <cmath>", "#include <cstdint>", "#include <cstring>", "#include <limits>",
+             "#include <memory>", "", f'extern "C" void {_SYMBOL}(const void* const* ins, '
+             "void* const* outs) {"]
+    lines += params
+    for k, (name, ctype, n) in enumerate(carried):
+        lines.append(_buffer(name, ctype, n) + f" std::memcpy({name}, in{k}, sizeof({ctype}) * {n});")
+    lines += e.decls
+    lines.append("  for (;;) {")
+    lines += ["  " + line for line in cond_lines]
+    lines.append(f"    if (!{e.value(pred)}[0]) break;")
+    lines += ["  " + line for line in body_lines]
+    # All new values are computed before any carried value is overwritten.
+    for (name, ctype, n), v in zip(carried, returned):
+        src = e.value(v)
+        if src != name:
+            lines.append(f"    std::memmove({name}, {src}, sizeof({ctype}) * {n});")
+    lines.append("  }")
+    for k, (name, ctype, n) in enumerate(carried):
+        lines.append(f"  std::memcpy(outs[{k}], {name}, sizeof({ctype}) * {n});")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _check_carried_aliases(op: Operation) -> None:
+    # A body result that is another loop-carried argument would be overwritten before it is
+    # read by the memmove sequence; such loops stay in the executor.
+    body = op.regions[1].blocks[0]
+    terminator = body.operations[-1]
+    for k, v in enumerate(terminator.operands):
+        if v in body.arguments and body.arguments.index(v) != k:
+            raise NotGeneratable("a loop result is another loop argument")
+
+
+def compile_while(op: Operation, module, captured: list):
+    """(library path, symbol) of the compiled loop, or None (with the reason logged)."""
+    try:
+        if any(len(r.blocks) != 1 for r in op.regions):
+            raise NotGeneratable("multi-block region")
+        _check_carried_aliases(op)
+        source = while_source(op, module, captured)
+    except NotGeneratable as exc:
+        LOG.debug("%s stays in the executor: %s", op.where(), exc)
+        return None
+    library = compile_source(source)
+    return None if library is None else (library, _SYMBOL)
+
+
+_FLAGS = ["-O2", "-march=native", "-fno-math-errno", "-shared", "-fPIC", "-std=c++17"]
+_NO_COMPILER_SAID = False
+
+
+def cache_dir() -> str:
+    root = os.environ.get("OPENHLO_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "openhlo")
+    return os.path.join(root, "cpu_kernels")
+
+
+def compile_source(source: str):
+    """Path of the shared library built from ``source`` (cached by content), or None."""
+    global _NO_COMPILER_SAID
+    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        if not _NO_COMPILER_SAID:
+            LOG.warning("no C++ compiler found: generated kernels are off, loops run in the "
+                        "executor (set CXX to enable them)")
+            _NO_COMPILER_SAID = True
+        return None
+    key = hashlib.sha256("\0".join([source, compiler] + _FLAGS).encode()).hexdigest()[:32]
+    folder = cache_dir()
+    library = os.path.join(folder, f"{key}.so")
+    if os.path.exists(library):
+        return library
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        src = os.path.join(tmp, "kernel.cc")
+        with open(src, "w") as f:
+            f.write(source)
+        built = os.path.join(tmp, "kernel.so")
+        done = subprocess.run([compiler, *_FLAGS, src, "-o", built], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            LOG.warning("generated kernel failed to compile (using the executor): %s",
+                        done.stderr[-2000:])
+            return None
+        os.replace(built, library)  # atomic: concurrent processes see all or nothing
+    return library
