@@ -30,6 +30,7 @@ class CompiledProgram:
         self.parameter_types = list(func.type.inputs)
         self.result_types = list(func.type.results)
         self.fallbacks: list[Fallback] = []
+        self.compiled: list[str] = []  # ops run as generated kernels (codegen.py)
         self.whole_program_fallback: str | None = None
         self.num_instructions = 0
         self.native = None  # native Executable, or None: interpreter only
@@ -38,6 +39,7 @@ class CompiledProgram:
             self.native = lowered.executable
             self.fallbacks = lowered.fallbacks
             self.num_instructions = lowered.num_instructions
+            self.compiled = lowered.compiled
         except NotLowerable as exc:
             self.whole_program_fallback = str(exc)
             LOG.info("@%s runs on the interpreter as a whole: %s", func.name, exc)

@@ -60,6 +60,7 @@ class LoweredFunction:
     executable: object                  # native Executable
     fallbacks: list = field(default_factory=list)
     num_instructions: int = 0
+    compiled: list = field(default_factory=list)  # places of ops run as generated kernels
 
 
 def native_type(type: Type):
@@ -189,7 +190,7 @@ class Lowering:
             func.name, self.num_slots, builder.native,
             [native_type(t) for t in func.type.inputs],
             [native_type(t) for t in func.type.results])
-        return LoweredFunction(exe, self.fallbacks, self.count)
+        return LoweredFunction(exe, self.fallbacks, self.count, self.compiled)
 
     # -- checks ---------------------------------------------------------------------
     def _check_types(self, block: Block, seen=None) -> None:
@@ -354,6 +355,7 @@ class Lowering:
                     raise NotLowerable(f"{op.where()}: no function @{fname}")
                 lowered = Lowering(self.module, self.probe_dir).lower(func)
                 self.fallbacks.extend(lowered.fallbacks)
+                self.compiled.extend(lowered.compiled)
                 executables.append(lowered.executable)
         infeed = plain(op.attributes.get("infeed")) or []
         module, probe_dir = self.module, self.probe_dir
