@@ -620,6 +620,16 @@ class Client(abc.ABC):
         """The devices this process can run on (all of them until multi-process)."""
         return [d for d in self.devices() if d.process_index == self.process_index]
 
+    def own_device(self, device: Optional[Device]) -> Device:
+        """``device`` checked to be an addressable device of this client (None: the first)."""
+        devices = self.addressable_devices()
+        if device is None:
+            return devices[0]
+        if not isinstance(device, Device) or device not in devices:
+            raise ArgumentError(f"{device} is not a device of this {self.platform_name} client "
+                                f"(devices: {_device_list(devices)})")
+        return device
+
     def lookup_device(self, device_id: int) -> Device:
         for device in self.devices():
             if device.id == device_id:

@@ -79,7 +79,7 @@ class HostClient(Client):
         return list(self._devices)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> "HostBuffer":
-        device = self._own_device(device)
+        device = self.own_device(device)
         value = _host_value(array)
         dtype, shape = _spec_of_value(value)
         return HostBuffer(self, device, _Storage(value, ready_event()), dtype, shape)
@@ -90,14 +90,6 @@ class HostClient(Client):
             device_assignment=[[d.id for d in row] for row in device_assignment])
         program = self.compile_program(executable.module, executable.entry, options)
         return HostExecutable(self, executable, device_assignment, program)
-
-    def _own_device(self, device: Optional[Device]) -> Device:
-        if device is None:
-            return self._devices[0]
-        if not isinstance(device, Device) or device not in self._devices:
-            raise ArgumentError(f"{device} is not a device of this {self.platform_name} client "
-                                f"(devices: {', '.join(str(d) for d in self._devices)})")
-        return device
 
 
 class _Storage:
@@ -163,7 +155,7 @@ class HostBuffer(Buffer):
         return storage.value
 
     def copy_to_device(self, device: Device) -> "HostBuffer":
-        device = self._client._own_device(device)
+        device = self._client.own_device(device)
         source = self._live_storage()
         target = _Storage()
         # Values are read-only, so the copy shares the array.

@@ -110,7 +110,7 @@ class CpuBuffer(Buffer):
         return from_stored(array, self._type) if self._type is not None else array
 
     def copy_to_device(self, device: Device) -> "CpuBuffer":
-        device = self._client._own_device(device)
+        device = self._client.own_device(device)
         return CpuBuffer(self._client, self._client._runtime.copy_buffer(self._handle, device.id),
                          self._dtype, self._type)
 
@@ -218,7 +218,7 @@ class CpuClient(Client):
         return CpuExecutable(self, executable, device_assignment, program)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> CpuBuffer:
-        device = self._own_device(device)
+        device = self.own_device(device)
         array = np.asarray(array)
         from stablehlo.ir.types import element_type_for_dtype
         from stablehlo.ir.types import TensorType
@@ -231,14 +231,6 @@ class CpuClient(Client):
         raw = type if spec[0] in ("b8", "b16", "b32", "b64") else None
         handle = self._runtime.buffer_from_numpy(as_stored(array, type), spec[0], device.id)
         return CpuBuffer(self, handle, array.dtype, raw)
-
-    def _own_device(self, device: Optional[Device]) -> Device:
-        if device is None:
-            return self._devices[0]
-        if not isinstance(device, Device) or device not in self._devices:
-            raise ArgumentError(f"{device} is not a device of this cpu client "
-                                f"(devices: {', '.join(str(d) for d in self._devices)})")
-        return device
 
 
 def _host_dtype(type) -> np.dtype:
