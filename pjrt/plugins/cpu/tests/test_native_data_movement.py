@@ -4,60 +4,14 @@ iota, broadcast_in_dim, broadcast, reshape, transpose, reverse, slice, concatena
 (native/kernels_data_movement.cc) on every kind of element type, rank 0, zero-size
 dimensions, negative and interior padding, and inputs large enough to take the tiled and
 multi-threaded paths. Every case runs one op natively and on the interpreter
-(kernel_check.check_op). The helpers here (types, modules, random inputs) are shared with
-test_native_indexing.py.
+(kernel_check.check_op).
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pjrt.plugins.cpu.tests.kernel_check import check_op
-from stablehlo.ir.types import numpy_dtype, parse_element_type_name
-
-# Pure data movement works on every element type; these cover each byte width and kind.
-DTYPES = ["f32", "i32", "i1", "bf16", "ui8", "f64", "complex<f32>", "i16", "complex<f64>"]
-RNG = np.random.default_rng(0)
-
-
-def ttype(shape, dtype: str) -> str:
-    dims = "".join(f"{d}x" for d in shape)
-    return f"tensor<{dims}{dtype}>"
-
-
-def i64s(values) -> str:
-    return "array<i64" + (": " + ", ".join(str(v) for v in values) if len(values) else "") + ">"
-
-
-def one_op(op: str, operand_types, result_types, attrs: str = "", region: str = "") -> str:
-    """A module whose @main applies the generic-form ``op`` to its arguments."""
-    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(operand_types))
-    names = ", ".join(f"%a{i}" for i in range(len(operand_types)))
-    results = list(result_types)
-    outs = ", ".join(f"%0#{i}" for i in range(len(results))) if len(results) > 1 else "%0"
-    multi = f":{len(results)}" if len(results) > 1 else ""
-    attr_text = f" {{{attrs}}}" if attrs else ""
-    region_text = f"({{\n{region}\n  }})" if region else ""
-    signature = f"({', '.join(operand_types)}) -> ({', '.join(results)})"
-    return (f"func.func @main({args}) -> ({', '.join(results)}) {{\n"
-            f"  %0{multi} = \"{op}\"({names}){region_text}{attr_text} : {signature}\n"
-            f"  return {outs} : {', '.join(results)}\n}}")
-
-
-def rand(shape, dtype: str, rng=RNG) -> np.ndarray:
-    """Random values of a StableHLO element type (small integers, normal floats)."""
-    np_dtype = numpy_dtype(parse_element_type_name(dtype))
-    shape = tuple(shape)
-    if dtype == "i1":
-        return rng.integers(0, 2, shape).astype(np.bool_)
-    if np.issubdtype(np_dtype, np.integer):
-        info = np.iinfo(np_dtype)
-        return rng.integers(max(int(info.min), -100), min(int(info.max), 100), shape,
-                            endpoint=True).astype(np_dtype)
-    if np.issubdtype(np_dtype, np.complexfloating):
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np_dtype)
-    return rng.standard_normal(shape).astype(np_dtype)
-
+from pjrt.plugins.cpu.tests.kernel_check import DTYPES, check_op, i64s, one_op, rand, ttype
 
 def check_unary(op, operand_shape, result_shape, dtype, attrs=""):
     text = one_op(op, [ttype(operand_shape, dtype)], [ttype(result_shape, dtype)], attrs)

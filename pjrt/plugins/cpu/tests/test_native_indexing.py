@@ -17,8 +17,8 @@ import pytest
 
 import stablehlo
 from pjrt.plugins.cpu.native_module import native
-from pjrt.plugins.cpu.tests.kernel_check import check_op, run_native, single_op
-from pjrt.plugins.cpu.tests.test_native_data_movement import DTYPES, i64s, one_op, rand, ttype
+from pjrt.plugins.cpu.tests.kernel_check import (
+    DTYPES, check_op, i64s, one_op, rand, run_native, single_op, ttype)
 from stablehlo.interpreter import evaluate
 
 RNG = np.random.default_rng(1)
