@@ -23,7 +23,9 @@ LOG = logging.getLogger("openhlo.cpu")
 
 
 class CompiledProgram:
-    def __init__(self, module: Module, func: Func, probe_dir=None):
+    def __init__(self, module: Module, func: Func, probe_dir=None, num_replicas: int = 1,
+                 num_partitions: int = 1):
+        # The replica/partition grid fixes the process groups of native collectives.
         self.module = module
         self.func = func
         self.probe_dir = probe_dir
@@ -35,7 +37,7 @@ class CompiledProgram:
         self.num_instructions = 0
         self.native = None  # native Executable, or None: interpreter only
         try:
-            lowered = Lowering(module, probe_dir).lower(func)
+            lowered = Lowering(module, probe_dir, num_replicas, num_partitions).lower(func)
             self.native = lowered.executable
             self.fallbacks = lowered.fallbacks
             self.num_instructions = lowered.num_instructions

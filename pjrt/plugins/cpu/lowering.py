@@ -32,6 +32,7 @@ from stablehlo.ir.core import Block, Func, Module, Operation, Value
 from stablehlo.ir.types import QuantizedType, TensorType, TokenType, Type, numpy_dtype
 
 from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
+from pjrt.plugins.cpu.collectives import COLLECTIVE_OPS, collective_attrs
 from pjrt.plugins.cpu.native_module import native
 
 LOG = logging.getLogger("openhlo.cpu")
@@ -166,11 +167,15 @@ class _ProgramBuilder:
 
 
 class Lowering:
-    """Lowers one function of ``module`` (and the callees it inlines)."""
+    """Lowers one function of ``module`` (and the callees it inlines), to run as one instance
+    of a ``num_replicas`` x ``num_partitions`` grid (which fixes its collectives' groups)."""
 
-    def __init__(self, module: Module, probe_dir=None):
+    def __init__(self, module: Module, probe_dir=None, num_replicas: int = 1,
+                 num_partitions: int = 1):
         self.module = module
         self.probe_dir = probe_dir
+        self.num_replicas = num_replicas
+        self.num_partitions = num_partitions
         self.num_slots = 0
         self.fallbacks: list[Fallback] = []
         self.compiled: list[str] = []  # ops run as generated kernels
@@ -323,6 +328,8 @@ class Lowering:
         else:
             try:
                 attrs = {**plain_attrs(op), **region_attrs(op)}
+                if op.name in COLLECTIVE_OPS:
+                    attrs.update(collective_attrs(op, self.num_replicas, self.num_partitions))
                 b.add("add_kernel", op.where(), op.name, attrs,
                       [native_type(v.type) for v in op.operands],
                       [native_type(r.type) for r in op.results], ins, outs, uses=ins, outs=outs)
@@ -353,7 +360,8 @@ class Lowering:
                 func = self.module.lookup(fname)
                 if func is None:
                     raise NotLowerable(f"{op.where()}: no function @{fname}")
-                lowered = Lowering(self.module, self.probe_dir).lower(func)
+                lowered = Lowering(self.module, self.probe_dir, num_replicas,
+                                   num_partitions).lower(func)
                 self.fallbacks.extend(lowered.fallbacks)
                 self.compiled.extend(lowered.compiled)
                 executables.append(lowered.executable)

@@ -1,6 +1,7 @@
 """The native extension, imported once with its BLAS loaded and numpy dtypes installed."""
 from __future__ import annotations
 
+import atexit
 import functools
 
 import numpy as np
@@ -21,4 +22,6 @@ def native():
     _native.set_numpy_dtypes(dtypes)
     from stablehlo.interpreter.values import TOKEN
     _native.set_token_object(TOKEN)
+    # Before finalization starts: native worker threads must stop taking the GIL.
+    atexit.register(_native.prepare_exit)
     return _native

@@ -22,6 +22,9 @@ from pjrt.plugins.cpu.lowering import NotLowerable, as_stored, from_stored, nati
 from pjrt.plugins.cpu.native_module import native
 
 PLATFORM = "cpu"
+# Seconds an instance waits in a native collective for the others before failing (a failed
+# or finished instance stops the wait at once; this catches instances stuck elsewhere).
+COLLECTIVE_TIMEOUT_S = 120.0
 
 
 def _translate(exc: BaseException) -> BaseException:
@@ -164,6 +167,11 @@ class CpuExecutable(LoadedExecutable):
                 f"{program.whole_program_fallback}; call the executable with numpy arrays")
         runtime = self.client._runtime
         states = self._host_states(len(devices))
+        multi = len(devices) > 1
+        # The native collectives of this execution's instances meet in one rendezvous; an
+        # instance that fails aborts it, so the others stop waiting (native/collectives.h).
+        rendezvous = native().Rendezvous(len(devices), COLLECTIVE_TIMEOUT_S) if multi else None
+        replicas, partitions = (self.num_replicas, self.num_partitions) if multi else (1, 1)
         outputs, events = [], []
         # Instances of one execution are queued together, so every device sees executions
         # in the same order and collectives between them cannot deadlock.
@@ -171,8 +179,8 @@ class CpuExecutable(LoadedExecutable):
             for k, (args, device) in enumerate(zip(args_per_device, devices)):
                 handles = runtime.execute(
                     program.native, device.id, [b._handle for b in args],
-                    k // self.num_partitions if len(devices) > 1 else 0,
-                    k % self.num_partitions if len(devices) > 1 else 0, states[k])
+                    k // partitions, k % partitions, states[k], rendezvous, replicas,
+                    partitions)
                 *results, done = handles
                 outputs.append([CpuBuffer(self.client, h, dtype, raw) for h, dtype, raw in
                                 zip(results, self._result_dtypes, self._result_raw)])
@@ -180,8 +188,11 @@ class CpuExecutable(LoadedExecutable):
         return outputs, events
 
     def _host_states(self, count: int) -> list:
-        if count == 1:
-            return [self.program.host_state()]
+        program = self.program
+        if count == 1 or (not program.fallbacks and program.whole_program_fallback is None):
+            # Native collectives meet in the rendezvous; the Python process grid is only
+            # for interpreter fallbacks.
+            return [program.host_state()] * count
         from stablehlo.interpreter.collectives import Process, ProcessGrid
         grid = ProcessGrid(self.num_replicas, self.num_partitions)
         return [self.program.host_state(Process(k // self.num_partitions,
@@ -214,7 +225,8 @@ class CpuClient(Client):
     def _compile(self, executable: Executable, device_assignment: list) -> CpuExecutable:
         from pjrt.api import entry_function
         func = entry_function(executable.module, executable.entry)
-        program = CompiledProgram(executable.module, func, self.probe_dir)
+        program = CompiledProgram(executable.module, func, self.probe_dir,
+                                  executable.num_replicas, executable.num_partitions)
         return CpuExecutable(self, executable, device_assignment, program)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> CpuBuffer:

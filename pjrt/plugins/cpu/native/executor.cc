@@ -3,9 +3,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <exception>
 #include <thread>
 
+#include "collectives.h"
 #include "numpy_bridge.h"
 
 namespace openhlo::cpu {
@@ -60,8 +62,13 @@ void run_branch(const Program& branch, const Instr& instr, Frame& frame) {
   }
 }
 
+void require_python(const char* what) {
+  if (!python_usable()) throw ExecError(std::string(what) + ": the Python interpreter is exiting");
+}
+
 void run_callback(const Instr& instr, Frame& frame) {
   auto& slots = frame.slots;
+  require_python("interpreter fallback");
   py::gil_scoped_acquire gil;
   py::list args;
   for (int32_t s : instr.in) {
@@ -112,21 +119,31 @@ void run_parallel_instr(const Instr& instr, Frame& frame) {
   }
   std::vector<SharedPyObject> states(count);
   {
+    require_python("run_parallel");
     py::gil_scoped_acquire gil;
     py::list made = instr.make_host_states.get()(count);
     for (size_t k = 0; k < count; ++k) states[k] = SharedPyObject(made[k]);
   }
   std::vector<std::exception_ptr> errors(count);
+  // Native collectives of the instances meet here (collectives.h); interpreter fallbacks
+  // meet in the Python process grid of their host states.
+  Rendezvous rendezvous(static_cast<int64_t>(count));
   auto work = [&](size_t k) {
     ExecContext ctx;
     ctx.replica_id = static_cast<int64_t>(k) / instr.num_partitions;
     ctx.partition_id = static_cast<int64_t>(k) % instr.num_partitions;
     ctx.device_ordinal = static_cast<int64_t>(k);
+    ctx.num_replicas = static_cast<int64_t>(count) / instr.num_partitions;
+    ctx.num_partitions = instr.num_partitions;
+    ctx.rendezvous = &rendezvous;
     try {
       outputs[k] = run_executable(*instr.parallel[k], std::move(inputs[k]), ctx, states[k]);
+      rendezvous.finished(static_cast<int64_t>(k));
     } catch (...) {
       errors[k] = std::current_exception();
       // Unblock the other instances waiting in a rendezvous for this one.
+      rendezvous.abort(static_cast<int64_t>(k), errors[k]);
+      if (!python_usable()) return;
       py::gil_scoped_acquire gil;
       py::object state = states[k].get();
       if (py::hasattr(state, "abort")) state.attr("abort")("instance " + std::to_string(k) + " failed");
@@ -137,6 +154,9 @@ void run_parallel_instr(const Instr& instr, Frame& frame) {
   for (size_t k = 1; k < count; ++k) threads.emplace_back(work, k);
   work(0);
   for (auto& t : threads) t.join();
+  // The instance that failed first is the cause; the others stopped because of it.
+  const int64_t root = rendezvous.failed_instance();
+  if (root >= 0 && errors[root]) std::rethrow_exception(errors[root]);
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
@@ -220,11 +240,18 @@ void run_program(const Program& program, Frame& frame) {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_python_exiting{false};
+}  // namespace
+
+bool python_usable() { return !g_python_exiting.load() && Py_IsInitialized(); }
+void mark_python_exiting() { g_python_exiting.store(true); }
+
 SharedPyObject::SharedPyObject(py::object obj) {
   if (obj.is_none()) return;
   PyObject* raw = obj.release().ptr();
   ptr_ = std::shared_ptr<PyObject>(raw, [](PyObject* p) {
-    if (!Py_IsInitialized()) return;
+    if (!python_usable()) return;  // leaked: the process is ending
     py::gil_scoped_acquire gil;
     Py_DECREF(p);
   });

@@ -22,6 +22,13 @@ namespace openhlo::cpu {
 
 namespace py = pybind11;
 
+// False once the Python interpreter is exiting (set from an atexit hook, before
+// finalization): native threads then never take the GIL (a thread that tries during
+// finalization is ended by Python with a forced unwind, which aborts the process when it
+// crosses a destructor), so Python references they hold are leaked and fallbacks fail.
+bool python_usable();
+void mark_python_exiting();
+
 // A Python object that may be released from any thread: it takes the GIL to drop its
 // reference (and does nothing once the interpreter is finalizing).
 class SharedPyObject {

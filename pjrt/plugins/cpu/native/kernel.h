@@ -71,11 +71,18 @@ struct OpSpec {
   std::vector<TensorSpec> results;
 };
 
+class Rendezvous;  // collectives.h
+
 // Per-execution context visible to steps (which replica/partition is running).
 struct ExecContext {
   int64_t replica_id = 0;
   int64_t partition_id = 0;
   int64_t device_ordinal = 0;
+  // The grid of the execution this instance belongs to, and where its instances meet in
+  // collectives (shared by all of them; nullptr when the execution runs one instance).
+  int64_t num_replicas = 1;
+  int64_t num_partitions = 1;
+  Rendezvous* rendezvous = nullptr;
 };
 
 // Called with operands[0..n) and results[0..m) (undefined Arrays to be filled: allocate

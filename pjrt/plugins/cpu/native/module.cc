@@ -62,6 +62,18 @@ PYBIND11_MODULE(_native, m) {
   m.def("live_storage_count", &live_storage_count);
   m.def("live_storage_bytes", &live_storage_bytes);
   m.def("parallel_width", &parallel_width);
+  m.def("prepare_exit", [] {
+    // From an atexit hook, before finalization: queued executions finish (their fallbacks
+    // may still take the GIL, released here), then native threads stop taking it for good
+    // (see executor.h).
+    bool idle;
+    {
+      py::gil_scoped_release release;
+      idle = wait_until_idle(60.0);
+    }
+    mark_python_exiting();
+    return idle;
+  });
   bind_executor(m);
   bind_runtime(m);
 }

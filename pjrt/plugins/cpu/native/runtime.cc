@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "collectives.h"
 #include "numpy_bridge.h"
 
 namespace openhlo::cpu {
@@ -67,6 +68,20 @@ void BufferState::on_ready(std::function<void()> fn) {
   fn();
 }
 
+namespace {
+// Executions queued and not yet finished, over all runtimes.
+struct InFlight {
+  std::mutex mu;
+  std::condition_variable idle;
+  int64_t count = 0;
+};
+InFlight& in_flight() {
+  static auto* f = new InFlight();  // leaked: used by detached threads until the very end
+  return *f;
+}
+
+}  // namespace
+
 DeviceQueue::DeviceQueue() : state_(std::make_shared<State>()) {
   std::thread(loop, state_).detach();
 }
@@ -80,6 +95,10 @@ DeviceQueue::~DeviceQueue() {
 }
 
 void DeviceQueue::enqueue(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(in_flight().mu);
+    ++in_flight().count;
+  }
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->work.push_back(std::move(work));
@@ -98,6 +117,12 @@ void DeviceQueue::loop(std::shared_ptr<State> state) {
       state->work.pop_front();
     }
     work();
+    // Counted done only once the work and everything it captured (Python references
+    // included) are gone: after that, the thread touches nothing of Python's.
+    work = nullptr;
+    auto& f = in_flight();
+    std::lock_guard<std::mutex> lock(f.mu);
+    if (--f.count == 0) f.idle.notify_all();
   }
 }
 
@@ -148,12 +173,19 @@ std::shared_ptr<NativeBuffer> buffer_from_numpy(const py::handle& array,
   return buffer;
 }
 
+// The place of one instance in its execution: its replica and partition in a grid of
+// num_replicas x num_partitions instances, which meet in `rendezvous` (null: one instance).
+struct Instance {
+  int64_t replica_id = 0, partition_id = 0, num_replicas = 1, num_partitions = 1;
+  std::shared_ptr<Rendezvous> rendezvous;
+};
+
 // Queues one execution of `exe` on `device`; returns its result buffers at once, and last a
 // token buffer that completes with the execution.
 std::vector<std::shared_ptr<NativeBuffer>> execute_async(
     Runtime& runtime, std::shared_ptr<const Executable> exe, int device,
-    const std::vector<std::shared_ptr<NativeBuffer>>& args, int64_t replica_id,
-    int64_t partition_id, py::object host_state) {
+    const std::vector<std::shared_ptr<NativeBuffer>>& args, Instance instance,
+    py::object host_state) {
   std::vector<std::shared_ptr<BufferState>> inputs;
   for (const auto& b : args) {
     if (b->deleted) throw std::runtime_error("buffer was deleted");
@@ -181,20 +213,41 @@ std::vector<std::shared_ptr<NativeBuffer>> execute_async(
   auto done_state = done->state;
   SharedPyObject state(std::move(host_state));
   DeviceQueue& queue = runtime.queue(device);
-  queue.enqueue([exe, inputs, outputs, done_state, replica_id, partition_id, device, state] {
+  queue.enqueue([exe, inputs, outputs, done_state, instance, device, state] {
+    const int64_t k = instance.replica_id * instance.num_partitions + instance.partition_id;
     try {
       std::vector<Array> arrays;
       arrays.reserve(inputs.size());
       for (const auto& in : inputs) arrays.push_back(in->get());
       ExecContext ctx;
-      ctx.replica_id = replica_id;
-      ctx.partition_id = partition_id;
+      ctx.replica_id = instance.replica_id;
+      ctx.partition_id = instance.partition_id;
       ctx.device_ordinal = device;
+      ctx.num_replicas = instance.num_replicas;
+      ctx.num_partitions = instance.num_partitions;
+      ctx.rendezvous = instance.rendezvous.get();
       std::vector<Array> values = run_executable(*exe, std::move(arrays), ctx, state);
+      if (instance.rendezvous) instance.rendezvous->finished(k);
       for (size_t i = 0; i < outputs.size(); ++i) outputs[i]->set_value(std::move(values[i]));
       done_state->set_value(Array());
     } catch (...) {
       auto error = std::current_exception();
+      // The other instances must not wait for this one, in native collectives or in the
+      // interpreter fallbacks' process grid.
+      if (instance.rendezvous) {
+        instance.rendezvous->abort(k, error);
+        if (python_usable() && !state.is_none()) {
+          py::gil_scoped_acquire gil;
+          try {
+            py::object host = state.get();
+            if (py::hasattr(host, "abort")) {
+              host.attr("abort")("instance " + std::to_string(k) + " failed");
+            }
+          } catch (py::error_already_set& e) {
+            e.discard_as_unraisable("openhlo cpu: aborting the process grid");
+          }
+        }
+      }
       for (auto& out : outputs) out->set_error(error);
       done_state->set_error(error);
     }
@@ -203,6 +256,13 @@ std::vector<std::shared_ptr<NativeBuffer>> execute_async(
 }
 
 }  // namespace
+
+bool wait_until_idle(double seconds) {
+  auto& f = in_flight();
+  std::unique_lock<std::mutex> lock(f.mu);
+  return f.idle.wait_for(lock, std::chrono::duration<double>(seconds),
+                         [&] { return f.count == 0; });
+}
 
 void bind_runtime(py::module_& m) {
   py::class_<NativeBuffer, std::shared_ptr<NativeBuffer>>(m, "NativeBuffer")
@@ -247,7 +307,7 @@ void bind_runtime(py::module_& m) {
       .def("on_ready", [](NativeBuffer& b, py::function fn) {
         SharedPyObject callback(std::move(fn));
         b.state->on_ready([callback] {
-          if (!Py_IsInitialized()) return;
+          if (!python_usable()) return;
           py::gil_scoped_acquire gil;
           try {
             callback.get()();
@@ -275,11 +335,20 @@ void bind_runtime(py::module_& m) {
       })
       .def("execute", [](Runtime& rt, std::shared_ptr<const Executable> exe, int device,
                          const std::vector<std::shared_ptr<NativeBuffer>>& args,
-                         int64_t replica_id, int64_t partition_id, py::object host_state) {
-        return execute_async(rt, std::move(exe), device, args, replica_id, partition_id,
+                         int64_t replica_id, int64_t partition_id, py::object host_state,
+                         std::shared_ptr<Rendezvous> rendezvous, int64_t num_replicas,
+                         int64_t num_partitions) {
+        // One instance of a multi-device execution (rendezvous shared by all of them), or a
+        // single-device execution (no rendezvous, a grid of one).
+        Instance instance{replica_id, partition_id, num_replicas, num_partitions,
+                          std::move(rendezvous)};
+        return execute_async(rt, std::move(exe), device, args, std::move(instance),
                              std::move(host_state));
       }, py::arg("executable"), py::arg("device"), py::arg("args"), py::arg("replica_id") = 0,
-         py::arg("partition_id") = 0, py::arg("host_state") = py::none());
+         py::arg("partition_id") = 0, py::arg("host_state") = py::none(),
+         py::arg("rendezvous") = nullptr, py::arg("num_replicas") = 1,
+         py::arg("num_partitions") = 1);
+  bind_rendezvous(m);
 }
 
 }  // namespace openhlo::cpu

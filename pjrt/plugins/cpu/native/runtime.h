@@ -74,6 +74,11 @@ class Runtime {
   std::vector<std::unique_ptr<DeviceQueue>> queues_;
 };
 
+// Blocks (GIL released by the caller) until no queued execution is left, or `seconds` pass;
+// returns whether the queues are idle. Used at interpreter exit: executions still running
+// would otherwise meet a finalizing interpreter.
+bool wait_until_idle(double seconds);
+
 void bind_runtime(py::module_& m);
 
 }  // namespace openhlo::cpu

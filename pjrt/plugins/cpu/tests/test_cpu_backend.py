@@ -240,3 +240,40 @@ def test_unsupported_program_reports_the_op():
     exe = pjrt.make_client("cpu").compile(text)
     with pytest.raises(OpenHLOError, match="custom_call"):
         exe(np.ones(2, np.float32))
+
+
+_EXIT_SCRIPT = '''
+import numpy as np, pjrt
+exe = pjrt.make_client("cpu", num_devices=4).compile("""
+module attributes {mhlo.num_replicas = 4 : i32} {
+  func.func @main(%x: tensor<1000xf32>) -> tensor<1000xf32> {
+    %r = "stablehlo.map"(%x) ({
+      ^bb0(%a: tensor<f32>):
+        %e = stablehlo.sine %a : tensor<f32>
+        stablehlo.return %e : tensor<f32>
+    }) {dimensions = array<i64: 0>} : (tensor<1000xf32>) -> tensor<1000xf32>
+    %s = "stablehlo.all_reduce"(%r) ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %t = stablehlo.add %a, %b : tensor<f32>
+        stablehlo.return %t : tensor<f32>
+    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}
+      : (tensor<1000xf32>) -> tensor<1000xf32>
+    return %s : tensor<1000xf32>
+  }
+}""")
+outs = [exe.execute_sharded([[np.full(1000, k, np.float32)] for k in range(4)])
+        for _ in range(20)]
+print("queued")
+'''
+
+
+def test_exit_with_executions_in_flight_is_clean():
+    """Interpreter exit while executions (with interpreter fallbacks, which need the GIL)
+    are still queued on worker threads: no abort, no hang, exit status 0."""
+    import subprocess
+    import sys
+    for _ in range(5):
+        done = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == "queued" and "terminate" not in done.stderr

@@ -1,0 +1,639 @@
+// Native collectives of the cpu backend, and the Rendezvous they meet in (collectives.h).
+//
+// Kernels: all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute and
+// collective_broadcast. Their process groups are not computed here: the lowering
+// (pjrt/plugins/cpu/collectives.py) computes them with the reference interpreter's rules and
+// passes, besides the op's attributes, `num_replicas`, `num_partitions`, `channel_id` and
+// `collective_groups[k]` (the instances that instance k exchanges with, in group order; []
+// when k is in no group), plus `permute_sources[k]` for collective_permute. Without them
+// the factory raises Unsupported and the op falls back to the interpreter.
+//
+// Semantics are those of stablehlo/interpreter/collectives.py: reductions fold the members'
+// values in group order, ((v0 op v1) op v2)..., with the combiners of kernels_reduction.cc
+// (integers wrap, booleans treat add/maximum as or, float maximum/minimum propagate NaN).
+// A group of one instance needs no exchange, so those ops also run in single-device
+// executions (ExecContext::rendezvous == nullptr); a larger group there is an ExecError.
+//
+// Work is shared where every member gets the same result (all_reduce, all_gather): the first
+// member allocates the results and hands them out with its contribution, each member fills
+// its share, and a second exchange (a barrier) ends the op, so an all_reduce over g
+// instances costs one pass over the data in all, not g.
+#include "collectives.h"
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <type_traits>
+
+#include "strided.h"
+#include "thread_pool.h"
+
+namespace openhlo::cpu {
+
+// ---------------------------------------------------------------------------------------
+// Rendezvous
+
+namespace {
+
+std::string id_list(const std::vector<int64_t>& ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+Rendezvous::Rendezvous(int64_t num_instances, double timeout_s)
+    : num_instances_(num_instances), timeout_s_(timeout_s) {
+  if (num_instances < 1) throw std::invalid_argument("a rendezvous needs at least 1 instance");
+  finished_.assign(static_cast<size_t>(num_instances), false);
+}
+
+std::string Rendezvous::describe_wait(const std::string& key, const std::vector<int64_t>& group,
+                                      const Meeting& meeting) const {
+  std::vector<int64_t> missing;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (!meeting.arrived[i]) missing.push_back(group[i]);
+  }
+  return key + " of instances " + id_list(group) + " (waiting for " + id_list(missing) + ")";
+}
+
+std::vector<std::vector<Array>> Rendezvous::exchange(const std::string& key,
+                                                     const std::vector<int64_t>& group,
+                                                     int64_t me, std::vector<Array> mine) {
+  const auto at = std::find(group.begin(), group.end(), me);
+  if (at == group.end()) {
+    throw ExecError("instance " + std::to_string(me) + " is not in its group " + id_list(group));
+  }
+  for (int64_t k : group) {
+    if (k < 0 || k >= num_instances_) {
+      throw ExecError("group " + id_list(group) + " names an instance outside the " +
+                      std::to_string(num_instances_) + " of this execution");
+    }
+  }
+  const size_t size = group.size();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (failed_ >= 0) {
+    throw ExecError("instance " + std::to_string(me) + " stopped: " + failure_);
+  }
+  const MeetingKey meeting_key{key, group, arrivals_[ArrivalKey{key, group, me}]++};
+  Meeting& meeting = meetings_[meeting_key];  // std::map: the reference stays valid
+  if (meeting.values.empty()) {
+    meeting.values.resize(size);
+    meeting.arrived.assign(size, false);
+    meeting.left = size;
+  }
+  const size_t pos = static_cast<size_t>(at - group.begin());
+  meeting.values[pos] = std::move(mine);
+  meeting.arrived[pos] = true;
+  if (++meeting.count == size) cv_.notify_all();
+
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_s_));
+  std::string error;
+  while (meeting.count < size) {
+    if (failed_ >= 0) {
+      error = "instance " + std::to_string(me) + " stopped in " +
+              describe_wait(key, group, meeting) + ": " + failure_;
+      break;
+    }
+    bool gone = false;
+    for (size_t i = 0; i < size; ++i) gone |= !meeting.arrived[i] && finished_[group[i]];
+    if (gone) {
+      error = describe_wait(key, group, meeting) + ": an instance finished its program " +
+              "without joining (the instances disagree on the collectives they run)";
+      break;
+    }
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && meeting.count < size) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%g", timeout_s_);
+      error = describe_wait(key, group, meeting) + " timed out after " + seconds +
+              " s in instance " + std::to_string(me);
+      break;
+    }
+  }
+  std::vector<std::vector<Array>> values;
+  if (error.empty()) values = meeting.values;
+  if (--meeting.left == 0) meetings_.erase(meeting_key);
+  if (!error.empty()) throw ExecError(error);
+  return values;
+}
+
+void Rendezvous::abort(int64_t instance, std::exception_ptr error) {
+  // Built before locking: the message of a Python error takes the GIL.
+  std::string what = "unknown error";
+  try {
+    std::rethrow_exception(error);
+  } catch (std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  abort(instance, what);
+}
+
+void Rendezvous::abort(int64_t instance, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_ >= 0) return;
+    failed_ = instance;
+    failure_ = "instance " + std::to_string(instance) + " failed: " + reason;
+  }
+  cv_.notify_all();
+}
+
+int64_t Rendezvous::failed_instance() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_;
+}
+
+void Rendezvous::finished(int64_t instance) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (instance >= 0 && instance < num_instances_) finished_[instance] = true;
+  }
+  cv_.notify_all();
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Groups and exchanges
+
+// What every collective kernel knows at compile time: the grid it was compiled for and the
+// group of each instance.
+struct Groups {
+  int64_t num_replicas = 1, num_partitions = 1;
+  std::string key;  // the interpreter's rendezvous key: op name and channel
+  std::vector<std::vector<int64_t>> members;  // per instance; empty: in no group
+  std::vector<int64_t> position;              // per instance: its index in its group
+};
+
+std::shared_ptr<const Groups> parse_groups(const OpSpec& spec, bool every_instance_in_a_group) {
+  const Attrs& attrs = spec.attrs;
+  require(attrs.has("num_replicas") && attrs.has("num_partitions") &&
+              attrs.has("collective_groups"),
+          "no process groups from the lowering (num_replicas, num_partitions, "
+          "collective_groups)");
+  auto g = std::make_shared<Groups>();
+  g->num_replicas = attrs.get_int("num_replicas");
+  g->num_partitions = attrs.get_int("num_partitions");
+  g->key = spec.name + " (channel " + std::to_string(attrs.get_int("channel_id", 0)) + ")";
+  g->members = attrs.dict()["collective_groups"].cast<std::vector<std::vector<int64_t>>>();
+  const int64_t count = g->num_replicas * g->num_partitions;
+  require(static_cast<int64_t>(g->members.size()) == count,
+          "collective_groups must hold one group per instance");
+  for (int64_t k = 0; k < count; ++k) {
+    const auto& members = g->members[k];
+    require(!every_instance_in_a_group || !members.empty(),
+            "instance " + std::to_string(k) + " is in no process group");
+    for (int64_t m : members) require(0 <= m && m < count, "a group names no instance");
+    const auto at = std::find(members.begin(), members.end(), k);
+    require(members.empty() || at != members.end(), "an instance is not in its own group");
+    g->position.push_back(members.empty() ? -1 : at - members.begin());
+  }
+  return g;
+}
+
+// The instance running `ctx` (its flattened id), checked against the compiled grid.
+int64_t instance_of(const ExecContext& ctx, const Groups& g) {
+  if (ctx.num_replicas != g.num_replicas || ctx.num_partitions != g.num_partitions) {
+    throw ExecError("compiled for " + std::to_string(g.num_replicas) + " replica(s) x " +
+                    std::to_string(g.num_partitions) + " partition(s), but runs in an "
+                    "execution of " + std::to_string(ctx.num_replicas) + " x " +
+                    std::to_string(ctx.num_partitions));
+  }
+  return ctx.replica_id * g.num_partitions + ctx.partition_id;
+}
+
+std::vector<std::vector<Array>> exchange(ExecContext& ctx, const Groups& g, int64_t k,
+                                         std::vector<Array> mine) {
+  if (ctx.rendezvous == nullptr) {
+    throw ExecError("instance " + std::to_string(k) + " exchanges with instances " +
+                    id_list(g.members[k]) + ", but this execution runs alone: run the "
+                    "program on all its devices (execute_sharded)");
+  }
+  return ctx.rendezvous->exchange(g.key, g.members[k], k, std::move(mine));
+}
+
+// Results of these types, allocated (by the member that hands them out to its group).
+std::vector<Array> allocate_all(const std::vector<TensorSpec>& specs) {
+  std::vector<Array> out;
+  for (const auto& r : specs) out.push_back(allocate(r.dtype, r.shape));
+  return out;
+}
+
+void require_same_types(const OpSpec& spec) {
+  require(!spec.operands.empty() && spec.operands.size() == spec.results.size(),
+          "expected one result per operand");
+  for (size_t j = 0; j < spec.operands.size(); ++j) {
+    require(spec.operands[j].dtype == spec.results[j].dtype,
+            "operand and result element types differ");
+  }
+}
+
+// The group size all instances share (results' shapes depend on it), or Unsupported.
+int64_t common_group_size(const Groups& g) {
+  size_t size = 0;
+  for (const auto& members : g.members) {
+    if (members.empty()) continue;
+    require(size == 0 || members.size() == size, "process groups of different sizes");
+    size = members.size();
+  }
+  return static_cast<int64_t>(size);
+}
+
+// ---------------------------------------------------------------------------------------
+// Combiners (the reducer regions attrs.py:region_attrs recognizes)
+
+enum class Comb { kAdd, kMul, kMax, kMin, kAnd, kOr, kXor };
+
+Comb parse_combiner(const Attrs& attrs) {
+  const std::string name = attrs.get_str("combiner", "");
+  if (name == "stablehlo.add") return Comb::kAdd;
+  if (name == "stablehlo.multiply") return Comb::kMul;
+  if (name == "stablehlo.maximum") return Comb::kMax;
+  if (name == "stablehlo.minimum") return Comb::kMin;
+  if (name == "stablehlo.and") return Comb::kAnd;
+  if (name == "stablehlo.or") return Comb::kOr;
+  if (name == "stablehlo.xor") return Comb::kXor;
+  throw Unsupported("reduction region is not one add/multiply/maximum/minimum/and/or/xor");
+}
+
+// Integer arithmetic in an unsigned type of at least int's width: wraps without UB.
+template <typename T>
+using WrapT = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+// numpy's ufuncs, as the interpreter applies them: combine(acc, next).
+template <Comb C, typename T>
+inline T combine(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (C == Comb::kAdd || C == Comb::kMax || C == Comb::kOr) return a || b;
+    if constexpr (C == Comb::kMul || C == Comb::kMin || C == Comb::kAnd) return a && b;
+    if constexpr (C == Comb::kXor) return a != b;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (C == Comb::kAdd) return a + b;
+    if constexpr (C == Comb::kMul) return a * b;
+    // NaN wins and ties give b, as with numpy's maximum/minimum.
+    if constexpr (C == Comb::kMax) return (a > b || a != a) ? a : b;
+    if constexpr (C == Comb::kMin) return (a < b || a != a) ? a : b;
+  } else {
+    using W = WrapT<T>;
+    if constexpr (C == Comb::kAdd) return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
+    if constexpr (C == Comb::kMul) return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
+    if constexpr (C == Comb::kMax) return a > b ? a : b;
+    if constexpr (C == Comb::kMin) return a < b ? a : b;
+    if constexpr (C == Comb::kAnd) return a & b;
+    if constexpr (C == Comb::kOr) return a | b;
+    if constexpr (C == Comb::kXor) return a ^ b;
+  }
+}
+
+// out[0..n) = srcs[0][i] op srcs[1][i] op ... (left to right), in cache-sized blocks.
+using FoldFn = void (*)(const void* const* srcs, int64_t members, void* out, int64_t n);
+
+template <Comb C, typename T>
+void fold(const void* const* srcs, int64_t members, void* out, int64_t n) {
+  constexpr int64_t kBlock = 2048;
+  T* __restrict__ o = static_cast<T*>(out);
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    std::memcpy(o + b, static_cast<const T*>(srcs[0]) + b, (e - b) * sizeof(T));
+    for (int64_t m = 1; m < members; ++m) {
+      const T* __restrict__ s = static_cast<const T*>(srcs[m]);
+      for (int64_t i = b; i < e; ++i) o[i] = combine<C>(o[i], s[i]);
+    }
+  }
+}
+
+FoldFn fold_fn(DType dtype, Comb comb) {
+  return dispatch_real(dtype, [&](auto tag) -> FoldFn {
+    using T = typename decltype(tag)::type;
+    switch (comb) {
+      case Comb::kAdd: return &fold<Comb::kAdd, T>;
+      case Comb::kMul: return &fold<Comb::kMul, T>;
+      case Comb::kMax: return &fold<Comb::kMax, T>;
+      case Comb::kMin: return &fold<Comb::kMin, T>;
+      default: break;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      throw Unsupported(std::string("bitwise reduction on ") + dtype_name(dtype));
+    } else {
+      switch (comb) {
+        case Comb::kAnd: return &fold<Comb::kAnd, T>;
+        case Comb::kOr: return &fold<Comb::kOr, T>;
+        default: return &fold<Comb::kXor, T>;
+      }
+    }
+  });
+}
+
+// Byte offset of element `index` of an array of `dtype`.
+inline const char* at(const Array& a, int64_t index) {
+  return static_cast<const char*>(a.raw()) + index * static_cast<int64_t>(dtype_size(a.dtype));
+}
+inline char* at_mut(const Array& a, int64_t index) {
+  return static_cast<char*>(a.raw()) + index * static_cast<int64_t>(dtype_size(a.dtype));
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernels
+
+// all_reduce: every member reduces its share of the elements into the results that the
+// first member hands out; all members return those results.
+Step make_all_reduce(const OpSpec& spec) {
+  auto g = parse_groups(spec, true);
+  require_same_types(spec);
+  const Comb comb = parse_combiner(spec.attrs);
+  std::vector<FoldFn> folds;
+  for (size_t j = 0; j < spec.operands.size(); ++j) {
+    require(spec.operands[j].shape == spec.results[j].shape, "operand and result shapes differ");
+    folds.push_back(fold_fn(spec.operands[j].dtype, comb));
+  }
+  // Steps never hold Python objects (they run without the GIL): only the result types.
+  const std::vector<TensorSpec> result_specs = spec.results;
+  return [g, folds, result_specs](ExecContext& ctx, const Array* operands, Array* results) {
+    const int64_t k = instance_of(ctx, *g);
+    const int64_t size = static_cast<int64_t>(g->members[k].size());
+    const size_t n = folds.size();
+    if (size == 1) {
+      for (size_t j = 0; j < n; ++j) results[j] = operands[j];
+      return;
+    }
+    const int64_t pos = g->position[k];
+    std::vector<Array> mine(operands, operands + n);
+    if (pos == 0) {
+      for (Array& r : allocate_all(result_specs)) mine.push_back(std::move(r));
+    }
+    const auto values = exchange(ctx, *g, k, std::move(mine));
+    for (size_t j = 0; j < n; ++j) {
+      const Array& out = values[0][n + j];
+      const int64_t count = out.size();
+      const int64_t lo = count * pos / size, hi = count * (pos + 1) / size;
+      // A share is split further over the pool when the group is smaller than the pool.
+      const int64_t grain = size < parallel_width() ? strided::kParallelGrain : hi - lo;
+      parallel_for(hi - lo, grain, [&](int64_t b, int64_t e) {
+        std::vector<const void*> part(size);
+        for (int64_t m = 0; m < size; ++m) part[m] = at(values[m][j], lo + b);
+        folds[j](part.data(), size, at_mut(out, lo + b), e - b);
+      });
+    }
+    exchange(ctx, *g, k, {});  // every share is written
+    for (size_t j = 0; j < n; ++j) results[j] = values[0][n + j];
+  };
+}
+
+// all_gather: every member copies its operands into its slot of the results that the first
+// member hands out.
+Step make_all_gather(const OpSpec& spec) {
+  auto g = parse_groups(spec, true);
+  require_same_types(spec);
+  const int64_t size = common_group_size(*g);
+  const int64_t dim = spec.attrs.get_int("all_gather_dim");
+  struct Part {
+    strided::CopyPlan plan;
+    strided::CopyFn copy;
+    int64_t slot_stride;  // elements between the slots of consecutive members
+  };
+  std::vector<Part> parts;
+  for (size_t j = 0; j < spec.operands.size(); ++j) {
+    const Shape& in = spec.operands[j].shape;
+    const Shape& out = spec.results[j].shape;
+    require(dim >= 0 && dim < static_cast<int64_t>(in.size()) && in.size() == out.size(),
+            "all_gather_dim is out of range");
+    Shape want = in;
+    want[dim] *= size;
+    require(out == want, "result shape does not match the process group size");
+    const auto out_strides = row_major_strides(out);
+    parts.push_back({strided::make_copy_plan(in, row_major_strides(in), out_strides),
+                     strided::copy_fn(spec.operands[j].dtype), in[dim] * out_strides[dim]});
+  }
+  const std::vector<TensorSpec> result_specs = spec.results;
+  return [g, parts, result_specs](ExecContext& ctx, const Array* operands, Array* results) {
+    const int64_t k = instance_of(ctx, *g);
+    const size_t n = parts.size();
+    if (g->members[k].size() == 1) {
+      for (size_t j = 0; j < n; ++j) results[j] = operands[j];
+      return;
+    }
+    const int64_t pos = g->position[k];
+    const auto values = exchange(ctx, *g, k, pos == 0 ? allocate_all(result_specs)
+                                                      : std::vector<Array>());
+    for (size_t j = 0; j < n; ++j) {
+      const Part& p = parts[j];
+      p.copy(p.plan, operands[j].raw(), at_mut(values[0][j], pos * p.slot_stride));
+    }
+    exchange(ctx, *g, k, {});  // every slot is written
+    for (size_t j = 0; j < n; ++j) results[j] = values[0][j];
+  };
+}
+
+// reduce_scatter: member i reduces block i of the scatter dimension over all members.
+Step make_reduce_scatter(const OpSpec& spec) {
+  auto g = parse_groups(spec, true);
+  require(spec.operands.size() == 1, "reduce_scatter takes one operand");
+  require_same_types(spec);
+  const int64_t size = common_group_size(*g);
+  const int64_t dim = spec.attrs.get_int("scatter_dimension");
+  const Shape& in = spec.operands[0].shape;
+  require(dim >= 0 && dim < static_cast<int64_t>(in.size()), "scatter_dimension is out of range");
+  require(in[dim] % size == 0, "scatter dimension is not divisible by the group size");
+  Shape want = in;
+  want[dim] /= size;
+  require(spec.results[0].shape == want, "result shape does not match the process group size");
+  const FoldFn fold = fold_fn(spec.operands[0].dtype, parse_combiner(spec.attrs));
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= in[d];
+  const int64_t block = num_elements(want) / std::max<int64_t>(outer, 1);  // my part per row
+  const DType dtype = spec.results[0].dtype;
+  const Shape out_shape = want;
+  return [g, fold, outer, block, dtype, out_shape](ExecContext& ctx, const Array* operands,
+                                                   Array* results) {
+    const int64_t k = instance_of(ctx, *g);
+    const int64_t size = static_cast<int64_t>(g->members[k].size());
+    if (size == 1) {
+      results[0] = operands[0];
+      return;
+    }
+    const int64_t pos = g->position[k];
+    const auto values = exchange(ctx, *g, k, {operands[0]});
+    Array out = allocate(dtype, out_shape);
+    std::vector<const void*> srcs(size);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t m = 0; m < size; ++m) srcs[m] = at(values[m][0], (o * size + pos) * block);
+      fold(srcs.data(), size, at_mut(out, o * block), block);
+    }
+    results[0] = std::move(out);
+  };
+}
+
+// all_to_all: result = the concatenation along concat_dimension of block i (along
+// split_dimension) of every member's operand, in group order.
+Step make_all_to_all(const OpSpec& spec) {
+  auto g = parse_groups(spec, true);
+  require_same_types(spec);
+  const int64_t size = common_group_size(*g);
+  const int64_t split_dim = spec.attrs.get_int("split_dimension");
+  const int64_t concat_dim = spec.attrs.get_int("concat_dimension");
+  require(spec.attrs.get_int("split_count") == size,
+          "split_count differs from the process group size");
+  struct Part {
+    strided::CopyPlan plan;
+    strided::CopyFn copy;
+    int64_t src_block, dst_block;  // elements between consecutive blocks
+  };
+  std::vector<Part> parts;
+  for (size_t j = 0; j < spec.operands.size(); ++j) {
+    const Shape& in = spec.operands[j].shape;
+    const int64_t rank = static_cast<int64_t>(in.size());
+    require(0 <= split_dim && split_dim < rank && 0 <= concat_dim && concat_dim < rank,
+            "split or concat dimension is out of range");
+    require(in[split_dim] % size == 0, "split dimension is not divisible by split_count");
+    Shape block = in;
+    block[split_dim] /= size;
+    Shape want = block;
+    want[concat_dim] *= size;
+    require(spec.results[j].shape == want, "result shape does not match split_count");
+    const auto in_strides = row_major_strides(in);
+    const auto out_strides = row_major_strides(want);
+    parts.push_back({strided::make_copy_plan(block, in_strides, out_strides),
+                     strided::copy_fn(spec.operands[j].dtype),
+                     block[split_dim] * in_strides[split_dim],
+                     block[concat_dim] * out_strides[concat_dim]});
+  }
+  const std::vector<TensorSpec> result_specs = spec.results;
+  return [g, parts, result_specs](ExecContext& ctx, const Array* operands, Array* results) {
+    const int64_t k = instance_of(ctx, *g);
+    const int64_t size = static_cast<int64_t>(g->members[k].size());
+    const size_t n = parts.size();
+    if (size == 1) {
+      for (size_t j = 0; j < n; ++j) results[j] = operands[j];
+      return;
+    }
+    const int64_t pos = g->position[k];
+    const auto values = exchange(ctx, *g, k, std::vector<Array>(operands, operands + n));
+    for (size_t j = 0; j < n; ++j) {
+      const Part& p = parts[j];
+      Array out = allocate(result_specs[j].dtype, result_specs[j].shape);
+      for (int64_t m = 0; m < size; ++m) {
+        p.copy(p.plan, at(values[m][j], pos * p.src_block), at_mut(out, m * p.dst_block));
+      }
+      results[j] = std::move(out);
+    }
+  };
+}
+
+// collective_permute: an instance receives the operand of the instance paired with it as
+// source (zeros if none); instances named in no pair take part in no exchange.
+Step make_collective_permute(const OpSpec& spec) {
+  auto g = parse_groups(spec, false);
+  require(spec.operands.size() == 1, "collective_permute takes one operand");
+  require_same_types(spec);
+  require(spec.attrs.has("permute_sources"), "no permute_sources from the lowering");
+  const auto sources = spec.attrs.get_ints("permute_sources");
+  require(sources.size() == g->members.size(), "permute_sources must hold one per instance");
+  std::vector<int64_t> source_pos;  // per instance: index of its source in its group, or -1
+  for (size_t k = 0; k < sources.size(); ++k) {
+    const auto& members = g->members[k];
+    const auto it = std::find(members.begin(), members.end(), sources[k]);
+    require(sources[k] < 0 || it != members.end(), "a permute source is not in the group");
+    source_pos.push_back(sources[k] < 0 ? -1 : it - members.begin());
+  }
+  const TensorSpec result = spec.results[0];
+  return [g, source_pos, result](ExecContext& ctx, const Array* operands, Array* results) {
+    const int64_t k = instance_of(ctx, *g);
+    const auto& members = g->members[k];
+    if (members.size() > 1) {
+      const auto values = exchange(ctx, *g, k, {operands[0]});
+      if (source_pos[k] >= 0) {
+        results[0] = values[source_pos[k]][0];
+        return;
+      }
+    } else if (source_pos[k] == 0) {  // paired with itself
+      results[0] = operands[0];
+      return;
+    }
+    results[0] = allocate_zeroed(result.dtype, result.shape);
+  };
+}
+
+// Reads element i of an integer array as an int64 (the interpreter's reading of indices).
+using ReadIndexFn = int64_t (*)(const void* data, int64_t i);
+template <typename I>
+int64_t read_index(const void* data, int64_t i) {
+  return index_operands::index_value(static_cast<const I*>(data)[i]);
+}
+
+// collective_broadcast: result j of every member is operand j of the member at group index
+// root_j: 0, or with has_dynamic_root (an extension of the interpreter) element j of the
+// last operand, an integer vector read by each instance from its own operand. Instances in
+// no group get zeros.
+Step make_collective_broadcast(const OpSpec& spec) {
+  auto g = parse_groups(spec, false);
+  const bool dynamic_root = spec.attrs.get_bool("has_dynamic_root");
+  const size_t n = spec.results.size();
+  require(n >= 1 && spec.operands.size() == n + (dynamic_root ? 1 : 0),
+          "expected one result per data operand");
+  for (size_t j = 0; j < n; ++j) {
+    require(spec.operands[j].dtype == spec.results[j].dtype &&
+                spec.operands[j].shape == spec.results[j].shape,
+            "operand and result types differ");
+  }
+  ReadIndexFn read_root = nullptr;
+  if (dynamic_root) {
+    const TensorSpec& roots = spec.operands[n];
+    require(num_elements(roots.shape) == static_cast<int64_t>(n),
+            "has_dynamic_root needs one root per data operand");
+    read_root = index_operands::dispatch_index(roots.dtype, "the root operand", [](auto tag) {
+      return &read_index<typename decltype(tag)::type>;
+    });
+  }
+  const std::vector<TensorSpec> result_specs = spec.results;
+  return [g, read_root, result_specs](ExecContext& ctx, const Array* operands, Array* results) {
+    const int64_t k = instance_of(ctx, *g);
+    const auto& members = g->members[k];
+    const size_t n = result_specs.size();
+    if (members.empty()) {
+      for (size_t j = 0; j < n; ++j) {
+        results[j] = allocate_zeroed(result_specs[j].dtype, result_specs[j].shape);
+      }
+      return;
+    }
+    std::vector<int64_t> roots(n, 0);
+    for (size_t j = 0; read_root != nullptr && j < n; ++j) {
+      roots[j] = read_root(operands[n].raw(), static_cast<int64_t>(j));
+      if (roots[j] < 0 || roots[j] >= static_cast<int64_t>(members.size())) {
+        throw ExecError("root index " + std::to_string(roots[j]) +
+                        " is outside the process group " + id_list(members));
+      }
+    }
+    if (members.size() == 1) {
+      for (size_t j = 0; j < n; ++j) results[j] = operands[j];
+      return;
+    }
+    const auto values = exchange(ctx, *g, k, std::vector<Array>(operands, operands + n));
+    for (size_t j = 0; j < n; ++j) results[j] = values[roots[j]][j];
+  };
+}
+
+OPENHLO_KERNEL(all_reduce, "stablehlo.all_reduce", make_all_reduce);
+OPENHLO_KERNEL(all_gather, "stablehlo.all_gather", make_all_gather);
+OPENHLO_KERNEL(reduce_scatter, "stablehlo.reduce_scatter", make_reduce_scatter);
+OPENHLO_KERNEL(all_to_all, "stablehlo.all_to_all", make_all_to_all);
+OPENHLO_KERNEL(collective_permute, "stablehlo.collective_permute", make_collective_permute);
+OPENHLO_KERNEL(collective_broadcast, "stablehlo.collective_broadcast",
+               make_collective_broadcast);
+
+}  // namespace
+
+void bind_rendezvous(py::module_& m) {
+  py::class_<Rendezvous, std::shared_ptr<Rendezvous>>(m, "Rendezvous",
+      "Where the instances of one multi-device execution meet in native collectives.")
+      .def(py::init<int64_t, double>(), py::arg("num_instances"),
+           py::arg("timeout_s") = Rendezvous::kDefaultTimeoutS)
+      .def_property_readonly("num_instances", &Rendezvous::num_instances);
+}
+
+}  // namespace openhlo::cpu
