@@ -27,6 +27,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "combiners.h"
 #include "strided.h"
 #include "thread_pool.h"
 
@@ -247,49 +248,6 @@ int64_t common_group_size(const Groups& g) {
 
 // ---------------------------------------------------------------------------------------
 // Combiners (the reducer regions attrs.py:region_attrs recognizes)
-
-enum class Comb { kAdd, kMul, kMax, kMin, kAnd, kOr, kXor };
-
-Comb parse_combiner(const Attrs& attrs) {
-  const std::string name = attrs.get_str("combiner", "");
-  if (name == "stablehlo.add") return Comb::kAdd;
-  if (name == "stablehlo.multiply") return Comb::kMul;
-  if (name == "stablehlo.maximum") return Comb::kMax;
-  if (name == "stablehlo.minimum") return Comb::kMin;
-  if (name == "stablehlo.and") return Comb::kAnd;
-  if (name == "stablehlo.or") return Comb::kOr;
-  if (name == "stablehlo.xor") return Comb::kXor;
-  throw Unsupported("reduction region is not one add/multiply/maximum/minimum/and/or/xor");
-}
-
-// Integer arithmetic in an unsigned type of at least int's width: wraps without UB.
-template <typename T>
-using WrapT = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-// numpy's ufuncs, as the interpreter applies them: combine(acc, next).
-template <Comb C, typename T>
-inline T combine(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    if constexpr (C == Comb::kAdd || C == Comb::kMax || C == Comb::kOr) return a || b;
-    if constexpr (C == Comb::kMul || C == Comb::kMin || C == Comb::kAnd) return a && b;
-    if constexpr (C == Comb::kXor) return a != b;
-  } else if constexpr (std::is_floating_point_v<T>) {
-    if constexpr (C == Comb::kAdd) return a + b;
-    if constexpr (C == Comb::kMul) return a * b;
-    // NaN wins and ties give b, as with numpy's maximum/minimum.
-    if constexpr (C == Comb::kMax) return (a > b || a != a) ? a : b;
-    if constexpr (C == Comb::kMin) return (a < b || a != a) ? a : b;
-  } else {
-    using W = WrapT<T>;
-    if constexpr (C == Comb::kAdd) return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
-    if constexpr (C == Comb::kMul) return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
-    if constexpr (C == Comb::kMax) return a > b ? a : b;
-    if constexpr (C == Comb::kMin) return a < b ? a : b;
-    if constexpr (C == Comb::kAnd) return a & b;
-    if constexpr (C == Comb::kOr) return a | b;
-    if constexpr (C == Comb::kXor) return a ^ b;
-  }
-}
 
 // out[0..n) = srcs[0][i] op srcs[1][i] op ... (left to right), in cache-sized blocks.
 using FoldFn = void (*)(const void* const* srcs, int64_t members, void* out, int64_t n);
