@@ -37,6 +37,10 @@ def add_parser(subparsers) -> None:
 
 
 def _median_seconds(fn, repeats: int, inner: int = 1) -> float:
+    # Runtimes in one process disturb each other: XLA's and OpenBLAS's worker threads spin
+    # for a while after their last task. A short pause lets them sleep before each timing.
+    time.sleep(0.2)
+    fn()
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()

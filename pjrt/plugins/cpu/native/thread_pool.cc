@@ -73,30 +73,42 @@ void parallel_for(int64_t n, int64_t min_chunk,
                   const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   min_chunk = std::max<int64_t>(1, min_chunk);
-  int64_t chunks = std::min<int64_t>(parallel_width(), (n + min_chunk - 1) / min_chunk);
-  if (chunks <= 1 || t_inside_pool_task) {
+  const int64_t max_blocks = (n + min_chunk - 1) / min_chunk;
+  const int64_t runners = std::min<int64_t>(parallel_width(), max_blocks);
+  if (runners <= 1 || t_inside_pool_task) {
     fn(0, n);
     return;
   }
+  // Up to four blocks per runner, taken from a shared counter: a thread that falls behind
+  // (another process on its core) leaves its remaining blocks to the others.
+  const int64_t blocks_wanted = std::min<int64_t>(max_blocks, runners * 4);
+  const int64_t block = (n + blocks_wanted - 1) / blocks_wanted;
+  const int64_t blocks = (n + block - 1) / block;
   struct Shared {
+    std::atomic<int64_t> next{0};
     std::mutex mu;
     std::condition_variable cv;
-    int64_t remaining;
+    int64_t remaining = 0;
   };
   auto shared = std::make_shared<Shared>();
-  shared->remaining = chunks - 1;
-  int64_t step = (n + chunks - 1) / chunks;
-  for (int64_t c = 1; c < chunks; ++c) {
-    int64_t begin = c * step, end = std::min(n, begin + step);
-    pool().submit([shared, &fn, begin, end] {
-      if (begin < end) fn(begin, end);
+  shared->remaining = runners - 1;
+  auto run_blocks = [shared, &fn, n, block, blocks] {
+    for (;;) {
+      const int64_t b = shared->next.fetch_add(1, std::memory_order_relaxed);
+      if (b >= blocks) return;
+      fn(b * block, std::min(n, (b + 1) * block));
+    }
+  };
+  for (int64_t r = 1; r < runners; ++r) {
+    pool().submit([shared, run_blocks] {
+      run_blocks();
       std::lock_guard<std::mutex> lock(shared->mu);
       if (--shared->remaining == 0) shared->cv.notify_one();
     });
   }
-  bool was_inside = t_inside_pool_task;
-  t_inside_pool_task = true;  // the caller's own chunk must not fan out again
-  fn(0, std::min(n, step));
+  const bool was_inside = t_inside_pool_task;
+  t_inside_pool_task = true;  // the caller's blocks must not fan out again
+  run_blocks();
   t_inside_pool_task = was_inside;
   std::unique_lock<std::mutex> lock(shared->mu);
   shared->cv.wait(lock, [&] { return shared->remaining == 0; });

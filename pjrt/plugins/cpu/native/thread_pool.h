@@ -6,9 +6,10 @@
 
 namespace openhlo::cpu {
 
-// Runs fn(begin, end) over [0, n) split into chunks of at least `min_chunk` items, on the
-// pool's threads and the calling thread, and returns when all chunks are done. Small ranges
-// and calls made from inside a pool task run inline on the calling thread (no nesting).
+// Runs fn(begin, end) over [0, n) split into disjoint blocks of at least `min_chunk` items
+// (a few per thread, handed out dynamically), on the pool's threads and the calling thread,
+// and returns when all are done. Small ranges and calls made from inside a pool task run
+// inline on the calling thread (no nesting). fn must not throw.
 void parallel_for(int64_t n, int64_t min_chunk,
                   const std::function<void(int64_t begin, int64_t end)>& fn);
 
