@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <deque>
+#include <mutex>
 #include <new>
 
 namespace openhlo::cpu {
@@ -15,6 +17,62 @@ constexpr size_t kAlignment = 64;
 // 4 KiB pages otherwise dominate kernels that write fresh multi-megabyte results.
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kHugeThreshold = size_t{4} << 20;
+
+// Freed large blocks are kept for reuse (as XLA's and PyTorch's allocators do): a fresh
+// multi-megabyte block costs a page fault per page on first touch, which for a 1024^2
+// matmul result was a third of the matmul's time. Blocks are reused only at exactly the
+// same rounded size; at most kCacheBytes are kept, the oldest given back first.
+constexpr size_t kCacheMinBytes = size_t{1} << 20;
+constexpr size_t kCacheBytes = size_t{256} << 20;
+
+class BlockCache {
+ public:
+  void* take(size_t rounded) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+      if (it->second == rounded) {
+        void* p = it->first;
+        cached_ -= rounded;
+        blocks_.erase(it);
+        return p;
+      }
+    }
+    return nullptr;
+  }
+  // Keeps the block, or frees it (and older blocks) when the cache would overflow.
+  void give(void* p, size_t rounded) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (rounded > kCacheBytes) {
+      std::free(p);
+      return;
+    }
+    while (cached_ + rounded > kCacheBytes && !blocks_.empty()) {
+      std::free(blocks_.front().first);
+      cached_ -= blocks_.front().second;
+      blocks_.pop_front();
+    }
+    blocks_.emplace_back(p, rounded);
+    cached_ += rounded;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::pair<void*, size_t>> blocks_;
+  size_t cached_ = 0;
+};
+
+BlockCache& block_cache() {
+  static auto* cache = new BlockCache();  // leaked: storages may die during exit
+  return *cache;
+}
+
+size_t rounded_size(size_t bytes, size_t alignment) {
+  // aligned_alloc needs a size that is a multiple of the alignment (and non-zero).
+  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  return rounded == 0 ? alignment : rounded;
+}
+
+size_t alignment_for(size_t bytes) { return bytes >= kHugeThreshold ? kHugePage : kAlignment; }
 
 struct DTypeInfo {
   const char* name;
@@ -40,19 +98,24 @@ DType dtype_from_name(const std::string& name) {
 }
 
 Storage::Storage(size_t bytes) : nbytes(bytes) {
-  // aligned_alloc needs a size that is a multiple of the alignment (and non-zero).
-  const size_t alignment = bytes >= kHugeThreshold ? kHugePage : kAlignment;
-  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  if (rounded == 0) rounded = alignment;
-  data = std::aligned_alloc(alignment, rounded);
-  if (data == nullptr) throw std::bad_alloc();
-  if (alignment == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);  // a hint; may fail
+  const size_t alignment = alignment_for(bytes);
+  const size_t rounded = rounded_size(bytes, alignment);
+  data = bytes >= kCacheMinBytes ? block_cache().take(rounded) : nullptr;
+  if (data == nullptr) {
+    data = std::aligned_alloc(alignment, rounded);
+    if (data == nullptr) throw std::bad_alloc();
+    if (alignment == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);  // a hint; may fail
+  }
   g_live_count.fetch_add(1, std::memory_order_relaxed);
   g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
 }
 
 Storage::~Storage() {
-  std::free(data);
+  if (nbytes >= kCacheMinBytes) {
+    block_cache().give(data, rounded_size(nbytes, alignment_for(nbytes)));
+  } else {
+    std::free(data);
+  }
   g_live_count.fetch_sub(1, std::memory_order_relaxed);
   g_live_bytes.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
 }
