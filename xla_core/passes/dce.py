@@ -35,7 +35,7 @@ class DcePass(Pass):
     name = "dce"
 
     def run(self, module: Module, ctx: PassContext) -> bool:
-        purity = _Purity(module)
+        purity = Purity(module)
         changed = False
         for func in module.functions():
             if func.body is None:
@@ -46,7 +46,7 @@ class DcePass(Pass):
         return changed
 
 
-def _sweep_block(block: Block, uses: Counter, purity: "_Purity") -> bool:
+def _sweep_block(block: Block, uses: Counter, purity: "Purity") -> bool:
     changed = False
     kept = []
     for op in reversed(block.operations):
@@ -65,7 +65,7 @@ def _sweep_block(block: Block, uses: Counter, purity: "_Purity") -> bool:
     return changed
 
 
-def _is_dead(op: Operation, uses: Counter, purity: "_Purity") -> bool:
+def _is_dead(op: Operation, uses: Counter, purity: "Purity") -> bool:
     if any(uses[r] > 0 for r in op.results):
         return False
     opdef = op.opdef
@@ -74,7 +74,7 @@ def _is_dead(op: Operation, uses: Counter, purity: "_Purity") -> bool:
     return purity.is_pure(op)
 
 
-class _Purity:
+class Purity:
     """Memoized purity of ops and of the functions calls refer to."""
 
     def __init__(self, module: Module):
