@@ -147,6 +147,12 @@ class EvalContext:
         finally:
             self._scope = parent
 
+    def bind(self, values: dict) -> None:
+        """Makes ``values`` (Value -> runtime value) the current scope: for running one op
+        outside its function (a backend's fallback, constant folding), its regions see the
+        enclosing values they capture through it."""
+        self._scope = Scope(dict(values))
+
     def lookup(self, value: Value):
         """The runtime value of ``value`` in the current scope."""
         return self._scope.lookup(value)

@@ -9,6 +9,7 @@ from xla_core.passes.base import (PASSES, PIPELINES, Pass, PassContext, PassErro
 PASSES.register("inline", "xla_core.passes.inline:InlinePass")
 PASSES.register("dce", "xla_core.passes.dce:DcePass")
 PASSES.register("cse", "xla_core.passes.cse:CsePass")
+PASSES.register("constant-fold", "xla_core.passes.constant_fold:ConstantFoldPass")
 
 
 def _default_pipeline() -> Pipeline:

@@ -410,7 +410,6 @@ def _captured_values(op: Operation) -> set:
 def _interpreter_callback(op: Operation, captured: list, module: Module, probe_dir):
     """callback(host_state, (replica, partition), arrays) -> results of ``op`` on the
     interpreter; arrays are the operands followed by the captured values."""
-    from stablehlo.interpreter.evaluator import Scope
     from stablehlo.interpreter.kernels import KERNELS
     from stablehlo.interpreter.values import coerce
     kernel = KERNELS.lookup(op.name)
@@ -427,7 +426,7 @@ def _interpreter_callback(op: Operation, captured: list, module: Module, probe_d
             state = HostState(module, probe_dir)
         ctx = state.context()
         arrays = [from_stored(a, v.type) for a, v in zip(arrays, values)]
-        ctx._scope = Scope(dict(zip(captured, arrays[count:])))
+        ctx.bind(dict(zip(captured, arrays[count:])))
         try:
             with np.errstate(all="ignore"):
                 outs = run(ctx, kernel_op, *arrays[:count])
