@@ -10,11 +10,14 @@ PASSES.register("inline", "xla_core.passes.inline:InlinePass")
 PASSES.register("dce", "xla_core.passes.dce:DcePass")
 PASSES.register("cse", "xla_core.passes.cse:CsePass")
 PASSES.register("constant-fold", "xla_core.passes.constant_fold:ConstantFoldPass")
+PASSES.register("algebraic-simplifier",
+                "xla_core.passes.algebraic_simplifier:AlgebraicSimplifierPass")
 
 
 def _default_pipeline() -> Pipeline:
     """The target-independent cleanup every backend starts from."""
-    return Pipeline("default", parse_pass_list("inline,dce"))
+    return Pipeline("default", parse_pass_list(
+        "inline,algebraic-simplifier,constant-fold,cse,dce"))
 
 
 PIPELINES.register("default", _default_pipeline)

@@ -35,7 +35,8 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("path", _multi_function_programs(8), ids=lambda p: p.name)
-@pytest.mark.parametrize("passes", ["inline", "dce", "inline,dce"])
+@pytest.mark.parametrize("passes", ["inline", "dce", "inline,dce",
+                                    "inline,algebraic-simplifier,constant-fold,cse,dce"])
 def test_testdata_results_unchanged(path, passes):
     text = path.read_text()
     try:

@@ -125,6 +125,6 @@ def test_print_after_all_dumps_each_pass():
 
 def test_default_pipeline_is_registered():
     assert "default" in PIPELINES
-    assert make_pipeline("default").spec() == "inline,dce"
+    assert make_pipeline("default").spec() == "inline,algebraic-simplifier,constant-fold,cse,dce"
     with pytest.raises(PassError, match="unknown pipeline"):
         make_pipeline("nope")
