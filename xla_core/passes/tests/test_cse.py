@@ -173,29 +173,3 @@ def test_testdata_results_unchanged(path, passes):
     after = evaluate(module)  # the program's check custom_calls run again here
     assert len(before) == len(after)
     assert all(_same(a, b) for a, b in zip(before, after))
-
-
-# Suites with duplicate side effects (two infeeds of one token must read two
-# queue entries) and with equal constants in sibling and nested regions.
-_SUITES = ["infeed.mlir", "outfeed.mlir", "send_recv.mlir", "all_reduce.mlir", "while.mlir",
-           "if.mlir", "case.mlir", "reduce.mlir", "sort.mlir", "map.mlir", "constant.mlir",
-           "reduce_window.mlir", "scatter.mlir", "select_and_scatter.mlir"]
-
-
-@needs_conformance
-@pytest.mark.parametrize("name", _SUITES)
-def test_interpreter_suite_checks_still_pass(name):
-    chunks = [c for _, _, c in split_input_file((INTERPRET / name).read_text())
-              if "func.func" in c]
-    assert chunks
-    ran = 0
-    for chunk in chunks:
-        try:
-            evaluate(stablehlo.parse(chunk, name))
-        except OpenHLOError:
-            continue  # an interpreter gap, not a pass bug: nothing to compare
-        module, _ = _cse(chunk, name)
-        evaluate(module)  # raises CheckFailure if a check op saw a changed value
-        ran += 1
-    if not ran:
-        pytest.skip(f"the interpreter runs no case of {name} yet")

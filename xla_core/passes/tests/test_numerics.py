@@ -53,9 +53,17 @@ def test_testdata_results_unchanged(path, passes):
         assert not any(op.name == "func.call" for op in module.walk())
 
 
-@pytest.mark.parametrize("name", ["while.mlir", "if.mlir", "reduce.mlir", "case.mlir",
-                                  "sort.mlir", "map.mlir"])
-def test_interpreter_suite_checks_still_pass_after_dce(name):
+# Side effects (infeed, outfeed, send/recv, collectives) must survive every pass; the rest
+# exercise regions, control flow and constants.
+_SUITES = ["infeed.mlir", "outfeed.mlir", "send_recv.mlir", "all_reduce.mlir", "while.mlir",
+           "if.mlir", "case.mlir", "reduce.mlir", "sort.mlir", "map.mlir", "constant.mlir",
+           "reduce_window.mlir", "scatter.mlir", "select_and_scatter.mlir"]
+
+
+@pytest.mark.parametrize("name", _SUITES)
+@pytest.mark.parametrize("passes", ["inline,dce", "cse", "inline,cse",
+                                    "inline,algebraic-simplifier,constant-fold,cse,dce"])
+def test_interpreter_suite_checks_still_pass_after_passes(name, passes):
     chunks = [c for _, _, c in split_input_file((INTERPRET / name).read_text())
               if "func.func" in c]
     assert chunks
@@ -66,7 +74,7 @@ def test_interpreter_suite_checks_still_pass_after_dce(name):
         except OpenHLOError:
             continue  # an interpreter gap, not a pass bug: nothing to compare
         module = stablehlo.parse(chunk, name)
-        Pipeline("t", parse_pass_list("inline,dce")).run(module, PassContext())
+        Pipeline("t", parse_pass_list(passes)).run(module, PassContext())
         evaluate(module)  # raises CheckFailure if a check op saw a changed value
         ran += 1
     if not ran:
