@@ -1,0 +1,174 @@
+"""Measure this machine's f32 matmul throughput and memory bandwidth, once.
+
+The measurement takes well under two seconds (numpy f32 matmuls of 512..1024,
+a copy of a 64 MiB array, best of a few repeats) and is cached as JSON in
+``$OPENHLO_CACHE_DIR/hardware/<host-key>.json`` (default root
+``~/.cache/openhlo``), so later processes only read a file. The key names the
+machine: hostname, CPU model (from ``/proc/cpuinfo``) and core count; a cache
+file whose recorded key or format version differs is ignored and rewritten.
+Nothing here touches the network.
+
+Best-of-N is used rather than the mean: the machine may be shared, and the cost
+model wants what the hardware can do, not what a noisy neighbour left over.
+numpy's matmul is a BLAS call, so this is the throughput a library-backed dot
+achieves, a realistic "peak" for the roofline.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import socket
+import tempfile
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from xla_core.cost.hardware import HardwareDescription
+
+CACHE_VERSION = 1
+DEFAULT_MATMUL_SIZES = (512, 768, 1024)
+DEFAULT_COPY_BYTES = 64 * 1024 * 1024
+DEFAULT_REPEATS = 3
+
+
+def cache_dir() -> str:
+    root = os.environ.get("OPENHLO_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "openhlo")
+    return os.path.join(root, "hardware")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def _core_count() -> int:
+    if hasattr(os, "sched_getaffinity"):  # cores this process may run on, not the host's
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def host_key() -> str:
+    """``hostname|cpu model|cores``: what makes two machines' numbers differ."""
+    return f"{socket.gethostname()}|{_cpu_model()}|{_core_count()}"
+
+
+def cache_path(key: str | None = None) -> str:
+    key = host_key() if key is None else key
+    host = re.sub(r"[^A-Za-z0-9_.-]", "_", key.split("|", 1)[0])[:64] or "host"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return os.path.join(cache_dir(), f"{host}-{digest}.json")
+
+
+def measure_matmul_flops(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
+                         repeats: int = DEFAULT_REPEATS) -> float:
+    """Best f32 matmul rate (flop/s) over ``sizes``, counting 2*n^3 flops per n x n product."""
+    rng = np.random.default_rng(0)
+    best = 0.0
+    for n in sizes:
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        out = np.empty((n, n), dtype=np.float32)
+        np.matmul(a, b, out=out)  # warm-up: thread pool start, page faults on `out`
+        for _ in range(repeats):
+            start = time.perf_counter()
+            np.matmul(a, b, out=out)
+            elapsed = time.perf_counter() - start
+            best = max(best, 2.0 * n ** 3 / max(elapsed, 1e-9))
+    return best
+
+
+def measure_memory_bandwidth(nbytes: int = DEFAULT_COPY_BYTES,
+                             repeats: int = DEFAULT_REPEATS) -> float:
+    """Best copy rate (bytes/s), counting the bytes read plus the bytes written."""
+    src = np.ones(max(nbytes // 4, 1), dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)  # warm-up: fault in `dst`'s pages, which a real kernel would not pay
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        elapsed = time.perf_counter() - start
+        best = max(best, 2.0 * src.nbytes / max(elapsed, 1e-9))
+    return best
+
+
+def measure_machine(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
+                    nbytes: int = DEFAULT_COPY_BYTES,
+                    repeats: int = DEFAULT_REPEATS) -> dict:
+    """Fresh measurements (no cache)."""
+    start = time.perf_counter()
+    flops = measure_matmul_flops(sizes, repeats)
+    bandwidth = measure_memory_bandwidth(nbytes, repeats)
+    return {"peak_flops": flops, "memory_bandwidth": bandwidth,
+            "measure_seconds": time.perf_counter() - start,
+            "method": {"matmul_sizes": list(sizes), "copy_bytes": int(nbytes),
+                       "repeats": int(repeats), "numpy": np.__version__}}
+
+
+def _read_cache(path: str, key: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION \
+            or data.get("host_key") != key:
+        return None
+    if not all(isinstance(data.get(k), (int, float)) and data[k] > 0
+               for k in ("peak_flops", "memory_bandwidth", "cores")):
+        return None
+    return data
+
+
+def _write_cache(path: str, data: dict) -> None:
+    # Write-then-rename so a concurrent reader never sees half a file.
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def calibrate(*, refresh: bool = False, sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
+              nbytes: int = DEFAULT_COPY_BYTES, repeats: int = DEFAULT_REPEATS) -> dict:
+    """This machine's numbers: from the cache when present (unless ``refresh``),
+    else measured with the given parameters and written to the cache.
+
+    Returns the cached record: ``peak_flops``, ``memory_bandwidth``, ``cores``,
+    ``host_key``, ``version``, ``measured_at`` (Unix time), ``method``.
+    """
+    key = host_key()
+    path = cache_path(key)
+    if not refresh:
+        cached = _read_cache(path, key)
+        if cached is not None:
+            return cached
+    data = measure_machine(sizes, nbytes, repeats)
+    data.update(version=CACHE_VERSION, host_key=key, cores=_core_count(),
+                measured_at=time.time())
+    _write_cache(path, data)
+    return data
+
+
+def calibrated_cpu() -> HardwareDescription:
+    """The ``"cpu"`` hardware entry: this machine, measured once and then cached."""
+    data = calibrate()
+    return HardwareDescription(name="cpu", peak_flops=float(data["peak_flops"]),
+                               memory_bandwidth=float(data["memory_bandwidth"]),
+                               cores=int(data["cores"]))

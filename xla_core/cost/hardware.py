@@ -1,0 +1,103 @@
+"""Hardware descriptions: the few numbers a roofline cost model needs.
+
+A ``HardwareDescription`` is immutable; ``HARDWARE`` maps names to descriptions
+or to zero-argument factories returning one (so a description that has to be
+measured, like ``"cpu"``, is built only when someone asks for it). Entries may
+be lazy ``"pkg.mod:attr"`` strings, and installed packages add their own through
+the ``openhlo.hardware`` entry-point group.
+
+Built-in entries:
+
+* ``"cpu"``: this machine, from a one-off measurement cached on disk
+  (``xla_core.cost.calibrate``);
+* ``"generic-cpu"``: fixed, deliberately conservative numbers (a few cores of an
+  older x86 server) for deterministic results, e.g. in tests and golden files.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from stablehlo.registry import Registry, RegistryError
+
+
+@dataclass(frozen=True)
+class HardwareDescription:
+    """Throughput figures of one device, all per second, f32.
+
+    ``step_overhead`` is the fixed cost of launching one kernel or executing one
+    step (thread-pool dispatch on a CPU, a kernel launch on a GPU); it is what
+    makes fusing many tiny ops worthwhile even when they are memory-bound.
+    """
+    name: str
+    peak_flops: float
+    memory_bandwidth: float
+    cores: int
+    step_overhead: float = 1e-6
+    l1_cache_bytes: int | None = None
+    l2_cache_bytes: int | None = None
+    l3_cache_bytes: int | None = None
+
+    def __post_init__(self):
+        if self.peak_flops <= 0 or self.memory_bandwidth <= 0 or self.cores <= 0:
+            raise ValueError(f"hardware {self.name!r}: peak_flops, memory_bandwidth and cores "
+                             f"must be positive, got {self.peak_flops}, "
+                             f"{self.memory_bandwidth}, {self.cores}")
+        if self.step_overhead < 0:
+            raise ValueError(f"hardware {self.name!r}: step_overhead must be >= 0")
+
+    @property
+    def machine_balance(self) -> float:
+        """Flops per byte at which an op stops being memory-bound."""
+        return self.peak_flops / self.memory_bandwidth
+
+    def cache_key(self) -> str:
+        """Hash of every field: decisions taken from these numbers change generated code."""
+        text = repr(sorted(asdict(self).items()))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+HardwareFactory = Callable[[], HardwareDescription]
+
+HARDWARE: Registry[HardwareDescription | HardwareFactory] = Registry(
+    "hardware description", entry_point_group="openhlo.hardware")
+
+
+def register_hardware(name: str, description_or_factory, *, override: bool = False):
+    """Register a description, a zero-argument factory, or a lazy ``"mod:attr"`` string."""
+    if isinstance(description_or_factory, HardwareDescription):
+        if description_or_factory.name != name:
+            raise RegistryError(f"hardware description named {description_or_factory.name!r} "
+                                f"registered as {name!r}")
+    elif not (callable(description_or_factory) or isinstance(description_or_factory, str)):
+        raise RegistryError(f"hardware {name!r}: expected a HardwareDescription, a factory or "
+                            f"a 'module:attr' string, got {type(description_or_factory)}")
+    return HARDWARE.register(name, description_or_factory, override=override)
+
+
+def hardware(name: str) -> HardwareDescription:
+    """The description registered as ``name``; factories are called on each lookup
+    (``"cpu"`` reads its on-disk cache, so this is cheap after the first time)."""
+    entry = HARDWARE.get(name)
+    if isinstance(entry, HardwareDescription):
+        return entry
+    if not callable(entry):
+        raise RegistryError(f"hardware {name!r} resolved to {type(entry).__name__}, expected a "
+                            f"HardwareDescription or a factory")
+    description = entry()
+    if not isinstance(description, HardwareDescription):
+        raise RegistryError(f"hardware factory for {name!r} returned "
+                            f"{type(description).__name__}, expected a HardwareDescription")
+    return description
+
+
+# Conservative: 4 cores x AVX2 FMA at ~2.5 GHz would be ~320 GFLOP/s peak, but
+# achieved numpy/BLAS throughput on shared servers is far lower; 50 GFLOP/s and
+# 10 GB/s (one or two DDR4 channels under contention) keep estimates pessimistic.
+GENERIC_CPU = HardwareDescription(
+    name="generic-cpu", peak_flops=50e9, memory_bandwidth=10e9, cores=4, step_overhead=2e-6,
+    l1_cache_bytes=32 * 1024, l2_cache_bytes=1024 * 1024, l3_cache_bytes=16 * 1024 * 1024)
+
+register_hardware("generic-cpu", GENERIC_CPU)
+register_hardware("cpu", "xla_core.cost.calibrate:calibrated_cpu")
