@@ -16,7 +16,7 @@ import numpy as np
 from stablehlo.ir.core import Func, Module
 
 from pjrt.plugins.cpu.lowering import (
-    Fallback, HostState, Lowering, NotLowerable, as_stored, from_stored, native_type)
+    Fallback, HostState, Lowering, NotLowerable, as_stored, from_stored, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
 
 LOG = logging.getLogger("openhlo.cpu")
@@ -47,10 +47,8 @@ class CompiledProgram:
             LOG.info("@%s runs on the interpreter as a whole: %s", func.name, exc)
             self.native = self._interpreter_executable()
         # Results whose stored dtype differs (raw-byte types) are viewed back on the way out.
-        self._result_views = [native_type_or_none(t) is not None and
-                              native_type(t)[0] in _RAW for t in self.result_types]
-        self._param_views = [native_type_or_none(t) is not None and
-                             native_type(t)[0] in _RAW for t in self.parameter_types]
+        self._result_views = [stored_raw(t) for t in self.result_types]
+        self._param_views = [stored_raw(t) for t in self.parameter_types]
 
     def _interpreter_executable(self):
         """One CALLBACK instruction evaluating the whole function, if its signature is
@@ -98,16 +96,6 @@ class CompiledProgram:
             return outs
         return [from_stored(o, t) if view else o
                 for o, t, view in zip(outs, self.result_types, self._result_views)]
-
-
-_RAW = frozenset({"b8", "b16", "b32", "b64"})
-
-
-def native_type_or_none(type):
-    try:
-        return native_type(type)
-    except NotLowerable:
-        return None
 
 
 def _evaluate(state: HostState, func: Func, args: list) -> list:

@@ -94,11 +94,23 @@ def host_dtype(type: Type):
     return None
 
 
+RAW_STORAGE = frozenset({"b8", "b16", "b32", "b64"})
+
+
+def stored_raw(type: Type) -> bool:
+    """Whether tensors of ``type`` are held as raw bytes natively (so host arrays of it
+    need a view on the way in and out); False for tokens and unlowerable types."""
+    try:
+        spec = native_type(type)
+    except NotLowerable:
+        return False
+    return spec is not None and spec[0] in RAW_STORAGE
+
+
 def as_stored(array: np.ndarray, type: Type) -> np.ndarray:
     """``array`` as the native side stores it (raw unsigned bytes for "b" types)."""
-    spec = native_type(type)
-    if spec is not None and spec[0].startswith("b") and spec[0] != "bf16":
-        return array.view(f"uint{spec[0][1:]}")
+    if stored_raw(type):
+        return array.view(f"uint{array.dtype.itemsize * 8}")
     return array
 
 

@@ -18,7 +18,8 @@ from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device,
                       Executable, ExecutionError, LoadedExecutable, MemorySpace,
                       UnimplementedError, check_arguments)
 from pjrt.plugins.cpu.compiler import CompiledProgram
-from pjrt.plugins.cpu.lowering import NotLowerable, as_stored, from_stored, native_type
+from pjrt.plugins.cpu.lowering import (
+    NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
 
 PLATFORM = "cpu"
@@ -133,8 +134,10 @@ class CpuExecutable(LoadedExecutable):
         super().__init__(client, executable, device_assignment)
         self.program = program
         self._lock = threading.Lock()
-        self._result_dtypes = [_host_dtype(t) for t in program.result_types]
-        self._result_raw = [_raw_type(t) for t in program.result_types]
+        # Tokens and tuples have no numpy dtype: their buffers say ``object``.
+        self._result_dtypes = [host_dtype(t) if host_dtype(t) is not None else np.dtype(object)
+                               for t in program.result_types]
+        self._result_raw = [t if stored_raw(t) else None for t in program.result_types]
 
     @property
     def fallbacks(self) -> list:
@@ -240,24 +243,9 @@ class CpuClient(Client):
         except (TypeError, NotLowerable) as exc:
             raise ArgumentError(f"cannot make a cpu buffer of dtype {array.dtype}: {exc}") \
                 from None
-        raw = type if spec[0] in ("b8", "b16", "b32", "b64") else None
+        raw = type if stored_raw(type) else None
         handle = self._runtime.buffer_from_numpy(as_stored(array, type), spec[0], device.id)
         return CpuBuffer(self, handle, array.dtype, raw)
-
-
-def _host_dtype(type) -> np.dtype:
-    from stablehlo.ir.types import TensorType, numpy_dtype
-    if isinstance(type, TensorType):
-        return numpy_dtype(type.element_type)
-    return np.dtype(object)
-
-
-def _raw_type(type):
-    try:
-        spec = native_type(type)
-    except NotLowerable:
-        return None
-    return type if spec is not None and spec[0] in ("b8", "b16", "b32", "b64") else None
 
 
 def create_client(**options) -> CpuClient:

@@ -99,12 +99,10 @@ template <> struct CType<DType::F64> { using type = double; };
 
 template <typename T> struct TypeTag { using type = T; };
 
-// Calls fn(TypeTag<T>{}) for the real (non-complex, non-16-bit-float) element types and
-// returns its result; throws Unsupported-style std::invalid_argument otherwise. Kernels use
-// it at compile time to pick a typed loop:
-//   auto loop = dispatch_real(dtype, [&](auto tag) { using T = typename decltype(tag)::type; ...});
-template <typename Fn>
-auto dispatch_real(DType dtype, Fn&& fn) {
+// Calls fn(TypeTag<T>{}) for the integer (and bool) element types, and other() for the rest;
+// both must return the same type.
+template <typename Fn, typename Other>
+auto dispatch_integer(DType dtype, Fn&& fn, Other&& other) {
   switch (dtype) {
     case DType::PRED: return fn(TypeTag<bool>{});
     case DType::S8: return fn(TypeTag<int8_t>{});
@@ -115,12 +113,22 @@ auto dispatch_real(DType dtype, Fn&& fn) {
     case DType::U16: return fn(TypeTag<uint16_t>{});
     case DType::U32: return fn(TypeTag<uint32_t>{});
     case DType::U64: return fn(TypeTag<uint64_t>{});
-    case DType::F32: return fn(TypeTag<float>{});
-    case DType::F64: return fn(TypeTag<double>{});
-    default:
-      throw std::invalid_argument(std::string("element type ") + dtype_name(dtype) +
-                                  " has no native arithmetic");
+    default: return other();
   }
+}
+
+// Calls fn(TypeTag<T>{}) for the real (non-complex, non-16-bit-float) element types and
+// returns its result; throws std::invalid_argument otherwise. Kernels use it at compile time
+// to pick a typed loop:
+//   auto loop = dispatch_real(dtype, [&](auto tag) { using T = typename decltype(tag)::type; ...});
+template <typename Fn>
+auto dispatch_real(DType dtype, Fn&& fn) {
+  return dispatch_integer(dtype, fn, [&] {
+    if (dtype == DType::F32) return fn(TypeTag<float>{});
+    if (dtype == DType::F64) return fn(TypeTag<double>{});
+    throw std::invalid_argument(std::string("element type ") + dtype_name(dtype) +
+                                " has no native arithmetic");
+  });
 }
 
 // Calls fn(TypeTag<uintN_t>{}) with the unsigned integer of the element size: for kernels

@@ -252,19 +252,9 @@ inline int64_t index_value(I v) {
 // large index tensor would cost more than the gather itself).
 template <typename Fn>
 auto dispatch_index(DType dtype, const std::string& what, Fn&& fn) {
-  switch (dtype) {
-    case DType::PRED: return fn(TypeTag<bool>{});
-    case DType::S8: return fn(TypeTag<int8_t>{});
-    case DType::S16: return fn(TypeTag<int16_t>{});
-    case DType::S32: return fn(TypeTag<int32_t>{});
-    case DType::S64: return fn(TypeTag<int64_t>{});
-    case DType::U8: return fn(TypeTag<uint8_t>{});
-    case DType::U16: return fn(TypeTag<uint16_t>{});
-    case DType::U32: return fn(TypeTag<uint32_t>{});
-    case DType::U64: return fn(TypeTag<uint64_t>{});
-    default:
-      throw Unsupported(what + " must have an integer type, got " + dtype_name(dtype));
-  }
+  return dispatch_integer(dtype, fn, [&]() -> decltype(fn(TypeTag<int64_t>{})) {
+    throw Unsupported(what + " must have an integer type, got " + dtype_name(dtype));
+  });
 }
 
 // Index vectors: the start indices tensor minus its index_vector_dim. `batch_*` are per
