@@ -327,8 +327,8 @@ class Lowering:
 
     def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
         reason = None
-        if op.regions and "combiner" not in (attrs := region_attrs(op)) and \
-                "comparator" not in attrs and "replace" not in attrs:
+        region = region_attrs(op)
+        if op.regions and not region:
             reason = "its region is not a simple combiner or comparator"
         elif op.name not in _kernel_names():
             reason = "no native kernel"
@@ -339,7 +339,7 @@ class Lowering:
             reason = "quantized ops run on the interpreter (dequantize-compute-quantize)"
         else:
             try:
-                attrs = {**plain_attrs(op), **region_attrs(op)}
+                attrs = {**plain_attrs(op), **region}
                 if op.name in COLLECTIVE_OPS:
                     attrs.update(collective_attrs(op, self.num_replicas, self.num_partitions))
                 b.add("add_kernel", op.where(), op.name, attrs,
