@@ -4,11 +4,13 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <thread>
 
 #include "collectives.h"
 #include "numpy_bridge.h"
+#include "profiler.h"
 
 namespace openhlo::cpu {
 
@@ -228,9 +230,17 @@ void run_instr(const Instr& instr, Frame& frame) {
 }
 
 void run_program(const Program& program, Frame& frame) {
+  const bool profiling = profiling_enabled();
   for (const Instr& instr : program.instrs) {
     try {
-      run_instr(instr, frame);
+      if (profiling) {
+        const auto start = std::chrono::steady_clock::now();
+        run_instr(instr, frame);
+        profile_record(instr.where, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - start).count());
+      } else {
+        run_instr(instr, frame);
+      }
     } catch (...) {
       rethrow_located(instr);
     }

@@ -8,6 +8,7 @@
 #include "runtime.h"
 #include "kernel.h"
 #include "numpy_bridge.h"
+#include "profiler.h"
 #include "thread_pool.h"
 
 namespace py = pybind11;
@@ -62,6 +63,9 @@ PYBIND11_MODULE(_native, m) {
   m.def("live_storage_count", &live_storage_count);
   m.def("live_storage_bytes", &live_storage_bytes);
   m.def("parallel_width", &parallel_width);
+  m.def("set_profiling", &set_profiling, py::arg("on"));
+  m.def("profile_snapshot", &profile_snapshot);
+  m.def("profile_reset", &profile_reset);
   m.def("prepare_exit", [] {
     // From an atexit hook, before finalization: queued executions finish (their fallbacks
     // may still take the GIL, released here), then native threads stop taking it for good
