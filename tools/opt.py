@@ -3,6 +3,8 @@
 With ``--passes=a,b{opt=v}`` or ``--pipeline=NAME`` the module goes through
 xla_core passes (verified after each one) before it is printed; without
 either it is printed back as parsed, which makes ``opt`` the round-trip tool.
+``--memory-report`` writes each public function's buffer assignment (in its
+final op order) to stderr.
 """
 from __future__ import annotations
 
@@ -34,6 +36,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--print-after-all", action="store_true",
                    help="print the module to stderr after every pass")
     p.add_argument("--timing", action="store_true", help="report pass times on stderr")
+    p.add_argument("--memory-report", action="store_true",
+                   help="after the passes, report each public function's buffer assignment "
+                        "(peak, heap, largest buffers) on stderr")
     p.add_argument("-o", "--output", metavar="OUT", help="write the module here, not to stdout")
     p.set_defaults(handler=opt_command)
 
@@ -63,8 +68,17 @@ def _process(text: str, filename: str, pipeline, args: argparse.Namespace) -> st
         pipeline.run(module, ctx)
         if args.timing:
             sys.stderr.write(ctx.timing_report() + "\n")
+    if args.memory_report:
+        _memory_report(module)
     out = print_module(module, generic=args.generic)
     return out if out.endswith("\n") else out + "\n"
+
+
+def _memory_report(module) -> None:
+    from xla_core.buffers import assign_buffers
+    for func in module.functions():
+        if func.visibility == "public" and func.body is not None:
+            sys.stderr.write(assign_buffers(func).report() + "\n")
 
 
 def _pipeline(args):

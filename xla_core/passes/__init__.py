@@ -12,6 +12,7 @@ PASSES.register("cse", "xla_core.passes.cse:CsePass")
 PASSES.register("constant-fold", "xla_core.passes.constant_fold:ConstantFoldPass")
 PASSES.register("algebraic-simplifier",
                 "xla_core.passes.algebraic_simplifier:AlgebraicSimplifierPass")
+PASSES.register("memory-schedule", "xla_core.buffers.scheduler:MemorySchedulePass")
 
 
 def _default_pipeline() -> Pipeline:
