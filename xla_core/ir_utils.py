@@ -127,6 +127,9 @@ def live_functions(module: Module) -> set[str]:
 
 def remove_dead_private_functions(module: Module) -> bool:
     """Erase private functions no live code refers to; returns whether any went."""
+    if not any(op.name == "func.func" and "sym_visibility" in op.attributes
+               for op in module.body.operations):
+        return False  # only public functions: nothing to erase, no need to walk them
     live = live_functions(module)
     keep = []
     for op in module.body.operations:

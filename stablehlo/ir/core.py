@@ -52,6 +52,9 @@ class Value:
         return f"<Value {kind}#{self.index} of {owner}: {self.type}>"
 
 
+_OPS = None  # stablehlo.ir.ops.OPS, bound by Operation.opdef
+
+
 class Operation:
     __slots__ = ("name", "operands", "results", "attributes", "regions",
                  "location", "parent")
@@ -94,8 +97,10 @@ class Operation:
     @property
     def opdef(self):
         """The op's registry entry, or None for an unregistered op."""
-        from stablehlo.ir.ops import OPS
-        return OPS.lookup(self.name)
+        global _OPS
+        if _OPS is None:  # imported on first use: the op registry imports this module
+            from stablehlo.ir.ops import OPS as _OPS
+        return _OPS.lookup(self.name)
 
     def attr(self, name: str, default=None):
         return self.attributes.get(name, default)

@@ -13,6 +13,8 @@ PASSES.register("constant-fold", "xla_core.passes.constant_fold:ConstantFoldPass
 PASSES.register("algebraic-simplifier",
                 "xla_core.passes.algebraic_simplifier:AlgebraicSimplifierPass")
 PASSES.register("memory-schedule", "xla_core.buffers.scheduler:MemorySchedulePass")
+PASSES.register("canonicalize", "xla_core.passes.canonicalize:CanonicalizePass")
+PASSES.register("transpose-folding", "xla_core.passes.transpose_folding:TransposeFoldingPass")
 
 
 def _default_pipeline() -> Pipeline:
@@ -21,7 +23,25 @@ def _default_pipeline() -> Pipeline:
         "inline,algebraic-simplifier,constant-fold,cse,dce"))
 
 
+def _cpu_opt_pipeline() -> Pipeline:
+    """The target-independent part of the cpu backend's pipeline (fusion and
+    scheduling are appended by the backend).
+
+    canonicalize runs before the algebraic simplifier so the identities see
+    constants on the right, and again after constant folding exposed new
+    constants. constant-fold keeps to 1024 elements: larger results (an iota
+    mask, a broadcast splat) are cheaper computed inside a fused loop than
+    read from a constant buffer, as XLA leaves iota and broadcasts unfolded.
+    transpose-folding runs after cse so a transpose shared by two dots is
+    seen once; dce then removes the transposes and ops left unused.
+    """
+    return Pipeline("cpu-opt", parse_pass_list(
+        "inline,canonicalize,algebraic-simplifier,constant-fold{max-elements=1024},"
+        "canonicalize,algebraic-simplifier,cse,transpose-folding,dce"))
+
+
 PIPELINES.register("default", _default_pipeline)
+PIPELINES.register("cpu-opt", _cpu_opt_pipeline)
 
 __all__ = ["PASSES", "PIPELINES", "Pass", "PassContext", "PassError", "PassRecord", "Pipeline",
            "make_pass", "make_pipeline", "parse_pass_list"]

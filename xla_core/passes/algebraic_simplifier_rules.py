@@ -60,7 +60,7 @@ Create = Callable[..., Value]
 # ---------------------------------------------------------------------------
 # Helpers
 
-def _producer(value: Value, name: str) -> Operation | None:
+def producer(value: Value, name: str) -> Operation | None:
     """The op that defines ``value`` if it is a ``name`` op."""
     owner = value.owner
     return owner if isinstance(owner, Operation) and owner.name == name else None
@@ -71,12 +71,12 @@ def _forward(value: Value, op: Operation) -> Value | None:
     return value if value.type == op.result.type else None
 
 
-def _splat(value: Value) -> np.ndarray | None:
+def splat(value: Value) -> np.ndarray | None:
     """The one element (a 0-d array) of a constant whose elements all have
     the same bits, looking through broadcast_in_dim; else None."""
-    while (bcast := _producer(value, "stablehlo.broadcast_in_dim")) is not None:
+    while (bcast := producer(value, "stablehlo.broadcast_in_dim")) is not None:
         value = bcast.operands[0]
-    const = _producer(value, "stablehlo.constant")
+    const = producer(value, "stablehlo.constant")
     attr = const.attributes.get("value") if const is not None else None
     if not isinstance(attr, DenseElementsAttr) or attr.array.size == 0:
         return None
@@ -115,12 +115,6 @@ def _exactly(element_type: Type, value) -> np.ndarray | None:
     return converted if converted.astype(array.dtype) == array else None
 
 
-def _is_splat_of(value: Value, wanted: np.ndarray | None) -> bool:
-    found = _splat(value)
-    return (wanted is not None and found is not None
-            and found.tobytes() == wanted.tobytes())
-
-
 def _all_ones(element_type: IntegerType):
     """The bitwise-and identity: true, -1, or the largest unsigned value."""
     if element_type.width == 1:
@@ -131,18 +125,32 @@ def _all_ones(element_type: IntegerType):
 def _identity_operand(op: Operation, by_kind: dict, commutative: bool) -> Value | None:
     """For a binary op whose right (or, if commutative, either) operand is a
     constant equal to its identity ``by_kind[kind]``, the other operand."""
-    element_type = op.result.type.element_type
-    kind = _kind(element_type)
-    if kind not in by_kind:
-        return None
-    value = by_kind[kind]
-    identity = _exactly(element_type, value(element_type) if callable(value) else value)
     lhs, rhs = op.operands
-    if _is_splat_of(rhs, identity):
+    rhs_splat = splat(rhs)
+    lhs_splat = splat(lhs) if commutative else None
+    if rhs_splat is None and lhs_splat is None:
+        return None  # the common case, decided without building the identity
+    element_type = op.results[0].type.element_type
+    key = (op.name, element_type)
+    if key not in _IDENTITIES:
+        kind = _kind(element_type)
+        value = by_kind.get(kind)
+        if callable(value):
+            value = value(element_type)
+        _IDENTITIES[key] = None if value is None else _exactly(element_type, value)
+    identity = _IDENTITIES[key]
+    if identity is None:
+        return None
+    if rhs_splat is not None and rhs_splat.tobytes() == identity.tobytes():
         return _forward(lhs, op)
-    if commutative and _is_splat_of(lhs, identity):
+    if lhs_splat is not None and lhs_splat.tobytes() == identity.tobytes():
         return _forward(rhs, op)
     return None
+
+
+# (op name, element type) -> the identity of that op's rule as a 0-d array, or
+# None: one rule per op name calls _identity_operand, so the pair fixes it.
+_IDENTITIES: dict[tuple, np.ndarray | None] = {}
 
 
 def _identity_dims(dims: list) -> bool:
@@ -183,10 +191,31 @@ def or_zero(op: Operation, create: Create) -> Value | None:
     return _identity_operand(op, {"bool": False, "int": 0}, commutative=True)
 
 
+def maximum_lowest(op: Operation, create: Create) -> Value | None:
+    # maximum(x, -inf) -> x, maximum(-inf, x) -> x; integers: maximum(x, MIN) -> x; i1: x or false
+    # (NaN x stays NaN with its payload: maximum propagates NaN; -0.0 stays -0.0)
+    return _identity_operand(op, {"bool": False, "int": _lowest, "float": -np.inf},
+                             commutative=True)
+
+
+def minimum_highest(op: Operation, create: Create) -> Value | None:
+    # minimum(x, +inf) -> x, minimum(+inf, x) -> x; integers: minimum(x, MAX) -> x; i1: x and true
+    return _identity_operand(op, {"bool": True, "int": _highest, "float": np.inf},
+                             commutative=True)
+
+
+def _lowest(element_type: IntegerType) -> int:
+    return _integer_bound(element_type)[0]
+
+
+def _highest(element_type: IntegerType) -> int:
+    return _integer_bound(element_type)[1]
+
+
 def select_constant_pred(op: Operation, create: Create) -> Value | None:
     # select(true, a, b) -> a; select(false, a, b) -> b
     pred, on_true, on_false = op.operands
-    found = _splat(pred)
+    found = splat(pred)
     if found is None:
         return None
     return _forward(on_true if bool(found) else on_false, op)
@@ -200,7 +229,7 @@ def select_same_branches(op: Operation, create: Create) -> Value | None:
 
 def involution(op: Operation, create: Create) -> Value | None:
     # negate(negate(x)) -> x; not(not(x)) -> x
-    inner = _producer(op.operands[0], op.name)
+    inner = producer(op.operands[0], op.name)
     if inner is None or is_quant(op.result.type.element_type):
         return None
     return _forward(inner.operands[0], op)
@@ -208,7 +237,7 @@ def involution(op: Operation, create: Create) -> Value | None:
 
 def abs_of_abs(op: Operation, create: Create) -> Value | None:
     # abs(abs(x)) -> abs(x) (also for complex x: the inner abs is already real)
-    inner = _producer(op.operands[0], "stablehlo.abs")
+    inner = producer(op.operands[0], "stablehlo.abs")
     if inner is None or is_quant(op.result.type.element_type):
         return None
     return _forward(inner.result, op)
@@ -220,7 +249,7 @@ def abs_of_abs(op: Operation, create: Create) -> Value | None:
 def reshape_chain(op: Operation, create: Create) -> Value | None:
     # reshape(x) : T -> x when x : T; reshape(reshape(x)) -> reshape(x)
     x = op.operands[0]
-    inner = _producer(x, "stablehlo.reshape")
+    inner = producer(x, "stablehlo.reshape")
     if x.type == op.result.type or inner is None:
         return _forward(x, op)
     source = inner.operands[0]
@@ -234,7 +263,7 @@ def transpose_chain(op: Operation, create: Create) -> Value | None:
     x = op.operands[0]
     if _identity_dims(permutation):
         return _forward(x, op)
-    inner = _producer(x, "stablehlo.transpose")
+    inner = producer(x, "stablehlo.transpose")
     if inner is None:
         return None
     first = int_list(inner, "permutation")
@@ -252,7 +281,7 @@ def broadcast_chain(op: Operation, create: Create) -> Value | None:
     x = op.operands[0]
     if _identity_dims(dims) and x.type == op.result.type:
         return x
-    inner = _producer(x, "stablehlo.broadcast_in_dim")
+    inner = producer(x, "stablehlo.broadcast_in_dim")
     if inner is None:
         return None
     composed = [dims[i] for i in int_list(inner, "broadcast_dimensions")]
@@ -267,7 +296,7 @@ def convert_chain(op: Operation, create: Create) -> Value | None:
     # convert(x) : T -> x when x : T
     # convert(convert(x : A) : B) : C -> convert(x) : C, or x when C == A (Note [convert pairs])
     x = op.operands[0]
-    inner = _producer(x, "stablehlo.convert")
+    inner = producer(x, "stablehlo.convert")
     if x.type == op.result.type or inner is None:
         return _forward(x, op)
     source = inner.operands[0]
@@ -309,7 +338,7 @@ def reverse_chain(op: Operation, create: Create) -> Value | None:
     dims = set(int_list(op, "dimensions"))
     if _reverses_nothing(x, dims):
         return _forward(x, op)
-    inner = _producer(x, "stablehlo.reverse")
+    inner = producer(x, "stablehlo.reverse")
     if inner is None:
         return None
     dims ^= set(int_list(inner, "dimensions"))
@@ -393,6 +422,8 @@ RULES: list[tuple[str, Callable]] = [
     ("stablehlo.divide", divide_one),
     ("stablehlo.and", and_all_ones),
     ("stablehlo.or", or_zero),
+    ("stablehlo.maximum", maximum_lowest),
+    ("stablehlo.minimum", minimum_highest),
     ("stablehlo.select", select_constant_pred),
     ("stablehlo.select", select_same_branches),
     ("stablehlo.negate", involution),

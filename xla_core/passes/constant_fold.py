@@ -107,7 +107,7 @@ class _Folder:
                 self._record_constant(op)
                 ops.append(op)
                 continue
-            captured = _captured_values(op)
+            captured = _captured_values(op) if op.regions else set()
             outs = self._evaluate(op, captured) if self._foldable(op, captured) else None
             if outs is None:
                 for region in op.regions:
@@ -128,15 +128,17 @@ class _Folder:
 
     def _foldable(self, op: Operation, captured: set[Value]) -> bool:
         """Pure, deterministic, constant inputs, foldable result types within the limit."""
+        # Cheapest test first: most ops have an operand that is not a constant.
+        constants = self.constants
+        if not all(v in constants for v in op.operands):
+            return False
+        if not all(v in constants for v in captured):
+            return False
         if not op.results or not all(_plain_static_tensor(r.type) for r in op.results):
             return False
         if not all(_plain_static_tensor(v.type) for v in op.operands):
             return False
         if sum(r.type.num_elements for r in op.results) > self.max_elements:
-            return False
-        if not all(v in self.constants for v in op.operands):
-            return False
-        if not all(v in self.constants for v in captured):
             return False
         return all(_pure(inner) for inner in op.walk())
 

@@ -290,3 +290,25 @@ func.func public @region(%arg0: tensor<4xf32>) -> tensor<f32> {
   }
   func.return %0 : tensor<f32>
 }
+
+// -----
+
+// maximum(x, -inf) and minimum(x, +inf) are x (NaN propagates with its payload,
+// -0.0 stays), on either side; integers use the type's extreme values; other
+// bounds stay.
+// CHECK-LABEL: func.func public @max_min_bounds
+// CHECK: %[[K:[^ ]+]] = stablehlo.maximum %arg0, %{{[^ ]+}} : tensor<3xf32>
+// CHECK-NEXT: return %arg0, %arg0, %arg1, %arg1, %[[K]]
+func.func public @max_min_bounds(%arg0: tensor<3xf32>, %arg1: tensor<3xi8>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xi8>, tensor<3xi8>, tensor<3xf32>) {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<3xf32>
+  %pinf = stablehlo.constant dense<0x7F800000> : tensor<3xf32>
+  %lo = stablehlo.constant dense<-128> : tensor<3xi8>
+  %hi = stablehlo.constant dense<127> : tensor<3xi8>
+  %big = stablehlo.constant dense<-3.0e38> : tensor<3xf32>
+  %0 = stablehlo.maximum %ninf, %arg0 : tensor<3xf32>
+  %1 = stablehlo.minimum %arg0, %pinf : tensor<3xf32>
+  %2 = stablehlo.maximum %arg1, %lo : tensor<3xi8>
+  %3 = stablehlo.minimum %hi, %arg1 : tensor<3xi8>
+  %4 = stablehlo.maximum %arg0, %big : tensor<3xf32>
+  func.return %0, %1, %2, %3, %4 : tensor<3xf32>, tensor<3xf32>, tensor<3xi8>, tensor<3xi8>, tensor<3xf32>
+}

@@ -140,7 +140,8 @@ def test_max_iterations_bounds_the_sweeps(monkeypatch):
     assert not _simplify(module, "algebraic-simplifier{max-iterations=0}")
     assert print_module(module) == print_module(stablehlo.parse(chunk))
     sweeps = []
-    monkeypatch.setattr(algebraic_simplifier, "_sweep", lambda func_op: sweeps.append(func_op) or True)
+    monkeypatch.setattr(algebraic_simplifier, "_sweep",
+                        lambda func_op: sweeps.append(func_op) or True)
     assert _simplify(module, "algebraic-simplifier{max-iterations=3}")  # a sweep that always "changes"
     assert len(sweeps) == 3
 
@@ -149,9 +150,10 @@ def test_max_iterations_bounds_the_sweeps(monkeypatch):
 # Soundness sweeps: every identity candidate and every convert pair
 
 IDENTITY_TYPES = [I1, I8, UI8, I32, UI64, F16, BF16, F32, F64, C64, F8_FNUZ]
-CANDIDATES = [0, -0.0, 1, -1, True, False, complex(-0.0, -0.0), 1 + 0j, "all-ones"]
+CANDIDATES = [0, -0.0, 1, -1, True, False, complex(-0.0, -0.0), 1 + 0j, "all-ones", -np.inf, np.inf,
+              "lowest", "highest"]
 SWEEP_SIZE = len(_float_pool(np.float32)) ** 2  # room for every pair of special values
-BINARY = ["add", "subtract", "multiply", "divide", "and", "or"]
+BINARY = ["add", "subtract", "multiply", "divide", "and", "or", "maximum", "minimum"]
 
 
 def _binary_program(name: str, element, value, constant_first: bool):
@@ -163,6 +165,12 @@ def _binary_program(name: str, element, value, constant_first: bool):
         if not isinstance(element, IntegerType):
             return None
         value = np.array(-1).astype(dtype) if element.width > 1 else True
+    elif isinstance(value, float) and np.isinf(value) and isinstance(element, IntegerType):
+        return None
+    elif value in ("lowest", "highest"):
+        if not isinstance(element, IntegerType) or element.width == 1:
+            return None
+        value = getattr(np.iinfo(dtype), "min" if value == "lowest" else "max")
     if isinstance(value, complex) and not isinstance(element, ComplexType):
         return None
     b = Builder()
@@ -198,6 +206,11 @@ def test_identity_rules_are_exact_for_every_type():
     assert ("add", "f8E4M3FNUZ", "0", False) in rewritten
     assert ("multiply", "complex<f32>", "(1+0j)", False) not in rewritten
     assert ("and", "ui64", "all-ones", True) in rewritten
+    assert ("maximum", "f32", "-inf", True) in rewritten
+    assert ("minimum", "bf16", "inf", False) in rewritten
+    assert ("maximum", "i8", "lowest", False) in rewritten
+    assert ("minimum", "ui64", "highest", True) in rewritten
+    assert ("maximum", "f32", "inf", False) not in rewritten
     assert len(rewritten) >= 40
 
 

@@ -9,7 +9,7 @@ import stablehlo
 from stablehlo.errors import OpenHLOError
 from stablehlo.interpreter import evaluate
 from stablehlo.text import split_input_file
-from xla_core.passes import PassContext, Pipeline, parse_pass_list
+from xla_core.passes import PIPELINES, PassContext, Pipeline, make_pipeline, parse_pass_list
 from xla_core.testing.conformance import conformance_dir
 
 TESTDATA = conformance_dir("testdata")
@@ -29,6 +29,13 @@ def _multi_function_programs(count: int) -> list:
     return found[:count]
 
 
+def _pipeline(spec: str) -> Pipeline:
+    """A registered pipeline by name, else the comma-separated pass list."""
+    if spec in PIPELINES.names():
+        return make_pipeline(spec)
+    return Pipeline("t", parse_pass_list(spec))
+
+
 def _same(a, b) -> bool:
     return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
             and a.shape == b.shape and a.tobytes() == b.tobytes())
@@ -36,7 +43,8 @@ def _same(a, b) -> bool:
 
 @pytest.mark.parametrize("path", _multi_function_programs(8), ids=lambda p: p.name)
 @pytest.mark.parametrize("passes", ["inline", "dce", "inline,dce",
-                                    "inline,algebraic-simplifier,constant-fold,cse,dce"])
+                                    "inline,algebraic-simplifier,constant-fold,cse,dce",
+                                    "cpu-opt"])
 def test_testdata_results_unchanged(path, passes):
     text = path.read_text()
     try:
@@ -44,7 +52,7 @@ def test_testdata_results_unchanged(path, passes):
     except OpenHLOError as exc:  # an interpreter gap, not a pass bug: nothing to compare
         pytest.skip(f"the interpreter cannot run the original program: {exc}")
     module = stablehlo.parse(text, str(path))
-    Pipeline("t", parse_pass_list(passes)).run(module, PassContext())
+    _pipeline(passes).run(module, PassContext())
     after = evaluate(module)  # the program's check custom_calls run again here
     assert len(before) == len(after)
     assert all(_same(a, b) for a, b in zip(before, after))
@@ -62,7 +70,8 @@ _SUITES = ["infeed.mlir", "outfeed.mlir", "send_recv.mlir", "all_reduce.mlir", "
 
 @pytest.mark.parametrize("name", _SUITES)
 @pytest.mark.parametrize("passes", ["inline,dce", "cse", "inline,cse",
-                                    "inline,algebraic-simplifier,constant-fold,cse,dce"])
+                                    "inline,algebraic-simplifier,constant-fold,cse,dce",
+                                    "cpu-opt"])
 def test_interpreter_suite_checks_still_pass_after_passes(name, passes):
     chunks = [c for _, _, c in split_input_file((INTERPRET / name).read_text())
               if "func.func" in c]
@@ -74,7 +83,7 @@ def test_interpreter_suite_checks_still_pass_after_passes(name, passes):
         except OpenHLOError:
             continue  # an interpreter gap, not a pass bug: nothing to compare
         module = stablehlo.parse(chunk, name)
-        Pipeline("t", parse_pass_list(passes)).run(module, PassContext())
+        _pipeline(passes).run(module, PassContext())
         evaluate(module)  # raises CheckFailure if a check op saw a changed value
         ran += 1
     if not ran:
