@@ -9,6 +9,8 @@ final op order) to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 
 from tools.diagnostics import CliError, read_source
@@ -39,6 +41,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--memory-report", action="store_true",
                    help="after the passes, report each public function's buffer assignment "
                         "(peak, heap, largest buffers) on stderr")
+    p.add_argument("--explain-fusion", action="store_true",
+                   help="print every fusion decision and refusal (logger openhlo.fusion) "
+                        "on stderr")
     p.add_argument("-o", "--output", metavar="OUT", help="write the module here, not to stdout")
     p.set_defaults(handler=opt_command)
 
@@ -65,7 +70,8 @@ def _process(text: str, filename: str, pipeline, args: argparse.Namespace) -> st
         from xla_core.passes import PassContext
         ctx = PassContext(timing=args.timing, print_after_all=args.print_after_all,
                           disabled=frozenset(args.disable_pass), dump=sys.stderr)
-        pipeline.run(module, ctx)
+        with _explaining(args.explain_fusion):
+            pipeline.run(module, ctx)
         if args.timing:
             sys.stderr.write(ctx.timing_report() + "\n")
     if args.memory_report:
@@ -87,10 +93,29 @@ def _pipeline(args):
         return Pipeline("opt", parse_pass_list(args.passes))
     if args.pipeline is not None:
         return make_pipeline(args.pipeline)
-    if args.disable_pass or args.print_after_all or args.timing:
-        raise CliError("--disable-pass, --print-after-all and --timing need --passes or "
-                       "--pipeline")
+    if args.disable_pass or args.print_after_all or args.timing or args.explain_fusion:
+        raise CliError("--disable-pass, --print-after-all, --timing and --explain-fusion "
+                       "need --passes or --pipeline")
     return None
+
+
+@contextlib.contextmanager
+def _explaining(enabled: bool):
+    """Route the ``openhlo.fusion`` logger's INFO lines to stderr while passes run."""
+    if not enabled:
+        yield
+        return
+    logger = logging.getLogger("openhlo.fusion")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
 
 
 def _write(path: str | None, text: str) -> None:

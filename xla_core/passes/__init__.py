@@ -15,6 +15,7 @@ PASSES.register("algebraic-simplifier",
 PASSES.register("memory-schedule", "xla_core.buffers.scheduler:MemorySchedulePass")
 PASSES.register("canonicalize", "xla_core.passes.canonicalize:CanonicalizePass")
 PASSES.register("transpose-folding", "xla_core.passes.transpose_folding:TransposeFoldingPass")
+PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
 
 
 def _default_pipeline() -> Pipeline:

@@ -1,0 +1,79 @@
+"""The ``fusion`` pass: priority fusion, then multi-output fusion, then outlining.
+
+Runs on every block of every function separately: function bodies and the
+bodies of ``while`` / ``if`` / ``case`` (ops with regions never fuse as a whole;
+their insides are fused in place). Decompositions of existing fusions are left
+alone and existing composites are opaque, so running the pass again keeps
+earlier fusions valid (it may still fuse ops around them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stablehlo.ir.core import Block, Module
+from xla_core.cost import hardware as lookup_hardware
+from xla_core.fusion.explain import Explain
+from xla_core.fusion.graph import FusionGraph
+from xla_core.fusion.legality import FUSION_NAME, why_not_fusible
+from xla_core.fusion.multi_output import multi_output_fusion
+from xla_core.fusion.outline import FusionNamer, outline_block
+from xla_core.fusion.priority import CostCache, explain_refusals, priority_fusion
+from xla_core.passes.base import Pass, PassContext
+
+# Control flow whose bodies are fused separately (other regions are scalar
+# combiners and comparators that stay as they are).
+_BODY_OWNERS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
+
+DEFAULT_MAX_OPERANDS = 64
+
+
+def fuse_module(module: Module, *, hardware: str = "cpu",
+                max_operands: int = DEFAULT_MAX_OPERANDS, multi_output: bool = True,
+                explain: Explain | None = None) -> Explain:
+    """Fuse ``module`` in place; returns the explanation (lines and counters)."""
+    explain = explain if explain is not None else Explain()
+    costs = CostCache(lookup_hardware(hardware))
+    namer = FusionNamer(module)
+    for block in fusible_blocks(module):
+        graph = FusionGraph(block, why_not_fusible, costs.flops)
+        priority_fusion(graph, costs, max_operands, explain)
+        explain_refusals(graph, costs, max_operands, explain)
+        if multi_output:
+            multi_output_fusion(graph, costs, max_operands, explain)
+        outline_block(module, graph, namer, explain)
+    return explain
+
+
+def fusible_blocks(module: Module) -> list[Block]:
+    """Function bodies (not fusion decompositions) and control-flow bodies in them."""
+    decompositions = set()
+    for op in module.walk():
+        if op.name == "stablehlo.composite" and \
+                getattr(op.attributes.get("name"), "value", None) == FUSION_NAME:
+            decompositions.add(op.attributes["decomposition"].name)
+    blocks = []
+    for func in module.functions():
+        if func.name in decompositions or func.body is None:
+            continue
+        stack = [func.body]
+        while stack:
+            block = stack.pop()
+            blocks.append(block)
+            for op in block.operations:
+                if op.name in _BODY_OWNERS:
+                    stack.extend(b for r in op.regions for b in r.blocks)
+    return blocks
+
+
+@dataclass(frozen=True)
+class FusionPass(Pass):
+    """Priority fusion into loop / reduction / output fusions (see README.md, Fusion)."""
+    name = "fusion"
+    hardware: str = "cpu"
+    max_operands: int = DEFAULT_MAX_OPERANDS
+    multi_output: bool = True
+
+    def run(self, module: Module, ctx: PassContext) -> bool:
+        explain = fuse_module(module, hardware=self.hardware, max_operands=self.max_operands,
+                              multi_output=self.multi_output)
+        return explain.counters["fusions"] > 0

@@ -1,0 +1,288 @@
+"""Legality: may producer P fuse into consumer C? Every refusal comes with a reason.
+
+The rules follow the fusion contract (.notes/fusion_contract.md, summarized in
+README.md): which ops are fusible, what a loop / reduction / output fusion may
+hold, plus XLA's rules against harmful duplication and recomputation. Nothing
+here looks at cost; profitability lives in ``priority.py``.
+
+A ``Summary`` of a node (its dots, its reduction signature, the shapes its ops
+produce, which of its values derive from expensive ops) is cached on the node,
+so checking a candidate merge costs the sizes of the summaries, plus one walk
+over the consumer for the recomputation rule.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from stablehlo.ir.attributes import attr_to_python
+from stablehlo.ir.core import Operation
+from stablehlo.ir.ops.base import COLLECTIVE, ELEMENTWISE, SIDE_EFFECTING
+from stablehlo.ir.types import ComplexType, FloatType, QuantizedType, TensorType
+from xla_core.cost import ELEMENTWISE_WEIGHTS
+from xla_core.fusion.graph import TERMINATOR, FusionGraph, FusionNode
+
+FUSION_NAME = "openhlo.fusion"
+
+# Data-movement ops every fusion kind may hold (contract: "fusible ops").
+_SHAPE_OPS = frozenset(f"stablehlo.{n}" for n in (
+    "broadcast_in_dim", "reshape", "transpose", "iota", "constant", "slice", "concatenate",
+    "pad", "reverse"))
+_COMBINERS = frozenset(f"stablehlo.{n}" for n in (
+    "add", "multiply", "maximum", "minimum", "and", "or"))
+# chlo elementwise ops that are not special functions.
+_CHEAP_CHLO = frozenset(f"chlo.{n}" for n in (
+    "conj", "square", "is_inf", "is_neg_inf", "is_pos_inf"))
+# Weight >= 4 in the cost model's table: divide, sqrt, exp, log, tanh, pow, ...
+_EXPENSIVE_WEIGHT = 4.0
+
+
+def why_not_fusible(op: Operation) -> str | None:
+    """None when ``op`` may join a fusion, else why not."""
+    opdef = op.opdef
+    if opdef is not None and (opdef.has(SIDE_EFFECTING) or opdef.has(COLLECTIVE)):
+        return "it has side effects"
+    for t in (*op.result_types, *op.operand_types):
+        if not (isinstance(t, TensorType) and t.is_static):
+            return f"it has a value of type {t} (fusions take static tensors)"
+        if isinstance(t.element_type, QuantizedType):
+            return "it has quantized values"
+    if op.name in _SHAPE_OPS or op.name == "stablehlo.dot_general":
+        return None
+    if opdef is not None and opdef.has(ELEMENTWISE):
+        return None
+    if op.name == "stablehlo.reduce":
+        return _why_not_fusible_reduce(op)
+    if op.name == "stablehlo.composite" and getattr(op.attr("name"), "value", "") == FUSION_NAME:
+        return "it is already a fusion"
+    if op.regions:
+        return f"{op.name} has regions (ops inside them are fused separately)"
+    return f"{op.name} is not in the fusible set"
+
+
+def _why_not_fusible_reduce(op: Operation) -> str | None:
+    if len(op.operands) != 2:
+        return "a variadic reduce is not fusible"
+    body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
+    ops = body.operations if body is not None else []
+    if len(ops) != 2 or ops[0].name not in _COMBINERS or \
+            set(ops[0].operands) != set(body.arguments) or ops[1].operands != ops[0].results:
+        return "its combiner is not a single add/multiply/maximum/minimum/and/or"
+    rank = op.operands[0].type.rank
+    dims = sorted(reduce_dims(op))
+    if dims != list(range(rank - len(dims), rank)) and dims != list(range(len(dims))):
+        return f"it reduces dims {dims}, neither a prefix nor a suffix of the operand's"
+    return None
+
+
+def reduce_dims(op: Operation) -> tuple:
+    return tuple(sorted(int(d) for d in attr_to_python(op.attributes["dimensions"])))
+
+
+def is_expensive(op: Operation) -> bool:
+    """Ops XLA never duplicates (transcendentals, float divide, reduce, dot)."""
+    if op.name in ("stablehlo.reduce", "stablehlo.dot_general"):
+        return True
+    if op.name.startswith("chlo."):
+        return op.name not in _CHEAP_CHLO
+    weight = ELEMENTWISE_WEIGHTS.get(op.name.split(".", 1)[1], 1.0)
+    if weight < _EXPENSIVE_WEIGHT or not op.results:
+        return False
+    # integer divide/remainder are cheap enough to recompute
+    return isinstance(op.results[0].type.element_type, (FloatType, ComplexType))
+
+
+def squeeze(shape: tuple) -> tuple:
+    return tuple(d for d in shape if d != 1)
+
+
+@dataclass
+class Summary:
+    """What legality needs to know about a node's ops (mergeable without a walk)."""
+    dots: tuple          # the dot_general ops
+    reduction: tuple | None  # (input shape S, reduced dims R), None without reduce
+    conflict: str | None  # why two of its reduces cannot share a fusion
+    shapes: frozenset    # result shapes of ops other than constants and dots
+    expensive: Operation | None
+
+
+def summary(node: FusionNode) -> Summary:
+    if node.summary is None:
+        node.summary = _summarize(node.ops)
+    return node.summary
+
+
+def _summarize(ops: list[Operation]) -> Summary:
+    dots, reduction, conflict, shapes, expensive = [], None, None, set(), None
+    for op in ops:
+        if op.name == "stablehlo.dot_general":
+            dots.append(op)
+        elif op.name != "stablehlo.constant":
+            shapes.update(r.type.shape for r in op.results)
+        if op.name == "stablehlo.reduce":
+            sig = (op.operands[0].type.shape, reduce_dims(op))
+            if reduction is not None and sig != reduction:
+                conflict = _reduction_conflict(reduction, sig)
+            reduction = reduction or sig
+        if expensive is None and is_expensive(op):
+            expensive = op
+    return Summary(tuple(dots), reduction, conflict, frozenset(shapes), expensive)
+
+
+def tainted(node: FusionNode) -> set:
+    """Values computed inside ``node`` from an expensive op (cached on the node)."""
+    if node.tainted is None:
+        values: set = set()
+        if summary(node).expensive is not None:
+            for op in node.ops:
+                if is_expensive(op) or any(v in values for v in op.operands):
+                    values.update(op.results)
+        node.tainted = values
+    return node.tainted
+
+
+def _reduction_conflict(a: tuple, b: tuple) -> str:
+    return (f"reductions of different shapes or dims cannot share a fusion "
+            f"({_shape(a[0])} over {list(a[1])} vs {_shape(b[0])} over {list(b[1])})")
+
+
+def merge_summaries(a: Summary, b: Summary) -> Summary:
+    """The summary of the union of two nodes' ops (an expensive op is never in both)."""
+    conflict = a.conflict or b.conflict
+    if a.reduction and b.reduction and a.reduction != b.reduction:
+        conflict = conflict or _reduction_conflict(a.reduction, b.reduction)
+    return Summary(a.dots + b.dots, a.reduction or b.reduction, conflict, a.shapes | b.shapes,
+                   a.expensive or b.expensive)
+
+
+def kind_of(s: Summary) -> str:
+    if s.dots:
+        return "output"
+    return "reduction" if s.reduction else "loop"
+
+
+def reduced_shape(reduction: tuple) -> tuple:
+    shape, dims = reduction
+    return tuple(d for i, d in enumerate(shape) if i not in dims)
+
+
+def check_kind(s: Summary, op_set: set) -> str | None:
+    """Why ops with merged summary ``s`` (the ops in ``op_set``) form no valid fusion."""
+    if s.conflict:
+        return s.conflict
+    if len(s.dots) > 1:
+        return "two dots cannot share a fusion"
+    if s.dots and s.reduction:
+        return "a dot and a reduce cannot share a fusion"
+    if s.dots:
+        dot = s.dots[0]
+        inner = next((v for v in dot.operands if v.owner in op_set), None)
+        if inner is not None:
+            return (f"the dot's operands must be fusion parameters ({_name(inner)} would be "
+                    f"computed inside)")
+        bad = sorted(shape for shape in s.shapes if shape != dot.results[0].type.shape)
+        if bad:
+            return (f"a dot epilogue must keep the dot's shape {_shape(dot.results[0].type.shape)}"
+                    f" (would hold {_shape(bad[0])})")
+    elif s.reduction:
+        allowed = {squeeze(s.reduction[0]), squeeze(reduced_shape(s.reduction))}
+        bad = sorted(shape for shape in s.shapes if squeeze(shape) not in allowed)
+        if bad:
+            return (f"a value of shape {_shape(bad[0])} is neither the reduction input "
+                    f"{_shape(s.reduction[0])} nor its reduced shape "
+                    f"{_shape(reduced_shape(s.reduction))}")
+    return None
+
+
+def check_outputs(s: Summary, outputs) -> str | None:
+    """Why a fusion of kind ``kind_of(s)`` cannot return ``outputs``."""
+    shapes = sorted({v.type.shape for v in outputs})
+    if s.dots:
+        allowed = {s.dots[0].results[0].type.shape}
+    elif s.reduction:
+        allowed = {squeeze(s.reduction[0]), squeeze(reduced_shape(s.reduction))}
+        shapes = sorted({squeeze(shape) for shape in shapes})
+    else:
+        allowed = {shapes[0]} if shapes else set()
+    bad = [shape for shape in shapes if shape not in allowed]
+    if bad:
+        return (f"a {kind_of(s)} fusion cannot return both {_shape(shapes[0])} and "
+                f"{_shape(bad[0] if bad[0] != shapes[0] else shapes[-1])} results")
+    return None
+
+
+def check_recompute(graph: FusionGraph, producer: FusionNode, consumer: FusionNode,
+                    merged: Summary) -> str | None:
+    """Refuse when an expensive value of ``producer`` would be recomputed per element
+    of a broadcast in ``consumer`` (a per-row value broadcast back over its row in a
+    reduction fusion is computed once per row, so it is fine)."""
+    if summary(producer).expensive is None:
+        return None
+    values = tainted(producer)
+    tainted_here = {v for v in producer.outputs if v in values}
+    if not tainted_here:
+        return None
+    row = None
+    if merged.reduction:
+        row = (squeeze(reduced_shape(merged.reduction)), squeeze(merged.reduction[0]))
+    for op in consumer.ops:
+        if not any(v in tainted_here for v in op.operands):
+            continue
+        if op.name == "stablehlo.broadcast_in_dim":
+            src, dst = math.prod(op.operands[0].type.shape), math.prod(op.results[0].type.shape)
+            if dst > src and \
+                    (squeeze(op.operands[0].type.shape), squeeze(op.results[0].type.shape)) != row:
+                factor = dst // max(src, 1)
+                return (f"it would recompute expensive {summary(producer).expensive.name} "
+                        f"{factor}x through {_name(op.results[0])} = broadcast_in_dim")
+        tainted_here.update(op.results)
+    return None
+
+
+def why_not_fuse(graph: FusionGraph, producer: FusionNode, consumer: FusionNode,
+                 n_consumers: int, max_operands: int) -> str | None:
+    """Why ``producer`` may not be fused into ``consumer`` (one of ``n_consumers``)."""
+    if not consumer.fusible:
+        if consumer.why_not == TERMINATOR:
+            return "its value is returned (a computation root is never duplicated)"
+        return f"consumer {describe(consumer)} is not fusible: {consumer.why_not}"
+    ps = summary(producer)
+    if n_consumers > 1 and ps.expensive is not None:
+        return (f"it would duplicate expensive {ps.expensive.name} into {n_consumers} "
+                f"consumers")
+    merged = merge_summaries(ps, summary(consumer))
+    reason = check_kind(merged, producer.op_set | consumer.op_set)
+    if reason is None:
+        reason = check_recompute(graph, producer, consumer, merged)
+    if reason is None:
+        count = len(graph.merged_inputs(producer, consumer)) + len(consumer.outputs)
+        if count > max_operands:
+            reason = f"the fusion would have {count} operands and results (max {max_operands})"
+    return reason
+
+
+# -- naming for explanations --------------------------------------------------
+
+def _name(value) -> str:
+    if value.is_block_argument:
+        return f"%arg{value.index}"
+    op = value.owner
+    hint = value.name_hint
+    if hint is None:
+        return f"%<{op.name.split('.', 1)[1]}>"
+    suffix = f"#{value.index}" if len(op.results) > 1 and not hint.endswith(f"#{value.index}") \
+        else ""
+    return f"%{hint}{suffix}"
+
+
+def describe(node: FusionNode) -> str:
+    """``%7 (stablehlo.exponential @ f.mlir:12)``, with ``, N ops`` for a fusion."""
+    root = node.root
+    name = _name(root.results[0]) if root.results else root.name
+    where = f" @ {root.location.file}:{root.location.line}" if root.location else ""
+    size = f", {len(node.ops)} ops" if len(node.ops) > 1 else ""
+    return f"{name} ({root.name}{where}{size})"
+
+
+def _shape(shape: tuple) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
