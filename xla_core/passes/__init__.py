@@ -41,8 +41,17 @@ def _cpu_opt_pipeline() -> Pipeline:
         "canonicalize,algebraic-simplifier,cse,transpose-folding,dce"))
 
 
+def _cpu_pipeline() -> Pipeline:
+    """The cpu backend's whole pipeline: cpu-opt, then fusion (constant folding first, so
+    constant-only subprograms are folded rather than fused), dce of what fusion left, and
+    the memory scheduler last, on the fused program the executor will run."""
+    return Pipeline("cpu", _cpu_opt_pipeline().passes + parse_pass_list(
+        "fusion,dce,memory-schedule"))
+
+
 PIPELINES.register("default", _default_pipeline)
 PIPELINES.register("cpu-opt", _cpu_opt_pipeline)
+PIPELINES.register("cpu", _cpu_pipeline)
 
 __all__ = ["PASSES", "PIPELINES", "Pass", "PassContext", "PassError", "PassRecord", "Pipeline",
            "make_pass", "make_pipeline", "parse_pass_list"]

@@ -44,7 +44,7 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("path", _multi_function_programs(8), ids=lambda p: p.name)
 @pytest.mark.parametrize("passes", ["inline", "dce", "inline,dce",
                                     "inline,algebraic-simplifier,constant-fold,cse,dce",
-                                    "cpu-opt"])
+                                    "cpu-opt", "cpu"])
 def test_testdata_results_unchanged(path, passes):
     text = path.read_text()
     try:
@@ -71,7 +71,7 @@ _SUITES = ["infeed.mlir", "outfeed.mlir", "send_recv.mlir", "all_reduce.mlir", "
 @pytest.mark.parametrize("name", _SUITES)
 @pytest.mark.parametrize("passes", ["inline,dce", "cse", "inline,cse",
                                     "inline,algebraic-simplifier,constant-fold,cse,dce",
-                                    "cpu-opt"])
+                                    "cpu-opt", "cpu"])
 def test_interpreter_suite_checks_still_pass_after_passes(name, passes):
     chunks = [c for _, _, c in split_input_file((INTERPRET / name).read_text())
               if "func.func" in c]
