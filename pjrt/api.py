@@ -275,6 +275,7 @@ class Executable:
 
     def __init__(self, module: Module, options: CompileOptions):
         self.module = module
+        self.source: Optional[str] = None  # the program text, when compiled from text
         self.entry = resolve_entry(module, options.entry)
         func = module.lookup(self.entry)
         self.parameter_types: list[Type] = list(func.type.inputs)
@@ -594,6 +595,9 @@ class Client(abc.ABC):
         if entry is not None:
             options = dataclasses.replace(options, entry=entry)
         executable = Executable(module, options)
+        # The text as given: backends with a persistent cache key on it (cheaper than
+        # printing the module again).
+        executable.source = program if isinstance(program, str) else None
         return self._compile(executable, self._device_assignment(executable, options))
 
     @abc.abstractmethod

@@ -38,20 +38,40 @@ def add_parser(subparsers) -> None:
     p.add_argument("--entry", default=None,
                    help="function to run (default: @main, else the only function)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random arguments (default 0)")
+    add_opt_level_argument(p)
+    p.add_argument("--profile", action="store_true",
+                   help="cpu backend: print the time of each instruction on stderr")
     p.set_defaults(handler=run_command)
+
+
+def add_opt_level_argument(p) -> None:
+    p.add_argument("--opt-level", type=int, choices=(0, 1), default=None,
+                   help="cpu backend: 0 runs the program as given, 1 (default) runs the "
+                        "compiler pipeline and generated kernels first "
+                        "(sets OPENHLO_CPU_OPT_LEVEL)")
+
+
+def apply_opt_level(args) -> None:
+    # Through the environment, so conformance worker processes inherit it.
+    if args.opt_level is not None:
+        os.environ["OPENHLO_CPU_OPT_LEVEL"] = str(args.opt_level)
 
 
 def run_command(args: argparse.Namespace) -> int:
     from stablehlo.text import parse_module
     text, filename = read_source(args.file, args.sources)
     module = parse_module(text, filename)
+    apply_opt_level(args)
     client = make_client(args.backend)
     exe = client.compile(module, entry=args.entry)
     if args.inputs:
         inputs = load_inputs(args.inputs, exe.parameter_types, exe.entry)
     else:
         inputs = random_arguments(exe.parameter_types, args.seed)
-    results = exe(*inputs)
+    if args.profile:
+        results = _profiled(exe, inputs, args.backend)
+    else:
+        results = exe(*inputs)
     if args.output:
         save_results(args.output, results)
     else:
@@ -104,3 +124,14 @@ def format_results(results: list, types: list[Type]) -> str:
         lines.append(f"out{i}: {type_text}")
         lines.append(np.array2string(value) if isinstance(value, np.ndarray) else repr(value))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _profiled(exe, inputs: list, backend: str) -> list:
+    if backend != "cpu":
+        raise CliError("--profile needs the cpu backend")
+    from pjrt.plugins.cpu.profiler import profile
+    exe(*inputs)  # warm-up: first-touch and cache effects are not the program's time
+    with profile() as prof:
+        results = exe(*inputs)
+    sys.stderr.write(prof.report() + "\n")
+    return results

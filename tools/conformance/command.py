@@ -11,6 +11,7 @@ from tools.conformance.execute import ERROR, FAIL
 from tools.conformance.pool import run_cases
 from tools.conformance.report import Progress, Result, summarize, summary_text, write_json
 from tools.diagnostics import CliError
+from tools.run import add_opt_level_argument, apply_opt_level
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -33,6 +34,7 @@ def add_parser(subparsers) -> None:
                         "process without timeouts)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds allowed per case (default {DEFAULT_TIMEOUT:g})")
+    add_opt_level_argument(p)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print every result as it arrives and no capped list at the end")
     p.set_defaults(handler=conformance_command)
@@ -44,6 +46,7 @@ def conformance_command(args: argparse.Namespace) -> int:
         raise CliError("--timeout must be positive")
     if args.jobs < 0:
         raise CliError("--jobs must be 0 (in this process) or more")
+    apply_opt_level(args)
     make_client(args.backend)  # fail fast on an unknown or broken backend
     start = time.monotonic()
     files = _files(args.paths)

@@ -35,6 +35,7 @@ def fuse_module(module: Module, *, hardware: str = "cpu",
     costs = CostCache(lookup_hardware(hardware))
     namer = FusionNamer(module)
     for block in fusible_blocks(module):
+        costs.start_graph()
         graph = FusionGraph(block, why_not_fusible, costs.flops)
         priority_fusion(graph, costs, max_operands, explain)
         explain_refusals(graph, costs, max_operands, explain)

@@ -39,6 +39,12 @@ class CostCache:
         # (refusal reason or None, seconds of the producer fused into the consumer)
         self.pairs: dict[tuple, tuple] = {}
 
+    def start_graph(self) -> None:
+        """Forget node and pair times: node ids are only unique within one block's graph
+        (the per-op times stay valid)."""
+        self._node.clear()
+        self.pairs.clear()
+
     def _op_entry(self, op: Operation) -> tuple:
         entry = self._op.get(op)
         if entry is None:

@@ -24,7 +24,7 @@ LOG = logging.getLogger("openhlo.cpu")
 
 class CompiledProgram:
     def __init__(self, module: Module, func: Func, probe_dir=None, num_replicas: int = 1,
-                 num_partitions: int = 1):
+                 num_partitions: int = 1, fusions=None):
         # The replica/partition grid fixes the process groups of native collectives.
         self.module = module
         self.func = func
@@ -32,16 +32,25 @@ class CompiledProgram:
         self.parameter_types = list(func.type.inputs)
         self.result_types = list(func.type.results)
         self.fallbacks: list[Fallback] = []
-        self.compiled: list[str] = []  # ops run as generated kernels (codegen.py)
+        self.compiled: list[str] = []  # ops run as generated kernels (codegen/)
+        self.fusions_generated: list[str] = []  # openhlo.fusion composites run as kernels
+        self.fusions_inlined: list = []  # (place, reason) of fusions run op by op
         self.whole_program_fallback: str | None = None
         self.num_instructions = 0
         self.native = None  # native Executable, or None: interpreter only
+        self.fusion_library = None  # codegen FusionLibrary of ``func`` (kept by the cache)
+        self.cache_hit = False  # loaded from the persistent compilation cache
+        self.pass_seconds: list = []  # (pass, seconds) of the pipeline that made ``module``
         try:
-            lowered = Lowering(module, probe_dir, num_replicas, num_partitions).lower(func)
+            lowering = Lowering(module, probe_dir, num_replicas, num_partitions, fusions)
+            lowered = lowering.lower(func)
+            self.fusion_library = lowering.fusions
             self.native = lowered.executable
             self.fallbacks = lowered.fallbacks
             self.num_instructions = lowered.num_instructions
             self.compiled = lowered.compiled
+            self.fusions_generated = lowered.fusions_generated
+            self.fusions_inlined = lowered.fusions_inlined
         except NotLowerable as exc:
             self.whole_program_fallback = str(exc)
             LOG.info("@%s runs on the interpreter as a whole: %s", func.name, exc)

@@ -62,6 +62,8 @@ class LoweredFunction:
     fallbacks: list = field(default_factory=list)
     num_instructions: int = 0
     compiled: list = field(default_factory=list)  # places of ops run as generated kernels
+    fusions_generated: list = field(default_factory=list)  # places of generated fusions
+    fusions_inlined: list = field(default_factory=list)    # (place, reason) run op by op
 
 
 def native_type(type: Type):
@@ -183,7 +185,8 @@ class Lowering:
     of a ``num_replicas`` x ``num_partitions`` grid (which fixes its collectives' groups)."""
 
     def __init__(self, module: Module, probe_dir=None, num_replicas: int = 1,
-                 num_partitions: int = 1):
+                 num_partitions: int = 1, fusions=None):
+        # ``fusions``: the entry function's FusionLibrary when already built (a cache hit).
         self.module = module
         self.probe_dir = probe_dir
         self.num_replicas = num_replicas
@@ -191,6 +194,9 @@ class Lowering:
         self.num_slots = 0
         self.fallbacks: list[Fallback] = []
         self.compiled: list[str] = []  # ops run as generated kernels
+        self.fusions = fusions  # codegen FusionLibrary of the function being lowered
+        self.fusions_generated: list[str] = []
+        self.fusions_inlined: list[tuple[str, str]] = []
         self.count = 0
 
     def lower(self, func: Func) -> LoweredFunction:
@@ -198,6 +204,9 @@ class Lowering:
         for type in types:
             native_type(type)
         self._check_types(func.body)
+        from pjrt.plugins.cpu.codegen.program import FusionLibrary
+        if self.fusions is None:
+            self.fusions = FusionLibrary.build(self.module, func)
         env: dict[Value, int] = {}
         params = [self._define(env, arg) for arg in func.body.arguments]
         builder = _ProgramBuilder(params)
@@ -207,7 +216,8 @@ class Lowering:
             func.name, self.num_slots, builder.native,
             [native_type(t) for t in func.type.inputs],
             [native_type(t) for t in func.type.results])
-        return LoweredFunction(exe, self.fallbacks, self.count, self.compiled)
+        return LoweredFunction(exe, self.fallbacks, self.count, self.compiled,
+                               self.fusions_generated, self.fusions_inlined)
 
     # -- checks ---------------------------------------------------------------------
     def _check_types(self, block: Block, seen=None) -> None:
@@ -272,6 +282,8 @@ class Lowering:
             for value, slot in zip(op.results, results):
                 env[value] = slot
             return
+        if name == "stablehlo.composite" and self._lower_fusion(op, env, ins, b):
+            return
         outs = [self._define(env, r) for r in op.results]
         if name == "stablehlo.constant":
             type = native_type(op.results[0].type)
@@ -307,8 +319,8 @@ class Lowering:
             self._lower_kernel_or_fallback(op, env, ins, outs, b)
 
     def _lower_compiled_while(self, op, env, ins, outs, b: _ProgramBuilder) -> bool:
-        """A loop of elementwise math as one generated kernel (codegen.py), if it is one."""
-        from pjrt.plugins.cpu.codegen import compile_while
+        """A loop of elementwise math as one generated kernel (codegen/), if it is one."""
+        from pjrt.plugins.cpu.codegen.while_loop import compile_while
         captured = sorted(_captured_values(op), key=lambda v: env[v])
         compiled = compile_while(op, self.module, captured)
         if compiled is None:
@@ -323,6 +335,36 @@ class Lowering:
                         op.where(), exc)
             return False
         self.compiled.append(op.where())
+        return True
+
+    def _lower_fusion(self, op, env, ins, b: _ProgramBuilder) -> bool:
+        """An ``openhlo.fusion`` composite: its generated kernel (codegen/), else its
+        decomposition inlined op by op (said once per fusion). False: not a fusion."""
+        from pjrt.plugins.cpu.codegen.program import is_fusion
+        if not is_fusion(op):
+            return False
+        entry = self.fusions.lookup(op) if self.fusions is not None else None
+        reason = self.fusions.reason(op) if self.fusions is not None else "no code generator"
+        if entry is not None:
+            library, symbol, pairs = entry
+            outs = [self._define(env, r) for r in op.results]
+            try:
+                b.add("add_generated", op.where(), library, symbol,
+                      [native_type(r.type) for r in op.results], ins, outs, pairs,
+                      uses=ins, outs=outs)
+                self.fusions_generated.append(op.where())
+                return True
+            except native().Unsupported as exc:
+                reason = str(exc)
+        LOG.info("%s runs op by op (not generated): %s", op.where(), reason)
+        self.fusions_inlined.append((op.where(), reason))
+        from pjrt.plugins.cpu.attrs import plain
+        callee = self.module.lookup(plain(op.attributes.get("decomposition")))
+        if callee is None:
+            raise NotLowerable(f"{op.where()}: no decomposition function")
+        results = self._lower_ops(callee.body, dict(zip(callee.body.arguments, ins)), b)
+        for value, slot in zip(op.results, results):
+            env[value] = slot
         return True
 
     def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
@@ -376,6 +418,8 @@ class Lowering:
                                    num_partitions).lower(func)
                 self.fallbacks.extend(lowered.fallbacks)
                 self.compiled.extend(lowered.compiled)
+                self.fusions_generated.extend(lowered.fusions_generated)
+                self.fusions_inlined.extend(lowered.fusions_inlined)
                 executables.append(lowered.executable)
         infeed = plain(op.attributes.get("infeed")) or []
         module, probe_dir = self.module, self.probe_dir

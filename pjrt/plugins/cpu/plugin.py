@@ -17,10 +17,13 @@ import numpy as np
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,
                       Executable, ExecutionError, LoadedExecutable, MemorySpace,
                       UnimplementedError, check_arguments)
+from pjrt.plugins.cpu import compile_cache
 from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
+from pjrt.plugins.cpu.optimize import optimize
+from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 
 PLATFORM = "cpu"
 # Seconds an instance waits in a native collective for the others before failing (a failed
@@ -133,6 +136,7 @@ class CpuExecutable(LoadedExecutable):
                  program: CompiledProgram):
         super().__init__(client, executable, device_assignment)
         self.program = program
+        self._memory = None  # memory_stats(), computed on demand
         self._lock = threading.Lock()
         # Tokens and tuples have no numpy dtype: their buffers say ``object``.
         self._result_dtypes = [host_dtype(t) if host_dtype(t) is not None else np.dtype(object)
@@ -143,6 +147,24 @@ class CpuExecutable(LoadedExecutable):
     def fallbacks(self) -> list:
         """Ops that run on the interpreter, with the reason (``Fallback`` records)."""
         return list(self.program.fallbacks)
+
+    @property
+    def optimized_module(self):
+        """The program as the backend runs it (after the compiler pipeline)."""
+        return self.program.module
+
+    def memory_stats(self) -> dict:
+        """Buffer assignment of the compiled entry function (computed on first call):
+        ``peak_bytes`` (arguments + the packed heap of temporaries), ``intermediate_bytes``
+        (all temporaries without reuse), ``argument_bytes``, ``output_bytes``,
+        ``heap_bytes``; ``report`` is the human-readable form."""
+        if self._memory is None:
+            from xla_core.buffers import assign_buffers
+            a = assign_buffers(self.program.func)
+            self._memory = {"peak_bytes": a.peak_bytes, "intermediate_bytes": a.intermediate_bytes,
+                            "argument_bytes": a.argument_bytes, "output_bytes": a.output_bytes,
+                            "heap_bytes": a.heap_bytes, "report": a.report()}
+        return dict(self._memory)
 
     def __call__(self, *arrays) -> list:
         self._check_live()
@@ -204,10 +226,12 @@ class CpuExecutable(LoadedExecutable):
 
 
 class CpuClient(Client):
-    def __init__(self, num_devices: int = 1, probe_dir=None):
+    def __init__(self, num_devices: int = 1, probe_dir=None, opt_level=None):
         if not isinstance(num_devices, int) or isinstance(num_devices, bool) or num_devices < 1:
             raise ArgumentError(f"num_devices must be a positive integer, got {num_devices!r}")
         self.probe_dir = probe_dir
+        opt_level_of(None, opt_level)  # a bad value fails here, not at the first compile
+        self.opt_level = opt_level
         self._runtime = native().Runtime(num_devices)
         self._dispatch_lock = threading.Lock()
         self._devices = [Device(id=i, kind="cpu", local_hardware_id=i, platform=PLATFORM,
@@ -227,9 +251,30 @@ class CpuClient(Client):
 
     def _compile(self, executable: Executable, device_assignment: list) -> CpuExecutable:
         from pjrt.api import entry_function
-        func = entry_function(executable.module, executable.entry)
-        program = CompiledProgram(executable.module, func, self.probe_dir,
+        level = opt_level_of(executable.options, self.opt_level)
+        cache_key = None
+        if compile_cache.enabled() and level > 0:
+            cache_key = compile_cache.key(
+                executable.source or executable.fingerprint, executable.entry,
+                executable.num_replicas, executable.num_partitions, level)
+            cached = compile_cache.load(cache_key)
+            if cached is not None:
+                func = entry_function(cached.module, executable.entry)
+                program = CompiledProgram(cached.module, func, self.probe_dir,
+                                          executable.num_replicas, executable.num_partitions,
+                                          fusions=cached.fusions)
+                program.cache_hit = True
+                return CpuExecutable(self, executable, device_assignment, program)
+        optimized = optimize(executable.module, level)
+        func = entry_function(optimized.module, executable.entry)
+        program = CompiledProgram(optimized.module, func, self.probe_dir,
                                   executable.num_replicas, executable.num_partitions)
+        program.pass_seconds = optimized.pass_seconds
+        if cache_key is not None and optimized.failure is None and not program.fallbacks:
+            # Programs with interpreter fallbacks are cheap to lower and hold Python
+            # callbacks: only fully native programs are worth a cache entry.
+            compile_cache.store(cache_key, compile_cache.CachedProgram(
+                optimized.module, program.fusion_library, level, optimized.pass_seconds))
         return CpuExecutable(self, executable, device_assignment, program)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> CpuBuffer:

@@ -224,3 +224,45 @@ def test_side_effects_and_opaque_ops_are_explained():
     # negate still joins sqrt, as a second result that the outfeed reads
     assert "merged %0 (stablehlo.negate @ test.mlir:3) with %2 (stablehlo.sqrt @ test.mlir:6) " \
            "(producer-consumer multi-output)" in lines
+
+
+# Blocks are fused one after another with one cost cache; node ids restart in every block.
+# Here position 0 feeds position 1 both in @main's body (add -> multiply: fusible) and in
+# the loop body (add -> a nested while: not fusible). The second block must not reuse the
+# first block's answer for "node 0 into node 1".
+NESTED_BLOCKS = """
+func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = stablehlo.add %x, %x : tensor<4xf32>
+  %b = stablehlo.multiply %a, %a : tensor<4xf32>
+  %w:2 = stablehlo.while(%i = %b, %n = %x) : tensor<4xf32>, tensor<4xf32>
+  cond {
+    %s = stablehlo.constant dense<0.0> : tensor<f32>
+    %p = stablehlo.compare LT, %s, %s : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %c = stablehlo.add %i, %n : tensor<4xf32>
+    %inner:2 = stablehlo.while(%j = %c, %k = %n) : tensor<4xf32>, tensor<4xf32>
+    cond {
+      %s = stablehlo.constant dense<0.0> : tensor<f32>
+      %q = stablehlo.compare LT, %s, %s : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %q : tensor<i1>
+    } do {
+      stablehlo.return %j, %k : tensor<4xf32>, tensor<4xf32>
+    }
+    stablehlo.return %inner#0, %inner#1 : tensor<4xf32>, tensor<4xf32>
+  }
+  return %w#0, %w#1 : tensor<4xf32>, tensor<4xf32>
+}
+"""
+
+
+def test_node_ids_of_one_block_do_not_leak_into_the_next():
+    module = stablehlo.parse(NESTED_BLOCKS)
+    x = np.arange(4, dtype=np.float32)
+    expected = stablehlo.evaluate(module, [x])
+    fuse_module(module, hardware="generic-cpu")
+    verify_module(module)
+    body = module.lookup("main").body.operations[1].regions[1].blocks[0]
+    assert [op.name for op in body.operations][:2] == ["stablehlo.add", "stablehlo.while"]
+    for got, want in zip(stablehlo.evaluate(module, [x]), expected):
+        np.testing.assert_array_equal(got, want)

@@ -186,6 +186,9 @@ void run_instr(const Instr& instr, Frame& frame) {
         results = results_vec.data();
       }
       for (size_t i = 0; i < instr.in.size(); ++i) operands[i] = slots[instr.in[i]];
+      // Slots dead after this instruction are dropped before it runs, so a step holding the
+      // last reference to an operand may reuse its storage (generated in-place results).
+      for (int32_t s : instr.release) slots[s] = Array();
       instr.step(frame.ctx, operands, results);
       for (size_t i = 0; i < instr.out.size(); ++i) slots[instr.out[i]] = std::move(results[i]);
       break;

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include "executor.h"
+#include "generated_env.h"
 #include "numpy_bridge.h"
 
 namespace openhlo::cpu {
@@ -161,6 +162,18 @@ void bind_executor(py::module_& m) {
           }
           fn(in_ptrs, out_ptrs);
         };
+      })
+      .def("add_generated", [](Program& p, std::string where, const std::string& library,
+                               const std::string& symbol, py::list result_types,
+                               std::vector<int32_t> in, std::vector<int32_t> out,
+                               std::vector<std::pair<int, int>> inplace) {
+        // A fusion kernel generated at compile time (codegen/), see generated_env.h.
+        std::vector<TensorSpec> specs;
+        for (auto t : result_types) specs.push_back(spec_from_python(t));
+        Step step = make_generated_step(library, symbol, std::move(specs), std::move(inplace),
+                                        in.size());
+        add(p, InstrKind::KERNEL, std::move(where), std::move(in), std::move(out)).step =
+            std::move(step);
       })
       .def("add_constant", [](Program& p, std::string where, py::handle value,
                               const std::string& dtype, int32_t out) {

@@ -9,6 +9,7 @@ import pytest
 import pjrt
 import stablehlo
 from pjrt.plugins.cpu import codegen
+from pjrt.plugins.cpu.codegen import build  # noqa: F401 (monkeypatched below)
 from stablehlo.interpreter import evaluate
 
 LOOP = """
@@ -72,15 +73,15 @@ def test_cache_hit_compiles_nothing(monkeypatch):
 
     def no_compiler(*args, **kwargs):
         raise AssertionError("the compiler ran although the kernel is cached")
-    monkeypatch.setattr(codegen.subprocess, "run", no_compiler)
+    monkeypatch.setattr(codegen.build.subprocess, "run", no_compiler)
     exe = pjrt.make_client("cpu").compile(text)
     assert exe.program.compiled
 
 
 def test_without_a_compiler_the_executor_runs_the_loop(monkeypatch, caplog):
     monkeypatch.delenv("CXX", raising=False)
-    monkeypatch.setattr(codegen.shutil, "which", lambda name: None)
-    monkeypatch.setattr(codegen, "_NO_COMPILER_SAID", False)
+    monkeypatch.setattr(codegen.build.shutil, "which", lambda name: None)
+    monkeypatch.setattr(codegen.build, "_NO_COMPILER_SAID", False)
     text = LOOP.format(T="f32")
     with caplog.at_level(logging.WARNING, logger="openhlo.cpu"):
         exe = pjrt.make_client("cpu").compile(text)

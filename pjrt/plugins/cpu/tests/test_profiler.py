@@ -15,7 +15,7 @@ func.func @main(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 
 
 def test_profile_counts_each_instruction_while_open():
-    exe = pjrt.make_client("cpu").compile(PROGRAM)
+    exe = pjrt.make_client("cpu", opt_level=0).compile(PROGRAM)  # op by op, unfused
     a = np.ones((64, 64), np.float32)
     with profile() as prof:
         for _ in range(3):

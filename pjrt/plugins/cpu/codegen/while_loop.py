@@ -7,10 +7,7 @@ temporaries allocated once, so a loop of 1000 tiny iterations costs what the ari
 costs, not 1000 trips through the executor. The executor runs it as an ordinary step
 (``Program.add_compiled``); anything else in the loop keeps the loop in the executor.
 
-Kernels are compiled with the system C++ compiler at -O2 for the host CPU and kept in a
-content-addressed on-disk cache (``$OPENHLO_CACHE_DIR``, default
-``~/.cache/openhlo/cpu_kernels``), so a second process compiles nothing. Without a
-compiler the backend says so once and uses the executor.
+Kernels are compiled and cached by ``build.py``.
 
 The scalar semantics are the reference interpreter's: integer arithmetic wraps (computed
 unsigned), comparisons of floats are IEEE, float math uses the C library (within the
@@ -18,17 +15,14 @@ tolerance the conformance suites allow).
 """
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 
 from stablehlo.ir.core import Operation
 from stablehlo.ir.types import TensorType
+
+from pjrt.plugins.cpu.codegen.build import compile_source
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -106,8 +100,10 @@ class _Emitter:
         for op in block.operations:
             if op.name in ("stablehlo.return", "func.return"):
                 return list(op.operands)
-            if op.name == "func.call":
-                callee = self.module.lookup(op.attributes["callee"].name)
+            if op.name in ("func.call", "stablehlo.composite"):
+                # A call, or a fusion (any composite): its body, inline in the loop.
+                target = op.attributes["callee" if op.name == "func.call" else "decomposition"]
+                callee = self.module.lookup(target.name)
                 for arg, v in zip(callee.body.arguments, op.operands):
                     self.names[arg] = self.names[v]
                 returned = self.ops(callee.body, env_lines)
@@ -253,44 +249,3 @@ def compile_while(op: Operation, module, captured: list):
         return None
     library = compile_source(source)
     return None if library is None else (library, _SYMBOL)
-
-
-_FLAGS = ["-O2", "-march=native", "-fno-math-errno", "-shared", "-fPIC", "-std=c++17"]
-_NO_COMPILER_SAID = False
-
-
-def cache_dir() -> str:
-    root = os.environ.get("OPENHLO_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "openhlo")
-    return os.path.join(root, "cpu_kernels")
-
-
-def compile_source(source: str):
-    """Path of the shared library built from ``source`` (cached by content), or None."""
-    global _NO_COMPILER_SAID
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if compiler is None:
-        if not _NO_COMPILER_SAID:
-            LOG.warning("no C++ compiler found: generated kernels are off, loops run in the "
-                        "executor (set CXX to enable them)")
-            _NO_COMPILER_SAID = True
-        return None
-    key = hashlib.sha256("\0".join([source, compiler] + _FLAGS).encode()).hexdigest()[:32]
-    folder = cache_dir()
-    library = os.path.join(folder, f"{key}.so")
-    if os.path.exists(library):
-        return library
-    os.makedirs(folder, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        src = os.path.join(tmp, "kernel.cc")
-        with open(src, "w") as f:
-            f.write(source)
-        built = os.path.join(tmp, "kernel.so")
-        done = subprocess.run([compiler, *_FLAGS, src, "-o", built], capture_output=True,
-                              text=True)
-        if done.returncode != 0:
-            LOG.warning("generated kernel failed to compile (using the executor): %s",
-                        done.stderr[-2000:])
-            return None
-        os.replace(built, library)  # atomic: concurrent processes see all or nothing
-    return library

@@ -1,0 +1,1 @@
+"""Generated C++ kernels of the cpu backend (see README: "Generated kernels")."""

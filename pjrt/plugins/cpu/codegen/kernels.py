@@ -1,0 +1,332 @@
+"""C++ kernels for the three fusion kinds of the fusion contract (loop, reduction, output).
+
+Each kernel is ``extern "C" void SYMBOL(const OhmEnv*, const void* const* operands, void* const*
+results)`` (abi.py) plus a static part function that the pool runs on a range of its outer
+loop. Values come from emit.Body as expressions at index expressions; the innermost loop runs
+over a contiguous dimension so the compiler vectorizes it.
+
+* loop: one loop nest over the result shape; the outer dimensions (and blocks of a long
+  innermost dimension) are split across threads.
+* reduction, row (reduced dims are a suffix): threads take rows; per row the reductions run in
+  program order, each over the row with LANES independent accumulators (combined as a tree at
+  the end: the compiler vectorizes the lanes, IEEE semantics stay otherwise), then the
+  row-shaped and element results are written.
+* reduction, column (reduced dims are a prefix): threads take blocks of columns; each
+  reduction accumulates a block of columns over all rows, then the results are written.
+* output: the dot goes through the executor's GEMM in tiles (rows x columns), each written
+  into the result buffer and its epilogue applied right away, while the tile is in cache.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from stablehlo.ir.core import Operation
+
+from pjrt.plugins.cpu.attrs import plain
+from pjrt.plugins.cpu.codegen.emit import Body, linear
+from pjrt.plugins.cpu.codegen.scalar import (
+    CTYPES, FLOATS, NotGeneratable, ctype, elem_name, expression, literal)
+
+SYMBOL = "@SYMBOL@"
+_BLOCK = 4096          # innermost elements per task of a long loop
+_TASK = 16384          # elements per pool task at least
+_COLUMNS = 256         # columns per block of a column reduction
+_TILE_M, _TILE_N = 256, 512
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _lanes(elem: str) -> int:
+    return 16 if CTYPES[elem] in ("float", "int32_t", "uint32_t") else 8
+
+
+class Kernel:
+    """The C++ text of one fusion kernel (``SYMBOL`` stands for its name)."""
+
+    def __init__(self, fusion: Operation, func):
+        self.fusion = fusion
+        self.func = func
+        self.math: set = set()
+        self.globals: list[str] = []
+        block = func.body
+        self.params = list(block.arguments)
+        self.ops = [op for op in block.operations if op.name != "func.return"]
+        self.results = list(block.operations[-1].operands)
+        names = {a: f"in{k}" for k, a in enumerate(self.params)}
+        self.body = Body(names, self.math, self.globals)
+        self.result_types = [r.type for r in fusion.results]
+
+    def header(self) -> list[str]:
+        lines = ["const OhmArgs* a = (const OhmArgs*)p;"]
+        for k, v in enumerate(self.params):
+            t = ctype(v.type)
+            lines.append(f"const {t}* in{k} = (const {t}*)a->ins[{k}];")
+        for k, r in enumerate(self.results):
+            t = ctype(r.type)
+            lines.append(f"{t}* out{k} = ({t}*)a->outs[{k}];")
+        return lines
+
+    def source(self, part: list[str], tasks: int, min_chunk: int) -> str:
+        inner = "\n  ".join(self.header() + part)
+        return (f"static void {SYMBOL}_part(void* p, int64_t b, int64_t e) {{\n  {inner}\n}}\n"
+                f'extern "C" void {SYMBOL}(const OhmEnv* env, const void* const* ins, '
+                f"void* const* outs) {{\n  OhmArgs a = {{env, ins, outs}};\n"
+                f"  env->parallel_for({tasks}, {max(1, min_chunk)}, {SYMBOL}_part, &a);\n}}\n")
+
+    def store(self, k: int, v, idx, shape) -> str:
+        """out_k at the row-major position of ``idx`` in ``shape`` (a reshape of the result
+        keeps that position) = v there."""
+        return f"out{k}[{linear(idx, shape)}] = {self.body.at(v, self._idx_for(v, idx, shape))};"
+
+    def _idx_for(self, v, idx, shape):
+        vshape = list(v.type.shape)
+        if vshape == list(shape):
+            return idx
+        return self.body._reshape(idx, list(shape), vshape)
+
+
+def _loop_vars(body: Body, shape, var: str) -> tuple:
+    return body.delinearize(var, shape) if shape else ()
+
+
+# -- loop -----------------------------------------------------------------------------------
+def loop_kernel(k: Kernel) -> str:
+    shape = list(k.results[0].type.shape)
+    for r in k.results:
+        if _size(r.type.shape) != _size(shape):
+            raise NotGeneratable("loop fusion results of different sizes")
+    for op in k.ops:
+        if op.name in ("stablehlo.reduce", "stablehlo.dot_general"):
+            raise NotGeneratable(f"{op.name} in a loop fusion")
+    body = k.body
+    if not shape:
+        stores = [k.store(i, r, (), []) for i, r in enumerate(k.results)]
+        return k.source(body.lines + stores, 1, 1)
+    last = shape[-1]
+    outer = shape[:-1]
+    blocks = -(-last // _BLOCK) if last >= 2 * _BLOCK else 1
+    width = -(-last // blocks)
+    part = ["for (int64_t r = b; r < e; ++r) {"]
+    saved = body.open()
+    o = body.index_var(f"r / {blocks}") if blocks > 1 else "r"
+    outer_idx = _loop_vars(body, outer, o)
+    lo = f"(r % {blocks}) * {width}" if blocks > 1 else "0"
+    hi = f"({lo} + {width} < {last} ? {lo} + {width} : {last})" if blocks > 1 else str(last)
+    head = body.lines
+    body.lines = []
+    idx = outer_idx + ("i",)
+    stores = [k.store(i, r, idx, shape) for i, r in enumerate(k.results)]
+    inner = body.lines + stores
+    body.lines = head
+    lines = body.close(saved)
+    part += ["  " + x for x in lines]
+    part.append(f"  for (int64_t i = {lo}; i < {hi}; ++i) {{")
+    part += ["    " + x for x in inner]
+    part += ["  }", "}"]
+    tasks = _size(outer) * blocks
+    return k.source(part, tasks, _TASK // max(1, width))
+
+
+# -- reduction ------------------------------------------------------------------------------
+_COMBINERS = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
+              "stablehlo.and", "stablehlo.or"}
+
+
+def _combiner(reduce: Operation) -> Operation:
+    if len(reduce.operands) != 2:
+        raise NotGeneratable("a variadic reduce")
+    block = reduce.regions[0].blocks[0]
+    ops = block.operations
+    if len(ops) != 2 or ops[0].name not in _COMBINERS or \
+            list(ops[0].operands) != list(block.arguments) or \
+            list(ops[1].operands) != [ops[0].results[0]]:
+        raise NotGeneratable("a reduce whose combiner is not a single add/mul/max/min/and/or")
+    return ops[0]
+
+
+def _identity(name: str, elem: str) -> str:
+    fl = elem in FLOATS
+    if name == "stablehlo.add" or name == "stablehlo.or":
+        return literal(0, elem)
+    if name == "stablehlo.multiply":
+        return literal(1, elem)
+    if name == "stablehlo.and":
+        return "true" if elem == "i1" else f"({CTYPES[elem]})~({CTYPES[elem]})0"
+    if elem == "i1":
+        raise NotGeneratable("max/min reduction of booleans")
+    if fl:
+        big = literal(float("inf"), elem)
+        low = literal(float("-inf"), elem)
+    else:
+        info = np.iinfo(elem.replace("ui", "uint") if elem.startswith("u") else elem.replace("i", "int"))
+        big, low = literal(info.max, elem), literal(info.min, elem)
+    return low if name == "stablehlo.maximum" else big
+
+
+def reduction_kernel(k: Kernel) -> str:
+    reduces = [op for op in k.ops if op.name == "stablehlo.reduce"]
+    if not reduces:
+        # Simplification after fusion (a reduce over size-1 dims became elementwise) can
+        # leave a reduction fusion with nothing to reduce: it is a loop.
+        return loop_kernel(k)
+    if any(op.name == "stablehlo.dot_general" for op in k.ops):
+        raise NotGeneratable("dot_general in a reduction fusion")
+    shape = list(reduces[0].operands[0].type.shape)
+    dims = sorted(plain(reduces[0].attributes["dimensions"]))
+    for op in reduces:
+        if list(op.operands[0].type.shape) != shape or sorted(plain(op.attributes["dimensions"])) != dims:
+            raise NotGeneratable("reductions of different shapes or dimensions")
+    rank = len(shape)
+    if dims == list(range(rank - len(dims), rank)):
+        return _row_reduction(k, reduces, shape, dims)
+    if dims == list(range(len(dims))):
+        return _column_reduction(k, reduces, shape, dims)
+    raise NotGeneratable(f"reduced dimensions {dims} are neither a prefix nor a suffix")
+
+
+def _classify(k: Kernel, shape, kept):
+    rows, elems = [], []
+    for i, r in enumerate(k.results):
+        n = _size(r.type.shape)
+        if n == _size(kept):
+            rows.append((i, r))
+        elif n == _size(shape):
+            elems.append((i, r))
+        else:
+            raise NotGeneratable(f"result #{i} is neither row- nor element-shaped")
+    return rows, elems
+
+
+def _reduce_step(k: Kernel, op, acc: str, lane: str, idx) -> list[str]:
+    """Statements of one accumulation of ``op``'s operand at ``idx`` into ``acc[lane]``."""
+    body = k.body
+    saved = body.open()
+    v = body.at(op.operands[0], idx)
+    comb = expression(_combiner(op), [f"{acc}[{lane}]", v], k.math)
+    body.lines.append(f"{acc}[{lane}] = {comb};")
+    return body.close(saved)
+
+
+def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
+    body = k.body
+    kept = shape[:len(shape) - len(dims)]
+    red = shape[len(shape) - len(dims):]
+    n = _size(red)
+    rows, elems = _classify(k, shape, kept)
+    part = ["for (int64_t r = b; r < e; ++r) {"]
+    saved = body.open()
+    kidx = _loop_vars(body, kept, "r")
+    for ri, op in enumerate(reduces):
+        elem = elem_name(op.results[0].type)
+        t = CTYPES[elem]
+        comb = _combiner(op)
+        lanes = _lanes(elem)
+        acc = f"acc{ri}"
+        body.lines.append(f"{t} {acc}[{lanes}];")
+        body.lines.append(f"for (int l = 0; l < {lanes}; ++l) {acc}[l] = {_identity(comb.name, elem)};")
+        # Main loop: LANES elements per step, one accumulator each; then the tail.
+        outer = body.open()
+        ridx = _loop_vars(body, red, "j")
+        step = body.lines + _reduce_step(k, op, acc, "l", kidx + ridx)
+        body.close(outer)
+        outer = body.open()
+        ridx = _loop_vars(body, red, "j")
+        tail = body.lines + _reduce_step(k, op, acc, "0", kidx + ridx)
+        body.close(outer)
+        body.lines.append(f"int64_t j0 = 0;" if ri == 0 else "j0 = 0;")
+        body.lines.append(f"for (; j0 + {lanes} <= {n}; j0 += {lanes}) {{")
+        body.lines.append(f"  for (int64_t l = 0; l < {lanes}; ++l) {{")
+        body.lines.append("    const int64_t j = j0 + l;")
+        body.lines += ["    " + x for x in step]
+        body.lines += ["  }", "}"]
+        body.lines.append(f"for (int64_t j = j0; j < {n}; ++j) {{")
+        body.lines += ["  " + x for x in tail]
+        body.lines.append("}")
+        w = lanes // 2
+        while w:
+            body.lines.append(f"for (int l = 0; l < {w}; ++l) {acc}[l] = "
+                              f"{expression(comb, [f'{acc}[l]', f'{acc}[l + {w}]'], k.math)};")
+            w //= 2
+        init = body.at(op.operands[1], ())
+        final = body.temp(t, expression(comb, [init, f"{acc}[0]"], k.math), "red")
+        body.fixed[op.results[0]] = (kidx, final)
+    for i, r in rows:
+        body.lines.append(k.store(i, r, kidx, kept))
+    if elems:
+        outer = body.open()
+        ridx = _loop_vars(body, red, "j")
+        stores = [k.store(i, r, kidx + ridx, shape) for i, r in elems]
+        inner = body.close(outer)
+        body.lines.append(f"for (int64_t j = 0; j < {n}; ++j) {{")
+        body.lines += ["  " + x for x in inner + stores]
+        body.lines.append("}")
+    lines = body.close(saved)
+    part += ["  " + x for x in lines] + ["}"]
+    return k.source(part, _size(kept), max(1, _TASK // max(1, n)))
+
+
+def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
+    body = k.body
+    red = shape[:len(dims)]
+    kept = shape[len(dims):]
+    ncols, nred = _size(kept), _size(red)
+    cb = min(_COLUMNS, ncols)
+    blocks = -(-ncols // cb)
+    rows, elems = _classify(k, shape, kept)
+    part = ["for (int64_t blk = b; blk < e; ++blk) {",
+            f"  const int64_t c0 = blk * {cb}, c1 = c0 + {cb} < {ncols} ? c0 + {cb} : {ncols};"]
+    saved = body.open()
+
+    def column_loop(make) -> None:
+        outer = body.open()
+        kidx = _loop_vars(body, kept, "c")
+        extra = make(kidx)
+        inner = body.close(outer)
+        body.lines.append("for (int64_t c = c0; c < c1; ++c) {")
+        body.lines += ["  " + x for x in inner + extra]
+        body.lines.append("}")
+
+    for ri, op in enumerate(reduces):
+        elem = elem_name(op.results[0].type)
+        t = CTYPES[elem]
+        comb = _combiner(op)
+        acc = f"acc{ri}"
+        body.lines.append(f"{t} {acc}[{cb}];")
+        body.lines.append(f"for (int64_t c = 0; c < {cb}; ++c) {acc}[c] = {_identity(comb.name, elem)};")
+        body.lines.append(f"for (int64_t q = 0; q < {nred}; ++q) {{")
+        outer = body.open()
+        ridx = _loop_vars(body, red, "q")
+        head = body.close(outer)
+        body.lines += ["  " + x for x in head]
+        inner_saved = body.lines
+        body.lines = []
+        body.memo.append({})
+        column_loop(lambda kidx: _reduce_step(k, op, acc, "c - c0", ridx + kidx))
+        body.memo.pop()
+        body.lines = inner_saved + ["  " + x for x in body.lines]
+        body.lines.append("}")
+        init = body.at(op.operands[1], ())
+        body.lines.append(f"for (int64_t c = 0; c < c1 - c0; ++c) {acc}[c] = "
+                          f"{expression(comb, [init, f'{acc}[c]'], k.math)};")
+        outer = body.open()
+        kidx = _loop_vars(body, kept, "c")
+        body.close(outer)
+        body.fixed[op.results[0]] = (kidx, f"{acc}[c - c0]")
+    if rows:
+        column_loop(lambda kidx: [k.store(i, r, kidx, kept) for i, r in rows])
+    if elems:
+        body.lines.append(f"for (int64_t q = 0; q < {nred}; ++q) {{")
+        outer = body.open()
+        ridx = _loop_vars(body, red, "q")
+        head = body.lines
+        body.lines = []
+        column_loop(lambda kidx: [k.store(i, r, ridx + kidx, shape) for i, r in elems])
+        inner = body.lines
+        body.lines = head + inner
+        lines = body.close(outer)
+        body.lines += ["  " + x for x in lines] + ["}"]
+    lines = body.close(saved)
+    part += ["  " + x for x in lines] + ["}"]
+    return k.source(part, blocks, 1)

@@ -1,0 +1,142 @@
+"""All fusion kernels of one program as one translation unit, compiled once.
+
+``FusionLibrary.build(module, func)`` finds every ``openhlo.fusion`` composite the lowering of
+``func`` will meet (nested while/if/case regions and inlined callees included), generates a
+kernel for each (kernels.py), drops duplicates (identical kernels share one symbol, named by a
+hash of their text), and compiles the whole unit once (build.py, cached by content).
+``lookup(op)`` then gives (library, symbol, in-place pairs) or the reason the fusion runs op
+by op instead.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from stablehlo.ir.core import Func, Module, Operation
+
+from xla_core.buffers import inplace_pairs
+
+from pjrt.plugins.cpu.codegen import abi, build, mathlib
+from pjrt.plugins.cpu.codegen.kernels import SYMBOL, Kernel, loop_kernel, reduction_kernel
+from pjrt.plugins.cpu.codegen.output import output_kernel
+from pjrt.plugins.cpu.codegen.scalar import NotGeneratable
+
+LOG = logging.getLogger("openhlo.cpu")
+
+_EMITTERS = {"loop": loop_kernel, "reduction": reduction_kernel, "output": output_kernel}
+
+
+def is_fusion(op: Operation) -> bool:
+    name = op.attributes.get("name")
+    return op.name == "stablehlo.composite" and name is not None and name.value == "openhlo.fusion"
+
+
+def fusion_kind(op: Operation) -> str | None:
+    attrs = op.attributes.get("composite_attributes")
+    for key, value in getattr(attrs, "items", ()):
+        if key == "kind":
+            return getattr(value, "value", None)
+    return None
+
+
+def _fusions(module: Module, func: Func) -> list[Operation]:
+    found, seen = [], set()
+
+    def walk(block):
+        for op in block.operations:
+            if is_fusion(op):
+                found.append(op)
+            elif op.name == "func.call":
+                callee = module.lookup(op.attributes["callee"].name)
+                if callee is not None and callee.name not in seen:
+                    seen.add(callee.name)
+                    walk(callee.body)
+            for region in op.regions:
+                for inner in region.blocks:
+                    walk(inner)
+
+    walk(func.body)
+    return found
+
+
+def kernel_source(op: Operation, module: Module) -> tuple[str, set, list]:
+    """(kernel text with SYMBOL, mathlib names, file-scope definitions) of fusion ``op``."""
+    kind = fusion_kind(op)
+    if kind not in _EMITTERS:
+        raise NotGeneratable(f"fusion kind {kind!r}")
+    func = module.lookup(op.attributes["decomposition"].name)
+    if func is None or len(func.body.operations) < 1:
+        raise NotGeneratable("no decomposition")
+    for inner in func.body.operations:
+        if inner.name == "stablehlo.reduce":
+            continue
+        if inner.regions or inner.name == "func.call":
+            raise NotGeneratable(f"{inner.name} inside a fusion")
+    kernel = Kernel(op, func)
+    text = _EMITTERS[kind](kernel)
+    return text, kernel.math, kernel.globals
+
+
+class FusionLibrary:
+    def __init__(self):
+        self.entries: dict = {}   # op -> (symbol, pairs)
+        self.refused: dict = {}   # op -> reason
+        self.library: str | None = None
+        self.source = ""
+
+    @classmethod
+    def build(cls, module: Module, func: Func) -> "FusionLibrary":
+        lib = cls()
+        fusions = _fusions(module, func)
+        if not fusions:
+            return lib
+        if build.find_compiler() is None:
+            for op in fusions:
+                lib.refused[op] = "no C++ compiler"
+            return lib
+        texts, math, globals_ = {}, set(), []
+        for op in fusions:
+            try:
+                text, used, defs = kernel_source(op, module)
+            except NotGeneratable as exc:
+                lib.refused[op] = str(exc)
+                continue
+            except (KeyError, AttributeError, TypeError, ValueError, IndexError) as exc:
+                lib.refused[op] = f"{type(exc).__name__}: {exc}"
+                continue
+            body = "\n".join(defs) + "\n" + text
+            symbol = "ohk_" + hashlib.sha256(body.encode()).hexdigest()[:16]
+            texts.setdefault(symbol, body.replace(SYMBOL, symbol))
+            math |= used
+            lib.entries[op] = (symbol, _one_operand_per_result(inplace_pairs(op, module)))
+        if not texts:
+            return lib
+        lib.source = abi.PRELUDE + mathlib.source(math) + "".join(texts.values())
+        lib.library = build.compile_source(lib.source)
+        if lib.library is None:
+            for op in list(lib.entries):
+                lib.refused[op] = "the generated C++ did not compile"
+            lib.entries.clear()
+        return lib
+
+    def lookup(self, op: Operation):
+        """(library, symbol, in-place pairs), or None with ``reason(op)`` saying why."""
+        if op in self.entries:
+            symbol, pairs = self.entries[op]
+            return self.library, symbol, pairs
+        return None
+
+    def reason(self, op: Operation) -> str:
+        return self.refused.get(op, "not a fusion of this program")
+
+
+def _one_operand_per_result(pairs: list) -> list:
+    """The first legal operand for each result, no operand given to two results (the
+    executor hands over at most one storage per result)."""
+    chosen, taken, done = [], set(), set()
+    for result, operand in pairs:
+        if result not in done and operand not in taken:
+            chosen.append((result, operand))
+            done.add(result)
+            taken.add(operand)
+    return chosen

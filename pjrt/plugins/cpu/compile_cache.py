@@ -1,0 +1,114 @@
+"""The cpu backend's persistent compilation cache: a second process compiles nothing.
+
+A compiled program is stored under ``$OPENHLO_CACHE_DIR/cpu_programs`` (default
+``~/.cache/openhlo``) as ``<key>.pkl``: the optimized module and the generated-kernel
+library of its fusions (whose shared object lives in the kernel cache, codegen/build.py).
+On a hit the pipeline and the code generator are skipped; only lowering to the executor's
+program runs.
+
+The key hashes the program text as given (or the printed module), the compile settings
+that change the result (entry, replicas, partitions, optimization level) and a fingerprint
+of the compiler itself: the size and modification time of every source file of stablehlo,
+xla_core and this backend, and of the native extension, so an edited or reinstalled
+compiler never reads an older entry. Entries are written atomically (temporary file, then
+rename); an unreadable entry is removed and the program compiled again. Like JAX's cache,
+entries are pickles: the cache directory must be as trusted as the code itself.
+``OPENHLO_CPU_CACHE=0`` turns the cache off.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Optional
+
+LOG = logging.getLogger("openhlo.cpu")
+
+FORMAT = 1  # bump when the record layout changes
+_COMPILER_FINGERPRINT: Optional[str] = None
+
+
+@dataclass
+class CachedProgram:
+    module: object          # the optimized Module
+    fusions: object         # codegen FusionLibrary of the entry function (or None)
+    level: int
+    pass_seconds: list
+
+
+def enabled() -> bool:
+    return os.environ.get("OPENHLO_CPU_CACHE", "1") != "0"
+
+
+def cache_dir() -> str:
+    root = os.environ.get("OPENHLO_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "openhlo")
+    return os.path.join(root, "cpu_programs")
+
+
+def _compiler_fingerprint() -> str:
+    global _COMPILER_FINGERPRINT
+    if _COMPILER_FINGERPRINT is None:
+        import pjrt.plugins.cpu as backend
+        import stablehlo
+        import xla_core
+        h = hashlib.sha256(f"{FORMAT} {sys.version}".encode())
+        for package in (stablehlo, xla_core, backend):
+            root = os.path.dirname(package.__file__)
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if d not in ("tests", "__pycache__"))
+                for name in sorted(files):
+                    if name.endswith((".py", ".so")):
+                        st = os.stat(os.path.join(folder, name))
+                        h.update(f"{folder}/{name} {st.st_size} {st.st_mtime_ns}\n".encode())
+        _COMPILER_FINGERPRINT = h.hexdigest()
+    return _COMPILER_FINGERPRINT
+
+
+def key(program_text: str, entry: str, num_replicas: int, num_partitions: int,
+        level: int) -> str:
+    h = hashlib.sha256(_compiler_fingerprint().encode())
+    h.update(f"\0{entry}\0{num_replicas}\0{num_partitions}\0{level}\0".encode())
+    h.update(program_text.encode())
+    return h.hexdigest()[:40]
+
+
+def load(cache_key: str) -> Optional[CachedProgram]:
+    path = os.path.join(cache_dir(), cache_key + ".pkl")
+    try:
+        with open(path, "rb") as f:
+            record = pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - a damaged entry: drop it, compile again
+        LOG.warning("dropping unreadable compilation cache entry %s: %s", path, exc)
+        _remove(path)
+        return None
+    library = getattr(record.fusions, "library", None)
+    if not isinstance(record, CachedProgram) or (library and not os.path.exists(library)):
+        _remove(path)  # its kernel library was cleaned away: compile again
+        return None
+    return record
+
+
+def store(cache_key: str, record: CachedProgram) -> None:
+    folder = cache_dir()
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, os.path.join(folder, cache_key + ".pkl"))
+    except (OSError, pickle.PicklingError, RecursionError) as exc:
+        LOG.info("program not cached: %s", exc)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
