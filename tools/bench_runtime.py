@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
+
+from tools.bench.timing import median_seconds
 
 
 def add_parser(subparsers) -> None:
@@ -36,40 +36,21 @@ def add_parser(subparsers) -> None:
     p.set_defaults(handler=bench_command)
 
 
-def _median_seconds(fn, repeats: int, inner: int = 1) -> float:
-    # Runtimes in one process disturb each other: XLA's and OpenBLAS's worker threads spin
-    # for a while after their last task. A short pause lets them sleep before each timing.
-    time.sleep(0.2)
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples)
-
-
 def _rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _ours(client, jitted, *example):
-    text = jitted.lower(*example).as_text()
-    return client.compile(text)
-
-
 def bench_dispatch(client, jax, np, repeats: int) -> dict:
     f = jax.jit(lambda x: x + 1)
     x = np.arange(16, dtype=np.float32)
-    exe = _ours(client, f, x)
+    exe = client.compile(f.lower(x).as_text())
     assert np.array_equal(exe(x)[0], x + 1)
     for _ in range(200):
         exe(x), np.asarray(f(x))
-    ours = _median_seconds(lambda: exe(x), repeats, 100)
-    theirs = _median_seconds(lambda: np.asarray(f(x)), repeats, 100)
-    numpy = _median_seconds(lambda: x + 1, repeats, 100)
+    ours = median_seconds(lambda: exe(x), repeats, 100)
+    theirs = median_seconds(lambda: np.asarray(f(x)), repeats, 100)
+    numpy = median_seconds(lambda: x + 1, repeats, 100)
     return {"ours_us": ours * 1e6, "jax_us": theirs * 1e6, "numpy_us": numpy * 1e6,
             "target_us": 15.0}
 
@@ -80,14 +61,14 @@ def bench_matmul(client, jax, np, repeats: int) -> dict:
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
     f = jax.jit(lambda a, b: a @ b)
-    exe = _ours(client, f, a, b)
+    exe = client.compile(f.lower(a, b).as_text())
     np.testing.assert_allclose(exe(a, b)[0], a @ b, rtol=1e-3, atol=1e-3)
     flops = 2.0 * n ** 3
     for _ in range(5):  # warm-up for all three: first-touch pages, BLAS buffers, threads
         exe(a, b), a @ b, np.asarray(f(a, b))
-    ours = _median_seconds(lambda: exe(a, b), repeats)
-    numpy = _median_seconds(lambda: a @ b, repeats)
-    theirs = _median_seconds(lambda: np.asarray(f(a, b)), repeats)
+    ours = median_seconds(lambda: exe(a, b), repeats)
+    numpy = median_seconds(lambda: a @ b, repeats)
+    theirs = median_seconds(lambda: np.asarray(f(a, b)), repeats)
     return {"ours_gflops": flops / ours / 1e9, "numpy_gflops": flops / numpy / 1e9,
             "jax_gflops": flops / theirs / 1e9, "ratio_to_numpy": numpy / ours,
             "target_ratio": 0.85}
@@ -100,10 +81,10 @@ def bench_fori_loop(client, jax, np, repeats: int) -> dict:
         return lax.fori_loop(0, 1000, lambda i, v: v * 0.999 + 0.001, x)
     f = jax.jit(loop)
     x = np.ones(8, dtype=np.float32)
-    exe = _ours(client, f, x)
+    exe = client.compile(f.lower(x).as_text())
     np.testing.assert_allclose(exe(x)[0], np.asarray(f(x)), rtol=1e-5)
-    ours = _median_seconds(lambda: exe(x), repeats)
-    theirs = _median_seconds(lambda: np.asarray(f(x)), repeats)
+    ours = median_seconds(lambda: exe(x), repeats)
+    theirs = median_seconds(lambda: np.asarray(f(x)), repeats)
     return {"ours_ms": ours * 1e3, "jax_ms": theirs * 1e3, "ratio_to_jax": ours / theirs,
             "target_ratio": 2.0}
 
@@ -118,17 +99,17 @@ def bench_fori_loop_matvec(client, jax, np, repeats: int) -> dict:
         return lax.fori_loop(0, 1000, lambda i, v: jax.numpy.tanh(w @ v + 0.1), v)
     f = jax.jit(loop)
     x = np.ones(64, dtype=np.float32)
-    exe = _ours(client, f, x, w)
+    exe = client.compile(f.lower(x, w).as_text())
     np.testing.assert_allclose(exe(x, w)[0], np.asarray(f(x, w)), rtol=1e-4, atol=1e-5)
-    ours = _median_seconds(lambda: exe(x, w), repeats)
-    theirs = _median_seconds(lambda: np.asarray(f(x, w)), repeats)
+    ours = median_seconds(lambda: exe(x, w), repeats)
+    theirs = median_seconds(lambda: np.asarray(f(x, w)), repeats)
     return {"ours_ms": ours * 1e3, "jax_ms": theirs * 1e3, "ratio_to_jax": ours / theirs}
 
 
 def bench_memory(client, jax, np, executions: int) -> dict:
     f = jax.jit(lambda x: (x * 2.0 + 1.0).sum())
     x = np.ones((256,), dtype=np.float32)
-    exe = _ours(client, f, x)
+    exe = client.compile(f.lower(x).as_text())
     for _ in range(1000):
         exe(x)
     before = _rss_bytes()

@@ -5,6 +5,7 @@
     openhlo conformance PATH... [--backend NAME] [--json OUT] [--jobs N] [--timeout S]
     openhlo bench-text [PATH...]
     openhlo bench-runtime [--backend NAME] [--json OUT]
+    openhlo bench [--workloads A,B] [--runners A,B] [--json OUT] [--png OUT] [--quick]
 
 Errors in the input are reported on stderr as ``openhlo: error: ...`` (or
 ``file:line:col: error: ...`` with the source line and a caret) with exit
@@ -25,6 +26,7 @@ from tools.diagnostics import CliError, format_error
 
 def build_parser() -> argparse.ArgumentParser:
     from tools import bench_runtime, bench_text, opt, run
+    from tools.bench import command as bench
     from tools.conformance import command as conformance
     parser = argparse.ArgumentParser(
         prog="openhlo",
@@ -32,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true",
                         help="show the Python traceback of errors (for debugging OpenHLO)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (run, opt, conformance, bench_text, bench_runtime):
+    for module in (run, opt, conformance, bench_text, bench_runtime, bench):
         module.add_parser(subparsers)
     return parser
 

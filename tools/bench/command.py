@@ -1,0 +1,65 @@
+"""``openhlo bench``: the argument parsing and the command."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tools.bench.runners import RUNNERS
+from tools.bench.workloads import WORKLOADS
+from tools.diagnostics import CliError
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench", help="workloads on openhlo, jax.jit, PyTorch eager and torch.compile",
+        description="Benchmark suite: each workload (JAX and PyTorch, same math) on the "
+                    "openhlo cpu backend, XLA (jax.jit), PyTorch eager and TorchInductor; "
+                    "results checked against jax.jit, times, achieved throughput, compile "
+                    "times (cold and cached) and peak memory. Exit status 1 if any result "
+                    "is wrong.")
+    p.add_argument("--workloads", metavar="A,B", default=",".join(WORKLOADS),
+                   help=f"comma-separated subset of: {', '.join(WORKLOADS)}")
+    p.add_argument("--runners", metavar="A,B", default=",".join(RUNNERS),
+                   help=f"comma-separated subset of: {', '.join(RUNNERS)}")
+    p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    p.add_argument("--png", metavar="PATH", help="also draw the ratios to XLA (bar chart)")
+    p.add_argument("--quick", action="store_true",
+                   help="smaller shapes and short timings: a smoke run")
+    p.add_argument("--budget", type=float, metavar="S",
+                   help="seconds of timing per workload and runner (default 2, quick 0.2)")
+    p.add_argument("--no-cached", dest="cached", action="store_false",
+                   help="skip the second process that measures cached compile times")
+    p.set_defaults(handler=bench_command)
+
+
+def _names(text: str, known, what: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise CliError(f"unknown {what} {', '.join(unknown) or '(none given)'}; "
+                       f"known: {', '.join(known)}")
+    return list(dict.fromkeys(names))
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    from tools.bench.plot import plot_ratios
+    from tools.bench.report import add_ratios, format_report, summarize
+    from tools.bench.suite import run_suite
+    workloads = _names(args.workloads, WORKLOADS, "workload")
+    runners = _names(args.runners, RUNNERS, "runner")
+    report = run_suite(workloads, runners, quick=args.quick, budget=args.budget,
+                       cached=args.cached)
+    add_ratios(report)
+    report["summary"] = summarize(report)
+    print(format_report(report), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    if args.png:
+        plot_ratios(report, args.png)
+    if report["summary"]["failures"]:
+        print(f"openhlo: error: {len(report['summary']['failures'])} wrong or failed "
+              "result(s), see FAILURES above", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,133 @@
+"""The report of ``openhlo bench``: ratios, the summary, the table.
+
+Works on the JSON-ready dict of ``suite.run_suite`` (so a saved ``--json`` file can be
+reported again). A runner's ratio to XLA is its median time over ``xla``'s on the same
+workload; its ratio to the best peer is its time over the fastest *other* runner's. Only
+runners whose results matched count; a mismatch or an error is listed as a failure.
+"""
+from __future__ import annotations
+
+import math
+
+PEER_LABEL = "best peer"
+
+
+def geomean(values) -> float | None:
+    values = list(values)
+    if not values:
+        return None
+    if any(v <= 0 for v in values):
+        raise ValueError(f"geometric mean of non-positive values: {values}")
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _ok_times(record: dict) -> dict[str, float]:
+    return {name: r["median_s"] for name, r in record["results"].items()
+            if r["status"] == "ok" and "median_s" in r}
+
+
+def add_ratios(report: dict) -> None:
+    """Fill ``vs_xla``, ``vs_best_peer``, ``gflops``, ``gbps`` of every timed result."""
+    for record in report["workloads"]:
+        times = _ok_times(record)
+        for name, seconds in times.items():
+            result = record["results"][name]
+            if "xla" in times:
+                result["vs_xla"] = seconds / times["xla"]
+            peers = [t for other, t in times.items() if other != name]
+            if peers:
+                result["vs_best_peer"] = seconds / min(peers)
+            result["gflops"] = record["flops"] / seconds / 1e9
+            result["gbps"] = record["bytes"] / seconds / 1e9
+
+
+def summarize(report: dict) -> dict:
+    """Per runner: geometric mean and max of its ratio to XLA and to its best peer."""
+    summary: dict = {"runners": {}, "failures": []}
+    for runner in report["runners"]:
+        entry = {}
+        for key in ("vs_xla", "vs_best_peer"):
+            pairs = [(r["results"][runner][key], r["name"]) for r in report["workloads"]
+                     if key in r["results"].get(runner, {})]
+            if pairs:
+                worst = max(pairs)
+                entry[key] = {"geomean": geomean(v for v, _ in pairs), "max": worst[0],
+                              "max_workload": worst[1], "count": len(pairs)}
+        summary["runners"][runner] = entry
+    for record in report["workloads"]:
+        for runner, result in record["results"].items():
+            if result["status"] != "ok":
+                summary["failures"].append({"workload": record["name"], "runner": runner,
+                                            "status": result["status"],
+                                            "message": result["message"]})
+    return summary
+
+
+def _ms(seconds) -> str:
+    if seconds is None:
+        return "-"
+    ms = seconds * 1e3
+    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+
+
+def _ratio(value) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _mb(n) -> str:
+    return "n/a" if n is None else f"{n / 2**20:.3g}"
+
+
+def format_report(report: dict) -> str:
+    machine = report["machine"]
+    peak, bandwidth = machine["peak_flops"], machine["memory_bandwidth"]
+    lines = [(f"machine: {machine['cores']} cores, matmul peak {peak / 1e9:.1f} GFLOP/s, "
+              f"memory bandwidth {bandwidth / 1e9:.1f} GB/s (xla_core.cost.hardware('cpu'))")]
+    if "load_average" in report:
+        load = report["load_average"]
+        lines.append(f"load average (1 min) {load['start']:.1f} at the start, {load['end']:.1f} "
+                     f"at the end (other work on the machine slows every runner)")
+    lines.append("")
+    header = ("workload", "runner", "median ms", "vs xla", f"vs {PEER_LABEL}", "GFLOP/s",
+              "%peak", "GB/s", "%bw", "cold ms", "cached ms", "peak MB", "status")
+    rows = [header]
+    for record in report["workloads"]:
+        for i, (runner, r) in enumerate(record["results"].items()):
+            timed = "median_s" in r
+            rows.append((
+                record["name"] if i == 0 else "", runner,
+                _ms(r.get("median_s")), _ratio(r.get("vs_xla")), _ratio(r.get("vs_best_peer")),
+                f"{r['gflops']:.3g}" if timed else "-",
+                f"{100 * r['gflops'] * 1e9 / peak:.0f}" if timed else "-",
+                f"{r['gbps']:.3g}" if timed else "-",
+                f"{100 * r['gbps'] * 1e9 / bandwidth:.0f}" if timed else "-",
+                _ms(r.get("compile_cold_s")), _ms(r.get("compile_cached_s")),
+                _mb(r.get("peak_bytes")), r["status"].upper() if r["status"] != "ok" else "ok"))
+    widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(w) if c < 2 else cell.rjust(w)
+                               for c, (cell, w) in enumerate(zip(row, widths))).rstrip())
+    lines += ["", ("GFLOP/s, GB/s: flops and bytes of xla_core.cost.module_cost of the lowered "
+                   "StableHLO (the same for every runner); the bytes are unfused traffic, so "
+                   "fused code can pass 100% of the bandwidth"),
+              "cold: fresh empty compilation caches; cached: a second process on them",
+              ("peak MB: openhlo exe.memory_stats() (n/a: the executable has none), xla "
+               "memory_analysis() (args+outputs+temps-aliased), torch: args + the peak of its "
+               "CPU allocator during one call (profiler)"),
+              "", "summary (time ratios; geometric mean over the workloads that ran correctly):"]
+    summary = report["summary"]
+    for runner, entry in summary["runners"].items():
+        parts = []
+        for key, label in (("vs_xla", "vs xla"), ("vs_best_peer", f"vs {PEER_LABEL}")):
+            if key in entry and not (runner == "xla" and key == "vs_xla"):
+                e = entry[key]
+                parts.append(f"{label}: geomean {e['geomean']:.2f}x, max {e['max']:.2f}x "
+                             f"({e['max_workload']}), n={e['count']}")
+        lines.append(f"  {runner:<12} " + ("; ".join(parts) if parts else "no timings"))
+    if summary["failures"]:
+        lines += ["", (f"FAILURES ({len(summary['failures'])}): wrong results are failures, "
+                       "not times")]
+        lines += [f"  {f['status'].upper()} {f['runner']} on {f['workload']}: {f['message']}"
+                  for f in summary["failures"]]
+    lines.append(f"\nwall time {report['wall_s']:.0f} s")
+    return "\n".join(lines)

@@ -1,0 +1,202 @@
+"""The four runners of ``openhlo bench`` and the compilation caches they use.
+
+Every runner takes the workload's numpy inputs and returns numpy outputs (numpy in, numpy
+out: what a user of each stack pays per call). ``prepare`` compiles one workload and
+reports the compile time and the peak memory the runner can tell:
+
+* ``openhlo``: the JAX function's StableHLO (``jax.jit(f).lower(...).as_text()``),
+  compiled by ``pjrt.make_client("cpu").compile(text)``; compile time = that call (parse
+  included); memory = ``exe.memory_stats()["peak_bytes"]`` where the executable has it;
+* ``xla``: ``jax.jit``; compile time = ``lowered.compile()`` (tracing and lowering excluded,
+  as for openhlo); memory = ``memory_analysis()``: arguments + outputs + temporaries -
+  aliased;
+* ``torch_eager``: no compile; ``inductor``: ``torch.compile`` (default backend), compile
+  time = first call - second call (it compiles lazily, on the first call). Memory for both:
+  arguments + the peak of bytes held by PyTorch's CPU allocator during one call, from the
+  profiler's allocation events.
+
+``use_cache_root`` points all three persistent compilation caches (OpenHLO's kernel cache,
+JAX's compilation cache, TorchInductor's cache) at one folder, so a fresh folder gives
+cold compiles and a second process on the same folder gives cached ones.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tools.bench.workloads import Instance
+
+RUNNERS = ("openhlo", "xla", "torch_eager", "inductor")
+
+
+def use_cache_root(root: str) -> None:
+    """Send every compilation cache to subfolders of ``root``; call before compiling.
+
+    The hardware calibration (a measurement of the machine, not a compiled artifact) is
+    copied along so a cold compile does not include re-measuring the machine.
+    """
+    from xla_core.cost import calibrate
+    known = calibrate.cache_path()
+    os.environ["OPENHLO_CACHE_DIR"] = os.path.join(root, "openhlo")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
+    if os.path.exists(known) and not os.path.exists(calibrate.cache_path()):
+        os.makedirs(os.path.dirname(calibrate.cache_path()), exist_ok=True)
+        shutil.copyfile(known, calibrate.cache_path())
+    import jax
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_compilation_cache_dir", os.path.join(root, "jax"))
+    # cache every executable, however quick to compile or small
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def lower(instance: Instance):
+    """``jax.jit(f).lower(*inputs)`` of a workload: shared by openhlo, xla and the costs."""
+    import jax
+    return jax.jit(instance.jax_fn).lower(*instance.inputs)
+
+
+@dataclass
+class Prepared:
+    call: Callable[[], list]      # runs the workload on its inputs, numpy outputs
+    compile_s: float | None       # None: the runner does not compile
+    peak_bytes: Callable[[], int | None]  # measured on demand; None: the runner cannot tell
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def _warm_up_program():
+    """An unrelated tiny program: compiling it pays a runner's one-time costs (imports,
+    native libraries, backend start), which belong to no workload's compile time."""
+    import jax.numpy as jnp
+    return lower(Instance((np.zeros(7, np.float32),), lambda x: (jnp.sin(x) * 2,), None))
+
+
+class OpenHLORunner:
+    name = "openhlo"
+    compiles = True
+
+    def setup(self) -> None:
+        import pjrt
+        self.client = pjrt.make_client("cpu")
+        self.client.compile(_warm_up_program().as_text())
+
+    def prepare(self, instance: Instance, lowered) -> Prepared:
+        text = lowered.as_text()
+        exe, seconds = _timed(lambda: self.client.compile(text))
+        inputs = instance.inputs
+        stats = getattr(exe, "memory_stats", None)
+        peak = stats().get("peak_bytes") if stats is not None else None
+        return Prepared(lambda: exe(*inputs), seconds, lambda: peak)
+
+
+class XlaRunner:
+    name = "xla"
+    compiles = True
+
+    def setup(self) -> None:
+        _warm_up_program().compile()
+
+    def prepare(self, instance: Instance, lowered) -> Prepared:
+        import jax
+        compiled, seconds = _timed(lowered.compile)
+        memory = compiled.memory_analysis()
+        peak = None
+        if memory is not None:
+            peak = int(memory.argument_size_in_bytes + memory.output_size_in_bytes
+                       + memory.temp_size_in_bytes - memory.alias_size_in_bytes)
+        jitted, inputs = jax.jit(instance.jax_fn), instance.inputs
+        jitted(*inputs)  # its own compile (a persistent-cache hit by now), not timed
+        return Prepared(lambda: [np.asarray(o) for o in jitted(*inputs)], seconds,
+                        lambda: peak)
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence file descriptor 2: the profiler's C++ side logs each start and stop there."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _torch_peak_bytes(fn, inputs) -> int | None:
+    """Arguments + the peak of bytes held by PyTorch's CPU allocator during one call.
+
+    The profiler records every allocation with the allocator's running total (counted from
+    the profiler's start, so the arguments allocated before are added). Its event tree is
+    a private API: where it is missing, the figure is None (n/a).
+    """
+    from torch.profiler import ProfilerActivity, profile
+    try:
+        from torch._C._profiler import _EventType
+    except ImportError:
+        return None
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_stderr():
+        prof.start()
+    try:
+        fn()
+    finally:
+        with _quiet_stderr():
+            prof.stop()
+    peak, stack = 0, list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        node = stack.pop()
+        if node.tag == _EventType.Allocation:
+            peak = max(peak, node.extra_fields.total_allocated)
+        stack.extend(node.children)
+    return sum(a.nbytes for a in inputs) + peak
+
+
+class _TorchRunner:
+    compiles = False
+
+    def setup(self) -> None:
+        import torch
+        self.torch = torch
+        if self.compiles:  # as _warm_up_program, for torch.compile
+            torch.compile(lambda x: (torch.sin(x) * 2,))(torch.zeros(7))
+
+    def prepare(self, instance: Instance, lowered) -> Prepared:
+        torch = self.torch
+        fn = torch.compile(instance.torch_fn) if self.compiles else instance.torch_fn
+        inputs = instance.inputs
+
+        def call():
+            return [o.detach().numpy() for o in fn(*(torch.from_numpy(a) for a in inputs))]
+        seconds = None
+        if self.compiles:
+            _, first = _timed(call)
+            _, second = _timed(call)
+            seconds = max(first - second, 0.0)
+        return Prepared(call, seconds, lambda: _torch_peak_bytes(call, inputs))
+
+
+class TorchEagerRunner(_TorchRunner):
+    name = "torch_eager"
+
+
+class InductorRunner(_TorchRunner):
+    name = "inductor"
+    compiles = True
+
+
+RUNNER_CLASSES = {cls.name: cls for cls in
+                  (OpenHLORunner, XlaRunner, TorchEagerRunner, InductorRunner)}
