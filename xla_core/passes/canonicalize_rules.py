@@ -7,7 +7,7 @@ Canonicalize picks one spelling among equivalent ones so that later passes
 (the algebraic simplifier, cse, fusion) need to match only that one: constants
 on the right of commutative ops and compares; shape ops that move no data
 written as ``reshape`` (the free one); a reduce over extent-1 dimensions
-written as the elementwise op it is. Identities that remove an op outright
+written as the elementwise op it is; ``chlo.square`` as the multiply it is. Identities that remove an op outright
 (``x * 1``, ``select(p, a, a)``, ``reshape(reshape(x))``, identity
 transposes, converts and broadcasts) are the algebraic simplifier's and live
 in algebraic_simplifier_rules.py only.
@@ -203,6 +203,16 @@ def _binary_body(op: Operation) -> tuple[str, bool] | None:
 
 
 # ---------------------------------------------------------------------------
+# CHLO ops that are one StableHLO op
+
+def square_as_multiply(op: Operation, create: Create) -> Value | None:
+    # chlo.square(x) -> x * x: its definition, for every element type; backends and fusion
+    # then see the op they know (JAX writes jnp.square and x**2 this way)
+    x = op.operands[0]
+    return create("stablehlo.multiply", [x, x], op)
+
+
+# ---------------------------------------------------------------------------
 # The table: (op name, rule); the rules of one op are tried in order.
 
 RULES: list[tuple[str, Callable]] = [
@@ -214,6 +224,7 @@ RULES: list[tuple[str, Callable]] = [
     ("stablehlo.transpose", transpose_as_reshape),
     ("stablehlo.get_tuple_element", get_tuple_element_of_tuple),
     ("stablehlo.reduce", reduce_unit_dimensions),
+    ("chlo.square", square_as_multiply),
 ]
 
 # Ops the pass may erase once it made them dead: the ones it rewrites or
@@ -222,5 +233,5 @@ RULES: list[tuple[str, Callable]] = [
 ERASABLE = frozenset({
     *_COMMUTATIVE, "stablehlo.reduce", "stablehlo.compare", "stablehlo.select", "stablehlo.not",
     "stablehlo.broadcast_in_dim", "stablehlo.transpose", "stablehlo.reshape",
-    "stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.constant",
+    "stablehlo.get_tuple_element", "stablehlo.tuple", "stablehlo.constant", "chlo.square",
 })

@@ -156,3 +156,14 @@ func.func public @complex_order(%arg0: tensor<2xcomplex<f32>>) -> (tensor<2xcomp
   %1 = stablehlo.add %c, %arg0 : tensor<2xcomplex<f32>>
   func.return %0, %1 : tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>
 }
+
+// -----
+
+// chlo.square is the multiply it is defined as (JAX writes x**2 this way).
+// CHECK-LABEL: func.func public @square
+// CHECK-NEXT: %[[M:[^ ]+]] = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
+// CHECK-NEXT: return %[[M]]
+func.func public @square(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = chlo.square %arg0 : tensor<4xf32> -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
