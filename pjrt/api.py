@@ -276,6 +276,7 @@ class Executable:
     def __init__(self, module: Module, options: CompileOptions):
         self.module = module
         self.source: Optional[str] = None  # the program text, when compiled from text
+        self.given_options: CompileOptions = options  # before entry/replicas were resolved
         self.entry = resolve_entry(module, options.entry)
         func = module.lookup(self.entry)
         self.parameter_types: list[Type] = list(func.type.inputs)
@@ -582,7 +583,13 @@ class Client(abc.ABC):
         Parse and verification errors propagate as OpenHLOErrors naming the place.
         """
         import stablehlo
+        options = options if options is not None else CompileOptions()
+        if entry is not None:
+            options = dataclasses.replace(options, entry=entry)
         if isinstance(program, str):
+            loaded = self._load_compiled(program, options)
+            if loaded is not None:
+                return loaded
             module = stablehlo.parse(program)
         elif isinstance(program, Module):
             from stablehlo.verify import verify_module
@@ -591,14 +598,16 @@ class Client(abc.ABC):
         else:
             raise ArgumentError(f"compile takes a stablehlo Module or its text, "
                                 f"got {type(program).__name__}")
-        options = options if options is not None else CompileOptions()
-        if entry is not None:
-            options = dataclasses.replace(options, entry=entry)
         executable = Executable(module, options)
-        # The text as given: backends with a persistent cache key on it (cheaper than
-        # printing the module again).
+        # The text and options as given: backends with a persistent cache key on them
+        # (cheaper than printing the module again).
         executable.source = program if isinstance(program, str) else None
         return self._compile(executable, self._device_assignment(executable, options))
+
+    def _load_compiled(self, text: str, options: CompileOptions) -> Optional[LoadedExecutable]:
+        """Backend hook: the executable of ``text`` from a persistent cache, without parsing
+        it, or None (the default: compile)."""
+        return None
 
     @abc.abstractmethod
     def _compile(self, executable: Executable, device_assignment: list) -> LoadedExecutable:

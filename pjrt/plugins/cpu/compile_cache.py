@@ -3,11 +3,12 @@
 A compiled program is stored under ``$OPENHLO_CACHE_DIR/cpu_programs`` (default
 ``~/.cache/openhlo``) as ``<key>.pkl``: the optimized module and the generated-kernel
 library of its fusions (whose shared object lives in the kernel cache, codegen/build.py).
-On a hit the pipeline and the code generator are skipped; only lowering to the executor's
+On a hit of a program given as text nothing is parsed (the record holds the module as given,
+too), and the pipeline and the code generator are skipped: only lowering to the executor's
 program runs.
 
-The key hashes the program text as given (or the printed module), the compile settings
-that change the result (entry, replicas, partitions, optimization level) and a fingerprint
+The key hashes the program text as given (or the printed module), the compile options as
+given (entry, replicas, partitions, overrides such as the optimization level) and a fingerprint
 of the compiler itself: the size and modification time of every source file of stablehlo,
 xla_core and this backend, and of the native extension, so an edited or reinstalled
 compiler never reads an older entry. Entries are written atomically (temporary file, then
@@ -34,6 +35,7 @@ _COMPILER_FINGERPRINT: Optional[str] = None
 
 @dataclass
 class CachedProgram:
+    source_module: object   # the Module as given (Executable.module), so a hit parses nothing
     module: object          # the optimized Module
     fusions: object         # codegen FusionLibrary of the entry function (or None)
     level: int
@@ -69,10 +71,13 @@ def _compiler_fingerprint() -> str:
     return _COMPILER_FINGERPRINT
 
 
-def key(program_text: str, entry: str, num_replicas: int, num_partitions: int,
-        level: int) -> str:
+def key(program_text: str, options, level: int) -> str:
+    """The entry of ``program_text`` compiled with ``options`` (CompileOptions as given) at
+    ``level``; the device assignment is not part of it (it does not change the program)."""
     h = hashlib.sha256(_compiler_fingerprint().encode())
-    h.update(f"\0{entry}\0{num_replicas}\0{num_partitions}\0{level}\0".encode())
+    overrides = sorted((k, repr(v)) for k, v in options.env_option_overrides.items())
+    h.update(f"\0{options.entry}\0{options.num_replicas}\0{options.num_partitions}\0"
+             f"{overrides}\0{level}\0".encode())
     h.update(program_text.encode())
     return h.hexdigest()[:40]
 

@@ -14,6 +14,8 @@ from typing import Optional
 
 import numpy as np
 
+from stablehlo.text import print_module
+
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,
                       Executable, ExecutionError, LoadedExecutable, MemorySpace,
                       UnimplementedError, check_arguments)
@@ -249,32 +251,51 @@ class CpuClient(Client):
     def devices(self) -> list[Device]:
         return list(self._devices)
 
+    def _load_compiled(self, text: str, options) -> Optional[CpuExecutable]:
+        level = opt_level_of(options, self.opt_level)
+        if not compile_cache.enabled() or level == 0:
+            return None
+        cached = compile_cache.load(compile_cache.key(text, options, level))
+        if cached is None:
+            return None
+        executable = Executable(cached.source_module, options)
+        executable.source = text
+        return self._from_cache(cached, executable,
+                                self._device_assignment(executable, options))
+
     def _compile(self, executable: Executable, device_assignment: list) -> CpuExecutable:
         from pjrt.api import entry_function
-        level = opt_level_of(executable.options, self.opt_level)
-        cache_key = None
+        options = executable.given_options
+        level = opt_level_of(options, self.opt_level)
+        key = None
         if compile_cache.enabled() and level > 0:
-            cache_key = compile_cache.key(
-                executable.source or executable.fingerprint, executable.entry,
-                executable.num_replicas, executable.num_partitions, level)
-            cached = compile_cache.load(cache_key)
+            # A Module (not text) is keyed by its printed text.
+            key = compile_cache.key(executable.source if executable.source is not None else
+                                    print_module(executable.module), options, level)
+            cached = compile_cache.load(key) if executable.source is None else None
             if cached is not None:
-                func = entry_function(cached.module, executable.entry)
-                program = CompiledProgram(cached.module, func, self.probe_dir,
-                                          executable.num_replicas, executable.num_partitions,
-                                          fusions=cached.fusions)
-                program.cache_hit = True
-                return CpuExecutable(self, executable, device_assignment, program)
+                return self._from_cache(cached, executable, device_assignment)
         optimized = optimize(executable.module, level)
         func = entry_function(optimized.module, executable.entry)
         program = CompiledProgram(optimized.module, func, self.probe_dir,
                                   executable.num_replicas, executable.num_partitions)
         program.pass_seconds = optimized.pass_seconds
-        if cache_key is not None and optimized.failure is None and not program.fallbacks:
+        if key is not None and optimized.failure is None and not program.fallbacks:
             # Programs with interpreter fallbacks are cheap to lower and hold Python
             # callbacks: only fully native programs are worth a cache entry.
-            compile_cache.store(cache_key, compile_cache.CachedProgram(
-                optimized.module, program.fusion_library, level, optimized.pass_seconds))
+            compile_cache.store(key, compile_cache.CachedProgram(
+                executable.module, optimized.module, program.fusion_library, level,
+                optimized.pass_seconds))
+        return CpuExecutable(self, executable, device_assignment, program)
+
+    def _from_cache(self, cached, executable: Executable,
+                    device_assignment: list) -> CpuExecutable:
+        from pjrt.api import entry_function
+        func = entry_function(cached.module, executable.entry)
+        program = CompiledProgram(cached.module, func, self.probe_dir, executable.num_replicas,
+                                  executable.num_partitions, fusions=cached.fusions)
+        program.cache_hit = True
+        program.pass_seconds = cached.pass_seconds
         return CpuExecutable(self, executable, device_assignment, program)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> CpuBuffer:

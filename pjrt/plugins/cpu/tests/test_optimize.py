@@ -97,3 +97,26 @@ def test_second_process_loads_from_the_cache(cache_dir, tmp_path):
     assert (hit1, built1, fused1) == ("False", "1", "1")
     assert (hit2, built2, fused2) == ("True", "0", "1")  # nothing compiled, still fused
     assert out1 == out2
+
+
+def test_modules_and_options_key_the_cache(cache_dir):
+    client = pjrt.make_client("cpu")
+    module = stablehlo.parse(SOFTMAX)
+    first, second = client.compile(module), client.compile(module)
+    assert (first.program.cache_hit, second.program.cache_hit) == (False, True)
+    # Other options are another program: no hit.
+    other = client.compile(module, CompileOptions(env_option_overrides={"note": 1}))
+    assert not other.program.cache_hit
+    np.testing.assert_array_equal(second(_x())[0], first(_x())[0])
+
+
+def test_a_damaged_entry_is_dropped_and_compiled_again(cache_dir):
+    client = pjrt.make_client("cpu")
+    client.compile(SOFTMAX)
+    (entry,) = (cache_dir / "cpu_programs").glob("*.pkl")
+    entry.write_bytes(b"not a pickle")
+    exe = client.compile(SOFTMAX)
+    assert not exe.program.cache_hit
+    (expected,) = stablehlo.evaluate(stablehlo.parse(SOFTMAX), [_x()])
+    np.testing.assert_allclose(exe(_x())[0], expected, rtol=2e-6, atol=1e-6)
+    assert client.compile(SOFTMAX).program.cache_hit  # written again
