@@ -70,7 +70,7 @@ def _process(text: str, filename: str, pipeline, args: argparse.Namespace) -> st
         from xla_core.passes import PassContext
         ctx = PassContext(timing=args.timing, print_after_all=args.print_after_all,
                           disabled=frozenset(args.disable_pass), dump=sys.stderr)
-        with _explaining(args.explain_fusion):
+        with explaining_fusion(sys.stderr if args.explain_fusion else None):
             pipeline.run(module, ctx)
         if args.timing:
             sys.stderr.write(ctx.timing_report() + "\n")
@@ -100,13 +100,14 @@ def _pipeline(args):
 
 
 @contextlib.contextmanager
-def _explaining(enabled: bool):
-    """Route the ``openhlo.fusion`` logger's INFO lines to stderr while passes run."""
-    if not enabled:
+def explaining_fusion(stream):
+    """Route the ``openhlo.fusion`` logger's INFO lines (every fusion decision and refusal)
+    to ``stream`` while passes run; None: leave the logger alone."""
+    if stream is None:
         yield
         return
     logger = logging.getLogger("openhlo.fusion")
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(message)s"))
     old_level = logger.level
     logger.addHandler(handler)

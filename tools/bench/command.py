@@ -30,6 +30,9 @@ def add_parser(subparsers) -> None:
                    help="seconds of timing per workload and runner (default 2, quick 0.2)")
     p.add_argument("--no-cached", dest="cached", action="store_false",
                    help="skip the second process that measures cached compile times")
+    p.add_argument("--save-programs", metavar="DIR",
+                   help="write each workload's StableHLO, its optimized form, the fusion "
+                        "decisions and the memory report into DIR")
     p.set_defaults(handler=bench_command)
 
 
@@ -48,6 +51,10 @@ def bench_command(args: argparse.Namespace) -> int:
     from tools.bench.suite import run_suite
     workloads = _names(args.workloads, WORKLOADS, "workload")
     runners = _names(args.runners, RUNNERS, "runner")
+    if args.save_programs:
+        from tools.bench.programs import save_programs
+        written = save_programs(args.save_programs, workloads, quick=args.quick)
+        print(f"wrote {len(written)} files to {args.save_programs}", file=sys.stderr)
     report = run_suite(workloads, runners, quick=args.quick, budget=args.budget,
                        cached=args.cached)
     add_ratios(report)
