@@ -222,7 +222,10 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         elem = elem_name(op.results[0].type)
         t = CTYPES[elem]
         comb = _combiner(op)
-        lanes = _lanes(elem)
+        # Lanes only pay off on rows of at least that many elements; a loop that runs zero
+        # times (the main one on a short row, the tail on a multiple of LANES) is not emitted:
+        # GCC would spend time on it all the same.
+        lanes = _lanes(elem) if n >= _lanes(elem) else 1
         acc = f"acc{ri}"
         body.lines.append(f"{t} {acc}[{lanes}];")
         body.lines.append(f"for (int l = 0; l < {lanes}; ++l) {acc}[l] = {_identity(comb.name, elem)};")
@@ -235,15 +238,16 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         ridx = _loop_vars(body, red, "j")
         tail = body.lines + _reduce_step(k, op, acc, "0", kidx + ridx)
         body.close(outer)
-        body.lines.append(f"int64_t j0 = 0;" if ri == 0 else "j0 = 0;")
-        body.lines.append(f"for (; j0 + {lanes} <= {n}; j0 += {lanes}) {{")
+        main = n // lanes * lanes
+        body.lines.append(f"for (int64_t j0 = 0; j0 < {main}; j0 += {lanes}) {{")
         body.lines.append(f"  for (int64_t l = 0; l < {lanes}; ++l) {{")
         body.lines.append("    const int64_t j = j0 + l;")
         body.lines += ["    " + x for x in step]
         body.lines += ["  }", "}"]
-        body.lines.append(f"for (int64_t j = j0; j < {n}; ++j) {{")
-        body.lines += ["  " + x for x in tail]
-        body.lines.append("}")
+        if main < n:
+            body.lines.append(f"for (int64_t j = {main}; j < {n}; ++j) {{")
+            body.lines += ["  " + x for x in tail]
+            body.lines.append("}")
         w = lanes // 2
         while w:
             body.lines.append(f"for (int l = 0; l < {w}; ++l) {acc}[l] = "
@@ -275,8 +279,9 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
     cb = min(_COLUMNS, ncols)
     blocks = -(-ncols // cb)
     rows, elems = _classify(k, shape, kept)
-    part = ["for (int64_t blk = b; blk < e; ++blk) {",
-            f"  const int64_t c0 = blk * {cb}, c1 = c0 + {cb} < {ncols} ? c0 + {cb} : {ncols};"]
+    bounds = (f"c0 = blk * {cb}, c1 = c0 + {cb} < {ncols} ? c0 + {cb} : {ncols};" if blocks > 1
+              else f"c0 = 0, c1 = {ncols};")
+    part = ["for (int64_t blk = b; blk < e; ++blk) {", f"  const int64_t {bounds}"]
     saved = body.open()
 
     def column_loop(make) -> None:

@@ -1,10 +1,57 @@
 """The output fusion kernel: one dot_general through the executor's GEMM, tile by tile, with
-its epilogue applied to each tile while it is in cache (see kernels.py)."""
+its epilogue applied to each tile while it is in cache (see kernels.py).
+
+A dot_general is a GEMM per batch element when each operand, with its batch dimensions
+fixed, is a strided matrix: its free dimensions collapse into one dimension (consecutive in
+memory, in the dot's order) and so do its contracting dimensions, one of the two with unit
+stride (the GEMM's trans flag says which). So [2,256,768] x [768,N] is one [512,768] x
+[768,N] GEMM, and attention's [B,S,H,D] x [B,S,H,D] with batch dims (B,H) is B*H GEMMs of
+[S,D] x [D,S]^T with leading dimension H*D. The result's dimensions are batch, lhs free,
+rhs free (dot_general's order), so each batch element's [M,N] block is contiguous.
+"""
 from __future__ import annotations
 
 from pjrt.plugins.cpu.attrs import plain
-from pjrt.plugins.cpu.codegen.kernels import _TILE_M, _TILE_N, Kernel, _size
+from pjrt.plugins.cpu.codegen.emit import strides
+from pjrt.plugins.cpu.codegen.kernels import _TILE_M, _TILE_N, Kernel, _loop_vars, _size
 from pjrt.plugins.cpu.codegen.scalar import NotGeneratable, elem_name
+
+
+def _collapse(shape, dims) -> tuple[int, int | None]:
+    """(size, stride) of ``dims`` of a row-major ``shape`` taken as one dimension (stride
+    None: size 1, any stride fits); NotGeneratable when they are not one strided run."""
+    st = strides(shape)
+    kept = [d for d in dims if shape[d] != 1]
+    for a, b in zip(kept, kept[1:]):
+        if st[a] != st[b] * shape[b]:
+            raise NotGeneratable(f"dot dimensions {list(dims)} of {list(shape)} are not one "
+                                 "strided run")
+    return _size([shape[d] for d in dims]), (st[kept[-1]] if kept else None)
+
+
+def _matrix(rows, cols) -> int | None:
+    """Leading dimension of (rows, cols) as a row-major matrix, or None if cols is strided."""
+    (_, rs), (cn, cs) = rows, cols
+    if cs not in (None, 1):
+        return None
+    return max(cn, 1) if rs is None else rs
+
+
+def _operand(shape, batch, contracting, lhs: bool):
+    """(trans flag, leading dimension, stride of the free dimension, size of the free
+    dimension) of one dot operand as the GEMM's A (lhs: [M,K]) or B (rhs: [K,N])."""
+    free = [d for d in range(len(shape)) if d not in batch and d not in contracting]
+    f, c = _collapse(shape, free), _collapse(shape, contracting)
+    plain_, flipped = (f, c), (c, f)  # A = [free, K] untransposed; B = [K, free]
+    if not lhs:
+        plain_, flipped = flipped, plain_
+    ld = _matrix(*plain_)
+    trans = 0
+    if ld is None:
+        ld, trans = _matrix(*flipped), 1
+        if ld is None:
+            raise NotGeneratable(f"no unit-stride dimension in dot operand {list(shape)}")
+    return trans, ld, f[1] or 0, f[0]
 
 
 def output_kernel(k: Kernel) -> str:
@@ -19,49 +66,66 @@ def output_kernel(k: Kernel) -> str:
     if lhs not in k.params or rhs not in k.params:
         raise NotGeneratable("dot operands must be fusion parameters")
     dn = plain(dot.attributes["dot_dimension_numbers"])
-    if dn.get("lhs_batching_dimensions") or dn.get("rhs_batching_dimensions") or \
-            lhs.type.rank != 2 or rhs.type.rank != 2:
-        raise NotGeneratable("only 2-d dots without batch dimensions")
-    (lc,), (rc,) = dn["lhs_contracting_dimensions"], dn["rhs_contracting_dimensions"]
-    m, kk = (lhs.type.shape[0], lhs.type.shape[1]) if lc == 1 else (lhs.type.shape[1], lhs.type.shape[0])
-    n = rhs.type.shape[1] if rc == 0 else rhs.type.shape[0]
-    shape = [m, n]
-    # The dot goes into the buffer of a result of its type and shape (the first one), read
-    # back only at the element being computed; other results come from the epilogue.
+    lb, rb = list(dn.get("lhs_batching_dimensions", [])), list(dn.get("rhs_batching_dimensions", []))
+    lcd, rcd = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
+    lshape, rshape = list(lhs.type.shape), list(rhs.type.shape)
+    ta, lda, a_stride, m = _operand(lshape, lb, lcd, True)
+    tb, ldb, b_stride, n = _operand(rshape, rb, rcd, False)
+    kk = _size([lshape[d] for d in lcd])
+    shape = list(dot.results[0].type.shape)
+    batch = shape[:len(lb)]
+    nb = _size(batch)
+    # The dot goes into the buffer of a result of its element type and size (the first one:
+    # a reshape of the dot's shape has the same row-major layout), read back only at the
+    # element being computed; other results come from the epilogue.
     target = next((i for i, r in enumerate(k.results)
-                   if list(r.type.shape) == shape and elem_name(r.type) == elem), None)
+                   if _size(r.type.shape) == m * n * nb and elem_name(r.type) == elem), None)
     if target is None:
         raise NotGeneratable("no result of the dot's type to compute it into")
     for r in k.results:
-        if _size(r.type.shape) != m * n:
+        if _size(r.type.shape) != _size(shape):
             raise NotGeneratable("output fusion results of another size than the dot")
-    t = "float" if elem == "f32" else "double"
     gemm = "sgemm" if elem == "f32" else "dgemm"
     ia, ib = k.params.index(lhs), k.params.index(rhs)
-    tm, tn = min(_TILE_M, m), min(_TILE_N, n)
+    tm, tn = max(1, min(_TILE_M, m)), max(1, min(_TILE_N, n))
     tiles_m, tiles_n = -(-m // tm), -(-n // tn)
+    per_batch = tiles_m * tiles_n
     body = k.body
-    saved = body.open()
-    body.fixed[dot.results[0]] = (("i", "jj"), "dv")
-    idx = ("i", "jj")
-    outer = body.open()
-    stores = [k.store(ri, r, idx, shape) for ri, r in enumerate(k.results)]
-    inner = body.close(outer)
-    body.close(saved)
-    lda = lhs.type.shape[1]
-    ldb = rhs.type.shape[1]
-    a_off = f"i0 * {lda}" if lc == 1 else "i0"
-    b_off = "j0" if rc == 0 else f"j0 * {ldb}"
-    part = [
-        "for (int64_t tile = b; tile < e; ++tile) {",
-        f"  const int64_t i0 = tile / {tiles_n} * {tm}, j0 = tile % {tiles_n} * {tn};",
-        f"  const int64_t i1 = i0 + {tm} < {m} ? i0 + {tm} : {m}, j1 = j0 + {tn} < {n} ? j0 + {tn} : {n};",
-        f"  a->env->{gemm}({int(lc == 0)}, {int(rc == 1)}, i1 - i0, j1 - j0, {kk}, in{ia} + {a_off}, {lda}, "
-        f"in{ib} + {b_off}, {ldb}, out{target} + i0 * {n} + j0, {n});",
-        "  for (int64_t i = i0; i < i1; ++i) {",
-        "    for (int64_t jj = j0; jj < j1; ++jj) {",
-        f"      const {t} dv = out{target}[i * {n} + jj];",
-    ]
+    # Three scopes: the tile (batch indices), the row (lhs free indices), the element.
+    tile_scope = body.open()
+    bidx = _loop_vars(body, batch, "bt")
+    a_off = " + ".join([f"{x} * {strides(lshape)[d]}" for x, d in zip(bidx, lb) if x != "0"]
+                       + ([f"i0 * {a_stride}"] if a_stride else [])) or "0"
+    b_off = " + ".join([f"{x} * {strides(rshape)[d]}" for x, d in zip(bidx, rb) if x != "0"]
+                       + ([f"j0 * {b_stride}"] if b_stride else [])) or "0"
+    row_scope = body.open()
+    lfree = len(lshape) - len(lb) - len(lcd)
+    midx = _loop_vars(body, shape[len(lb):len(lb) + lfree], "i")
+    elem_scope = body.open()
+    nidx = _loop_vars(body, shape[len(lb) + lfree:], "jj")
+    body.fixed[dot.results[0]] = (bidx + midx + nidx, "dv")
+    stores = [k.store(ri, r, bidx + midx + nidx, shape) for ri, r in enumerate(k.results)]
+    inner = body.close(elem_scope)
+    row = body.close(row_scope)
+    head = body.close(tile_scope)
+    part = ["for (int64_t tile = b; tile < e; ++tile) {"]
+    if nb > 1:
+        part.append(f"  const int64_t bt = tile / {per_batch}, t = tile % {per_batch};")
+    else:
+        part.append("  const int64_t t = tile;")
+    part.append(f"  const int64_t i0 = {(f't / {tiles_n} * {tm}' if tiles_n > 1 else f't * {tm}') if tiles_m > 1 else '0'}, "
+                f"j0 = {f't % {tiles_n} * {tn}' if tiles_n > 1 else '0'};")
+    part.append(f"  const int64_t i1 = {f'i0 + {tm} < {m} ? i0 + {tm} : {m}' if tiles_m > 1 else m}, "
+                f"j1 = {f'j0 + {tn} < {n} ? j0 + {tn} : {n}' if tiles_n > 1 else n};")
+    t = "float" if elem == "f32" else "double"
+    part.append(f"  {t}* cb = out{target}{f' + bt * {m * n}' if nb > 1 else ''};")
+    part += ["  " + x for x in head]
+    part.append(f"  a->env->{gemm}({ta}, {tb}, i1 - i0, j1 - j0, {kk}, in{ia} + {a_off}, {lda}, "
+                f"in{ib} + {b_off}, {ldb}, cb + i0 * {n} + j0, {n});")
+    part.append("  for (int64_t i = i0; i < i1; ++i) {")
+    part += ["    " + x for x in row]
+    part.append("    for (int64_t jj = j0; jj < j1; ++jj) {")
+    part.append(f"      const {t} dv = cb[i * {n} + jj];")
     part += ["      " + x for x in inner + stores]
     part += ["    }", "  }", "}"]
-    return k.source(part, tiles_m * tiles_n, 1)
+    return k.source(part, nb * per_batch, 1)

@@ -84,6 +84,8 @@ def expression(op, args: list[str], math: set) -> str:
         if elem in _INTEGERS:
             u = _unsigned(elem)
             return f"({t})(({u}){args[0]} {_ARITH[name]} ({u}){args[1]})"
+    elif name == "chlo.square" and fl:
+        return f"({args[0]} * {args[0]})"
     elif name == "stablehlo.divide" and fl:
         return f"({args[0]} / {args[1]})"
     elif name == "stablehlo.negate":

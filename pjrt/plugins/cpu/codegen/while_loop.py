@@ -11,7 +11,9 @@ Kernels are compiled and cached by ``build.py``.
 
 The scalar semantics are the reference interpreter's: integer arithmetic wraps (computed
 unsigned), comparisons of floats are IEEE, float math uses the C library (within the
-tolerance the conformance suites allow).
+tolerance the conformance suites allow). The source includes no standard header (each costs
+compile time: <cmath> and <memory> alone were ~300 ms): the fixed-width types come from the
+shared prelude (abi.py), memory and math from compiler builtins.
 """
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ import numpy as np
 from stablehlo.ir.core import Operation
 from stablehlo.ir.types import TensorType
 
+from pjrt.plugins.cpu.codegen.abi import PRELUDE
 from pjrt.plugins.cpu.codegen.build import compile_source
+from pjrt.plugins.cpu.codegen.scalar import literal
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -31,9 +35,8 @@ _UNSIGNED = {"i32": "uint32_t", "i64": "uint64_t"}
 _BINARY = {"stablehlo.add": "+", "stablehlo.subtract": "-", "stablehlo.multiply": "*"}
 _FLOAT_BINARY = {"stablehlo.divide": "/"}
 _LOGICAL = {"stablehlo.and": "&&", "stablehlo.or": "||"}
-_UNARY_FLOAT = {"stablehlo.exponential": "std::exp", "stablehlo.log": "std::log",
-                "stablehlo.tanh": "std::tanh", "stablehlo.sqrt": "std::sqrt",
-                "stablehlo.sine": "std::sin", "stablehlo.cosine": "std::cos"}
+_UNARY_FLOAT = {"stablehlo.exponential": "exp", "stablehlo.log": "log", "stablehlo.tanh": "tanh",
+                "stablehlo.sqrt": "sqrt", "stablehlo.sine": "sin", "stablehlo.cosine": "cos"}
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 _SYMBOL = "openhlo_kernel"
 
@@ -56,24 +59,14 @@ def _size(type) -> int:
 
 
 def _buffer(name: str, ctype: str, n: int) -> str:
-    """A temporary of ``n`` elements, allocated once per kernel call (not per iteration)."""
-    return (f"  std::unique_ptr<{ctype}[]> {name}_buf(new {ctype}[{n}]); "
-            f"{ctype}* {name} = {name}_buf.get();")
+    """A temporary of ``n`` elements, allocated once per kernel call (not per iteration) and
+    freed by ``_free`` at the kernel's single exit."""
+    return f"  {ctype}* {name} = ({ctype}*)__builtin_malloc(sizeof({ctype}) * {n});"
 
 
-def _literal(value, name: str) -> str:
-    if name in ("f32", "f64"):
-        v = float(value)
-        if np.isnan(v):
-            return "std::numeric_limits<%s>::quiet_NaN()" % _CTYPES[name]
-        if np.isinf(v):
-            return ("-" if v < 0 else "") + "std::numeric_limits<%s>::infinity()" % _CTYPES[name]
-        return v.hex() + ("f" if name == "f32" else "")
-    if name == "i1":
-        return "true" if bool(value) else "false"
-    if name == "i64":
-        return f"INT64_C({int(value)})"
-    return f"INT32_C({int(value)})"
+def _math(name: str, ctype: str) -> str:
+    """The C library function ``name`` for ``ctype`` (float: the f-suffixed one)."""
+    return f"__builtin_{name}{'f' if ctype == 'float' else ''}"
 
 
 class _Emitter:
@@ -83,6 +76,7 @@ class _Emitter:
         self.module = module
         self.names: dict = {}
         self.decls: list[str] = []
+        self.buffers: list[str] = []  # names of the temporaries (freed at the end)
         self.count = 0
 
     def value(self, v) -> str:
@@ -92,6 +86,7 @@ class _Emitter:
         name = f"v{self.count}"
         self.count += 1
         self.names[v] = name
+        self.buffers.append(name)
         self.decls.append(_buffer(name, _ctype(v.type), max(_size(v.type), 1)))
         return name
 
@@ -127,8 +122,8 @@ class _Emitter:
             array = op.attributes["value"].array
             flat = np.asarray(array).reshape(-1)
             if flat.size and np.all(flat == flat[0]) or flat.size == 1:
-                return loop + _literal(flat[0], elem) + ";"
-            items = ", ".join(_literal(x, elem) for x in flat)
+                return loop + literal(flat[0], elem) + ";"
+            items = ", ".join(literal(x, elem) for x in flat)
             return (f"  {{ static const {ctype} data[{n}] = {{{items}}}; "
                     f"for (int64_t i = 0; i < {n}; ++i) {out}[i] = data[i]; }}")
         if op.name == "stablehlo.broadcast_in_dim":
@@ -157,9 +152,9 @@ class _Emitter:
         if op.name == "stablehlo.negate" and elem in ("f32", "f64"):
             return loop + f"-{ins[0]}[i];"
         if op.name in _UNARY_FLOAT and elem in ("f32", "f64"):
-            return loop + f"{_UNARY_FLOAT[op.name]}({ins[0]}[i]);"
+            return loop + f"{_math(_UNARY_FLOAT[op.name], ctype)}({ins[0]}[i]);"
         if op.name == "stablehlo.logistic" and elem in ("f32", "f64"):
-            return loop + f"{ctype}(1) / ({ctype}(1) + std::exp(-{ins[0]}[i]));"
+            return loop + f"{ctype}(1) / ({ctype}(1) + {_math('exp', ctype)}(-{ins[0]}[i]));"
         if op.name == "stablehlo.compare":
             direction = op.attributes["comparison_direction"].value
             operand_elem = str(op.operands[0].type.element_type)
@@ -179,7 +174,7 @@ class _Emitter:
                 raise NotGeneratable("float to integer conversion")
             if elem == "i1":
                 return loop + f"{ins[0]}[i] != 0;"
-            return loop + f"static_cast<{ctype}>({ins[0]}[i]);"
+            return loop + f"({ctype})({ins[0]}[i]);"
         raise NotGeneratable(f"op {op.name}")
 
 
@@ -204,12 +199,11 @@ def while_source(op: Operation, module, captured: list) -> str:
     cond_lines, body_lines = [], []
     (pred,) = e.ops(cond_block, cond_lines)
     returned = e.ops(body_block, body_lines)
-    lines = ["#include <cmath>", "#include <cstdint>", "#include <cstring>", "#include <limits>",
-             "#include <memory>", "", f'extern "C" void {_SYMBOL}(const void* const* ins, '
-             "void* const* outs) {"]
+    lines = [PRELUDE + f'extern "C" void {_SYMBOL}(const void* const* ins, void* const* outs) {{']
     lines += params
     for k, (name, ctype, n) in enumerate(carried):
-        lines.append(_buffer(name, ctype, n) + f" std::memcpy({name}, in{k}, sizeof({ctype}) * {n});")
+        lines.append(_buffer(name, ctype, n) +
+                     f" __builtin_memcpy({name}, in{k}, sizeof({ctype}) * {n});")
     lines += e.decls
     lines.append("  for (;;) {")
     lines += ["  " + line for line in cond_lines]
@@ -219,10 +213,12 @@ def while_source(op: Operation, module, captured: list) -> str:
     for (name, ctype, n), v in zip(carried, returned):
         src = e.value(v)
         if src != name:
-            lines.append(f"    std::memmove({name}, {src}, sizeof({ctype}) * {n});")
+            lines.append(f"    __builtin_memmove({name}, {src}, sizeof({ctype}) * {n});")
     lines.append("  }")
     for k, (name, ctype, n) in enumerate(carried):
-        lines.append(f"  std::memcpy(outs[{k}], {name}, sizeof({ctype}) * {n});")
+        lines.append(f"  __builtin_memcpy(outs[{k}], {name}, sizeof({ctype}) * {n});")
+    for name in [name for name, _, _ in carried] + e.buffers:
+        lines.append(f"  __builtin_free({name});")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
