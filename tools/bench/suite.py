@@ -82,6 +82,8 @@ def bench_workload(workload: Workload, runners: dict, *, quick: bool, budget: fl
         try:
             prepared[name] = runner.prepare(instance, lowered)
             result["compile_cold_s"] = prepared[name].compile_s
+            if prepared[name].optimized_s is not None:
+                result["optimized_cold_s"] = prepared[name].optimized_s
         except Exception as exc:  # noqa: BLE001 - a runner that cannot run a workload is a result
             result.update(status="error", message=f"{type(exc).__name__}: {exc}")
             log(f"  ERROR {name} on {workload.name}: {result['message']}")

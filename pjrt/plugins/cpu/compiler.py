@@ -24,7 +24,7 @@ LOG = logging.getLogger("openhlo.cpu")
 
 class CompiledProgram:
     def __init__(self, module: Module, func: Func, probe_dir=None, num_replicas: int = 1,
-                 num_partitions: int = 1, fusions=None):
+                 num_partitions: int = 1, fusions=None, compile_now: bool = True):
         # The replica/partition grid fixes the process groups of native collectives.
         self.module = module
         self.func = func
@@ -40,10 +40,14 @@ class CompiledProgram:
         self.native = None  # native Executable, or None: interpreter only
         self.fusion_library = None  # codegen FusionLibrary of ``func`` (kept by the cache)
         self.cache_hit = False  # loaded from the persistent compilation cache
+        # Generated code was left out to be compiled in the background (tiering.py).
+        self.deferred = False
         self.pass_seconds: list = []  # (pass, seconds) of the pipeline that made ``module``
         try:
-            lowering = Lowering(module, probe_dir, num_replicas, num_partitions, fusions)
+            lowering = Lowering(module, probe_dir, num_replicas, num_partitions, fusions,
+                                compile_now)
             lowered = lowering.lower(func)
+            self.deferred = lowering.deferred
             self.fusion_library = lowering.fusions
             self.native = lowered.executable
             self.fallbacks = lowered.fallbacks

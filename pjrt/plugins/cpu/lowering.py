@@ -185,9 +185,13 @@ class Lowering:
     of a ``num_replicas`` x ``num_partitions`` grid (which fixes its collectives' groups)."""
 
     def __init__(self, module: Module, probe_dir=None, num_replicas: int = 1,
-                 num_partitions: int = 1, fusions=None):
+                 num_partitions: int = 1, fusions=None, compile_now: bool = True):
         # ``fusions``: the entry function's FusionLibrary when already built (a cache hit).
+        # ``compile_now=False``: generated code not already in the kernel cache is left out
+        # (fusions run op by op, loops in the executor) and ``deferred`` says so.
         self.module = module
+        self.compile_now = compile_now
+        self.deferred = False
         self.probe_dir = probe_dir
         self.num_replicas = num_replicas
         self.num_partitions = num_partitions
@@ -206,7 +210,8 @@ class Lowering:
         self._check_types(func.body)
         from pjrt.plugins.cpu.codegen.program import FusionLibrary
         if self.fusions is None:
-            self.fusions = FusionLibrary.build(self.module, func)
+            self.fusions = FusionLibrary.build(self.module, func, self.compile_now)
+        self.deferred = self.fusions.deferred
         env: dict[Value, int] = {}
         params = [self._define(env, arg) for arg in func.body.arguments]
         builder = _ProgramBuilder(params)
@@ -320,9 +325,14 @@ class Lowering:
 
     def _lower_compiled_while(self, op, env, ins, outs, b: _ProgramBuilder) -> bool:
         """A loop of elementwise math as one generated kernel (codegen/), if it is one."""
+        from pjrt.plugins.cpu.codegen.build import Deferred
         from pjrt.plugins.cpu.codegen.while_loop import compile_while
         captured = sorted(_captured_values(op), key=lambda v: env[v])
-        compiled = compile_while(op, self.module, captured)
+        try:
+            compiled = compile_while(op, self.module, captured, now=self.compile_now)
+        except Deferred:
+            self.deferred = True
+            return False
         if compiled is None:
             return False
         library, symbol = compiled
@@ -356,7 +366,8 @@ class Lowering:
                 return True
             except native().Unsupported as exc:
                 reason = str(exc)
-        LOG.info("%s runs op by op (not generated): %s", op.where(), reason)
+        if not self.fusions.deferred:  # deferred ones get their kernel shortly
+            LOG.info("%s runs op by op (not generated): %s", op.where(), reason)
         self.fusions_inlined.append((op.where(), reason))
         from pjrt.plugins.cpu.attrs import plain
         callee = self.module.lookup(plain(op.attributes.get("decomposition")))
@@ -414,8 +425,10 @@ class Lowering:
                 func = self.module.lookup(fname)
                 if func is None:
                     raise NotLowerable(f"{op.where()}: no function @{fname}")
-                lowered = Lowering(self.module, self.probe_dir, num_replicas,
-                                   num_partitions).lower(func)
+                nested = Lowering(self.module, self.probe_dir, num_replicas, num_partitions,
+                                  compile_now=self.compile_now)
+                lowered = nested.lower(func)
+                self.deferred |= nested.deferred
                 self.fallbacks.extend(lowered.fallbacks)
                 self.compiled.extend(lowered.compiled)
                 self.fusions_generated.extend(lowered.fusions_generated)

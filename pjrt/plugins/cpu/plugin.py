@@ -25,6 +25,7 @@ from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
 from pjrt.plugins.cpu.optimize import optimize
+from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 
 PLATFORM = "cpu"
@@ -137,7 +138,8 @@ class CpuExecutable(LoadedExecutable):
     def __init__(self, client, executable: Executable, device_assignment: list,
                  program: CompiledProgram):
         super().__init__(client, executable, device_assignment)
-        self.program = program
+        self.program = program  # replaced once by tiering.Upgrade when kernels are ready
+        self._upgrade = None
         self._memory = None  # memory_stats(), computed on demand
         self._lock = threading.Lock()
         # Tokens and tuples have no numpy dtype: their buffers say ``object``.
@@ -149,6 +151,11 @@ class CpuExecutable(LoadedExecutable):
     def fallbacks(self) -> list:
         """Ops that run on the interpreter, with the reason (``Fallback`` records)."""
         return list(self.program.fallbacks)
+
+    def wait_optimized(self, timeout: Optional[float] = None) -> bool:
+        """Wait until the generated kernels compiling in the background are in place (at
+        once when there are none); False when ``timeout`` seconds passed first."""
+        return self._upgrade is None or self._upgrade.wait(timeout)
 
     @property
     def optimized_module(self):
@@ -277,16 +284,33 @@ class CpuClient(Client):
                 return self._from_cache(cached, executable, device_assignment)
         optimized = optimize(executable.module, level)
         func = entry_function(optimized.module, executable.entry)
-        program = CompiledProgram(optimized.module, func, self.probe_dir,
-                                  executable.num_replicas, executable.num_partitions)
-        program.pass_seconds = optimized.pass_seconds
-        if key is not None and optimized.failure is None and not program.fallbacks:
+
+        def lower(compile_now: bool) -> CompiledProgram:
+            program = CompiledProgram(optimized.module, func, self.probe_dir,
+                                      executable.num_replicas, executable.num_partitions,
+                                      compile_now=compile_now)
+            program.pass_seconds = optimized.pass_seconds
+            return program
+
+        def remember(program: CompiledProgram) -> None:
             # Programs with interpreter fallbacks are cheap to lower and hold Python
             # callbacks: only fully native programs are worth a cache entry.
-            compile_cache.store(key, compile_cache.CachedProgram(
-                executable.module, optimized.module, program.fusion_library, level,
-                optimized.pass_seconds))
-        return CpuExecutable(self, executable, device_assignment, program)
+            if key is not None and optimized.failure is None and not program.fallbacks \
+                    and not program.deferred:
+                compile_cache.store(key, compile_cache.CachedProgram(
+                    executable.module, optimized.module, program.fusion_library, level,
+                    optimized.pass_seconds))
+
+        program = lower(compile_now=not async_codegen(options))
+        loaded = CpuExecutable(self, executable, device_assignment, program)
+        if program.deferred:
+            def install(full: CompiledProgram) -> None:
+                loaded.program = full  # one reference swap: calls read it once
+                remember(full)
+            loaded._upgrade = Upgrade(lambda: lower(compile_now=True), install)
+        else:
+            remember(program)
+        return loaded
 
     def _from_cache(self, cached, executable: Executable,
                     device_assignment: list) -> CpuExecutable:

@@ -53,8 +53,16 @@ def find_compiler():
     return compiler
 
 
-def compile_source(source: str):
-    """Path of the shared library built from ``source`` (cached by content), or None."""
+class Deferred(Exception):
+    """The library is not in the cache and compiling now was not allowed (the caller runs
+    without it for the moment: see pjrt/plugins/cpu/tiering.py)."""
+
+
+def compile_source(source: str, now: bool = True):
+    """Path of the shared library built from ``source`` (cached by content), or None.
+
+    ``now=False``: only a library already in the cache; raises Deferred instead of running
+    the compiler."""
     compiler = find_compiler()
     if compiler is None:
         return None
@@ -63,6 +71,8 @@ def compile_source(source: str):
     library = os.path.join(folder, f"{key}.so")
     if os.path.exists(library):
         return library
+    if not now:
+        raise Deferred(library)
     os.makedirs(folder, exist_ok=True)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=folder) as tmp:

@@ -83,9 +83,12 @@ class FusionLibrary:
         self.refused: dict = {}   # op -> reason
         self.library: str | None = None
         self.source = ""
+        self.deferred = False  # built with compile_now=False and not in the kernel cache
 
     @classmethod
-    def build(cls, module: Module, func: Func) -> "FusionLibrary":
+    def build(cls, module: Module, func: Func, compile_now: bool = True) -> "FusionLibrary":
+        """The kernels of ``func``'s fusions. ``compile_now=False``: a library not yet in the
+        kernel cache is not compiled; ``deferred`` is then True and the fusions run op by op."""
         lib = cls()
         fusions = _fusions(module, func)
         if not fusions:
@@ -112,7 +115,14 @@ class FusionLibrary:
         if not texts:
             return lib
         lib.source = abi.PRELUDE + mathlib.source(math) + "".join(texts.values())
-        lib.library = build.compile_source(lib.source)
+        try:
+            lib.library = build.compile_source(lib.source, now=compile_now)
+        except build.Deferred:
+            for op in list(lib.entries):
+                lib.refused[op] = "its kernel is being compiled in the background"
+            lib.entries.clear()
+            lib.deferred = True
+            return lib
         if lib.library is None:
             for op in list(lib.entries):
                 lib.refused[op] = "the generated C++ did not compile"

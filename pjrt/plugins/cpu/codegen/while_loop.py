@@ -233,8 +233,9 @@ def _check_carried_aliases(op: Operation) -> None:
             raise NotGeneratable("a loop result is another loop argument")
 
 
-def compile_while(op: Operation, module, captured: list):
-    """(library path, symbol) of the compiled loop, or None (with the reason logged)."""
+def compile_while(op: Operation, module, captured: list, now: bool = True):
+    """(library path, symbol) of the compiled loop, or None (with the reason logged).
+    ``now=False``: raises build.Deferred when the loop's library is not in the cache."""
     try:
         if any(len(r.blocks) != 1 for r in op.regions):
             raise NotGeneratable("multi-block region")
@@ -243,5 +244,5 @@ def compile_while(op: Operation, module, captured: list):
     except NotGeneratable as exc:
         LOG.debug("%s stays in the executor: %s", op.where(), exc)
         return None
-    library = compile_source(source)
+    library = compile_source(source, now=now)
     return None if library is None else (library, _SYMBOL)
