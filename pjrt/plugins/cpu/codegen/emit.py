@@ -189,7 +189,9 @@ class Body:
     def _constant(self, op, v, idx) -> str:
         elem = elem_name(v.type)
         flat = np.asarray(op.attributes["value"].array).reshape(-1)
-        if flat.size == 1 or (flat.size and np.all(flat == flat[0])):
+        # A NaN splat (e.g. the fill of a masked mean) is a splat too, though NaN != NaN.
+        if flat.size == 1 or (flat.size and np.array_equal(
+                flat, np.full_like(flat, flat[0]), equal_nan=flat.dtype.kind in "fc")):
             return literal(flat[0], elem)
         if flat.size > _MAX_CONSTANT:
             raise NotGeneratable(f"a constant of {flat.size} elements inside a fusion")

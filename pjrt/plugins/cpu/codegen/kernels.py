@@ -10,7 +10,9 @@ over a contiguous dimension so the compiler vectorizes it.
 * reduction, row (reduced dims are a suffix): threads take rows; per row the reductions run in
   program order, each over the row with LANES independent accumulators (combined as a tree at
   the end: the compiler vectorizes the lanes, IEEE semantics stay otherwise), then the
-  row-shaped and element results are written.
+  row-shaped and element results are written. Per-row scalars computed from the reductions
+  (a log of the sum, a reciprocal) are computed once per row, ahead of the loops; a costly
+  reduced operand that later loops use too (softmax's exp) is kept in a row buffer.
 * reduction, column (reduced dims are a prefix): threads take blocks of columns; each
   reduction accumulates a block of columns over all rows, then the results are written.
 * output: the dot goes through the executor's GEMM in tiles (rows x columns), each written
@@ -21,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from stablehlo.ir.core import Operation
+from stablehlo.ir.ops.base import ELEMENTWISE
 
 from pjrt.plugins.cpu.attrs import plain
 from pjrt.plugins.cpu.codegen.emit import Body, linear
@@ -199,14 +202,98 @@ def _classify(k: Kernel, shape, kept):
     return rows, elems
 
 
-def _reduce_step(k: Kernel, op, acc: str, lane: str, idx) -> list[str]:
-    """Statements of one accumulation of ``op``'s operand at ``idx`` into ``acc[lane]``."""
+def _reduce_step(k: Kernel, op, acc: str, lane: str, idx, keep: str | None = None) -> list[str]:
+    """Statements of one accumulation of ``op``'s operand at ``idx`` into ``acc[lane]`` (and
+    into the row buffer ``keep[j]`` when given)."""
     body = k.body
     saved = body.open()
     v = body.at(op.operands[0], idx)
+    if keep is not None:
+        body.lines.append(f"{keep}[j] = {v};")
     comb = expression(_combiner(op), [f"{acc}[{lane}]", v], k.math)
     body.lines.append(f"{acc}[{lane}] = {comb};")
     return body.close(saved)
+
+
+# Ops worth computing once per element and keeping in a row buffer rather than recomputing in a
+# later loop over the row (a buffered value costs a store and a load from L1/L2).
+_EXPENSIVE = frozenset({
+    "stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.log",
+    "stablehlo.log_plus_one", "stablehlo.tanh", "stablehlo.logistic", "chlo.erf",
+    "stablehlo.power", "stablehlo.atan2", "stablehlo.sine", "stablehlo.cosine",
+    "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.divide"})
+_STACK_BYTES = 32768   # row buffers up to this size live on the stack, larger ones in env->alloc
+
+
+def _squeezed(shape) -> list[int]:
+    return [n for n in shape if n != 1]
+
+
+def _uniform(v) -> bool:
+    """Whether ``v`` is the same at every index of a row: a scalar, a constant, or a broadcast
+    of a one-element one of those."""
+    if v.type.rank == 0:
+        return True
+    if v.is_block_argument:
+        return False
+    op = v.owner
+    if op.name == "stablehlo.constant":
+        return True
+    return op.name == "stablehlo.broadcast_in_dim" and _size(op.operands[0].type.shape) == 1 \
+        and _uniform(op.operands[0])
+
+
+def _row_values(k: Kernel, reduces, kept) -> list[tuple]:
+    """(value, reductions it depends on) of the row-shaped values computed from reduction
+    results (reshapes of them, elementwise ops on them and uniform values), in program order.
+
+    A kernel computes each once per row, ahead of the loops over the row: left inside a loop,
+    a per-row scalar (a log of the sum, a reciprocal) is recomputed per element and its calls
+    keep GCC from vectorizing the loop."""
+    want = _squeezed(kept)
+    deps = {op.results[0]: {op} for op in reduces}
+    out = []
+    for op in k.ops:
+        if op.name == "stablehlo.reduce" or len(op.results) != 1:
+            continue
+        v = op.results[0]
+        if _squeezed(v.type.shape) != want or v.type.rank == 0:
+            continue
+        elementwise = op.opdef is not None and ELEMENTWISE in op.opdef.traits
+        if op.name != "stablehlo.reshape" and not elementwise:
+            continue
+        found, ok = set(), True
+        for x in op.operands:
+            if x in deps:
+                found |= deps[x]
+            elif not _uniform(x):
+                ok = False
+        if ok and found:
+            deps[v] = found
+            out.append((v, found))
+    return out
+
+
+def _buffered(k: Kernel, reduces, shape) -> dict:
+    """reduce op -> its operand, for the operands to keep in a row buffer: element-shaped,
+    used by other ops of the fusion too (a later loop over the row) and costly to compute
+    (a transcendental or a division on the way from the parameters)."""
+    uses: dict = {}
+    for op in k.ops:
+        for x in op.operands:
+            uses[x] = uses.get(x, 0) + 1
+    for r in k.results:
+        uses[r] = uses.get(r, 0) + 1
+
+    def costly(v, seen) -> bool:
+        if v.is_block_argument or v in seen or list(v.type.shape) != list(shape):
+            return False
+        seen.add(v)
+        op = v.owner
+        return op.name in _EXPENSIVE or any(costly(x, seen) for x in op.operands)
+
+    return {op: op.operands[0] for op in reduces
+            if uses.get(op.operands[0], 0) > 1 and costly(op.operands[0], set())}
 
 
 def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
@@ -215,13 +302,38 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
     red = shape[len(shape) - len(dims):]
     n = _size(red)
     rows, elems = _classify(k, shape, kept)
-    part = ["for (int64_t r = b; r < e; ++r) {"]
+    keep = _buffered(k, reduces, shape)
+    first, last = [], []
+    for bi, (op, v) in enumerate(keep.items()):
+        t = ctype(v.type)
+        name = f"rowbuf{bi}"
+        if n * 8 <= _STACK_BYTES:  # 8: the widest element type
+            first.append(f"alignas(64) {t} {name}[{n}];")
+        else:
+            first.append(f"{t}* {name} = ({t}*)a->env->alloc({n} * (int64_t)sizeof({t}));")
+            last.append(f"a->env->release({name});")
+        keep[op] = (v, name)
+    part = first + ["for (int64_t r = b; r < e; ++r) {"]
     saved = body.open()
+    row_memo = body.memo[-1]
     kidx = _loop_vars(body, kept, "r")
+    row_values = _row_values(k, reduces, kept)
+    done: set = set()
+
+    def hoist() -> None:
+        # Row values whose reductions are all computed, at the indices later loops ask for.
+        nonlocal row_values
+        for v, needs in row_values:
+            if needs <= done:
+                body.at(v, k._idx_for(v, kidx, kept))
+        row_values = [(v, needs) for v, needs in row_values if not needs <= done]
+
     for ri, op in enumerate(reduces):
+        hoist()
         elem = elem_name(op.results[0].type)
         t = CTYPES[elem]
         comb = _combiner(op)
+        buf = keep.get(op, (None, None))[1]
         # Lanes only pay off on rows of at least that many elements; a loop that runs zero
         # times (the main one on a short row, the tail on a multiple of LANES) is not emitted:
         # GCC would spend time on it all the same.
@@ -232,12 +344,15 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         # Main loop: LANES elements per step, one accumulator each; then the tail.
         outer = body.open()
         ridx = _loop_vars(body, red, "j")
-        step = body.lines + _reduce_step(k, op, acc, "l", kidx + ridx)
+        step = body.lines + _reduce_step(k, op, acc, "l", kidx + ridx, buf)
         body.close(outer)
         outer = body.open()
         ridx = _loop_vars(body, red, "j")
-        tail = body.lines + _reduce_step(k, op, acc, "0", kidx + ridx)
+        tail = body.lines + _reduce_step(k, op, acc, "0", kidx + ridx, buf)
         body.close(outer)
+        if buf is not None:
+            # Later loops over the row read the operand back (j: the flat position in the row).
+            row_memo[(op.operands[0], tuple(kidx + ridx))] = f"{buf}[j]"
         main = n // lanes * lanes
         body.lines.append(f"for (int64_t j0 = 0; j0 < {main}; j0 += {lanes}) {{")
         body.lines.append(f"  for (int64_t l = 0; l < {lanes}; ++l) {{")
@@ -256,6 +371,8 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         init = body.at(op.operands[1], ())
         final = body.temp(t, expression(comb, [init, f"{acc}[0]"], k.math), "red")
         body.fixed[op.results[0]] = (kidx, final)
+        done.add(op)
+    hoist()
     for i, r in rows:
         body.lines.append(k.store(i, r, kidx, kept))
     if elems:
@@ -267,7 +384,7 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         body.lines += ["  " + x for x in inner + stores]
         body.lines.append("}")
     lines = body.close(saved)
-    part += ["  " + x for x in lines] + ["}"]
+    part += ["  " + x for x in lines] + ["}"] + last
     return k.source(part, _size(kept), max(1, _TASK // max(1, n)))
 
 

@@ -103,6 +103,16 @@ def test_loop_booleans_and_scalars():
     _check(text, [_rand((9,), "i1"), _rand((9,), "i1", 1), np.array(2**30 + 7, np.int32)])
 
 
+def test_nan_splat_constant_is_a_literal_not_an_array():
+    body = """
+  %nan = stablehlo.constant dense<0x7FC00000> : tensor<300xf32>
+  %y = stablehlo.select %p0, %p1, %nan : tensor<300xi1>, tensor<300xf32>
+  return %y : tensor<300xf32>"""
+    text = fusion_module("loop", ["tensor<300xi1>", "tensor<300xf32>"], ["tensor<300xf32>"], body)
+    prog = _check(text, [_rand((300,), "i1"), _rand((300,), "f32")])
+    assert "static const float" not in prog.fusion_library.source
+
+
 @pytest.mark.parametrize("T", ["f32", "f64"])
 @pytest.mark.parametrize("N,D", [(1, 1), (5, 7), (1000, 33), (4, 1000)])
 def test_softmax_rows(T, N, D):
