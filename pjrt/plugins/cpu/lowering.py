@@ -325,17 +325,10 @@ class Lowering:
 
     def _lower_compiled_while(self, op, env, ins, outs, b: _ProgramBuilder) -> bool:
         """A loop of elementwise math as one generated kernel (codegen/), if it is one."""
-        from pjrt.plugins.cpu.codegen.build import Deferred
-        from pjrt.plugins.cpu.codegen.while_loop import compile_while
-        captured = sorted(_captured_values(op), key=lambda v: env[v])
-        try:
-            compiled = compile_while(op, self.module, captured, now=self.compile_now)
-        except Deferred:
-            self.deferred = True
-            return False
+        compiled = self.fusions.loop(op)
         if compiled is None:
             return False
-        library, symbol = compiled
+        library, symbol, captured = compiled
         slots = ins + [env[v] for v in captured]
         try:
             b.add("add_compiled", op.where(), library, symbol,

@@ -1,11 +1,12 @@
-"""All fusion kernels of one program as one translation unit, compiled once.
+"""All generated kernels of one program as one translation unit, compiled once.
 
-``FusionLibrary.build(module, func)`` finds every ``openhlo.fusion`` composite the lowering of
-``func`` will meet (nested while/if/case regions and inlined callees included), generates a
-kernel for each (kernels.py), drops duplicates (identical kernels share one symbol, named by a
-hash of their text), and compiles the whole unit once (build.py, cached by content).
-``lookup(op)`` then gives (library, symbol, in-place pairs) or the reason the fusion runs op
-by op instead.
+``FusionLibrary.build(module, func)`` finds every ``openhlo.fusion`` composite and every
+``while`` loop the lowering of ``func`` will meet (nested while/if/case regions and inlined
+callees included), generates a kernel for each fusion (kernels.py) and each loop of
+elementwise math (while_loop.py), drops duplicates (identical kernels share one symbol,
+named by a hash of their text), and compiles the whole unit once (build.py, cached by
+content). ``lookup(op)`` then gives a fusion's (library, symbol, in-place pairs) or the
+reason it runs op by op instead; ``loop(op)`` a loop's (library, symbol, captured values).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pjrt.plugins.cpu.codegen import abi, build, mathlib
 from pjrt.plugins.cpu.codegen.kernels import SYMBOL, Kernel, loop_kernel, reduction_kernel
 from pjrt.plugins.cpu.codegen.output import output_kernel
 from pjrt.plugins.cpu.codegen.scalar import NotGeneratable
+from pjrt.plugins.cpu.codegen.while_loop import loop_source
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -39,13 +41,16 @@ def fusion_kind(op: Operation) -> str | None:
     return None
 
 
-def _fusions(module: Module, func: Func) -> list[Operation]:
-    found, seen = [], set()
+def _fusions(module: Module, func: Func) -> tuple[list[Operation], list[Operation]]:
+    """(fusions, while loops) the lowering of ``func`` meets."""
+    found, loops, seen = [], [], set()
 
     def walk(block):
         for op in block.operations:
             if is_fusion(op):
                 found.append(op)
+            elif op.name == "stablehlo.while":
+                loops.append(op)
             elif op.name == "func.call":
                 callee = module.lookup(op.attributes["callee"].name)
                 if callee is not None and callee.name not in seen:
@@ -56,7 +61,7 @@ def _fusions(module: Module, func: Func) -> list[Operation]:
                     walk(inner)
 
     walk(func.body)
-    return found
+    return found, loops
 
 
 def kernel_source(op: Operation, module: Module) -> tuple[str, set, list]:
@@ -84,14 +89,15 @@ class FusionLibrary:
         self.library: str | None = None
         self.source = ""
         self.deferred = False  # built with compile_now=False and not in the kernel cache
+        self.loops: dict = {}     # while op -> (symbol, captured values)
 
     @classmethod
     def build(cls, module: Module, func: Func, compile_now: bool = True) -> "FusionLibrary":
         """The kernels of ``func``'s fusions. ``compile_now=False``: a library not yet in the
         kernel cache is not compiled; ``deferred`` is then True and the fusions run op by op."""
         lib = cls()
-        fusions = _fusions(module, func)
-        if not fusions:
+        fusions, loops = _fusions(module, func)
+        if not fusions and not loops:
             return lib
         if build.find_compiler() is None:
             for op in fusions:
@@ -112,6 +118,13 @@ class FusionLibrary:
             texts.setdefault(symbol, body.replace(SYMBOL, symbol))
             math |= used
             lib.entries[op] = (symbol, _one_operand_per_result(inplace_pairs(op, module)))
+        for op in loops:
+            made = loop_source(op, module, "ohl_")
+            if made is not None:
+                text, captured = made
+                symbol = "ohl_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+                texts.setdefault(symbol, text.replace("ohl_", symbol, 1))
+                lib.loops[op] = (symbol, captured)
         if not texts:
             return lib
         lib.source = abi.PRELUDE + mathlib.source(math) + "".join(texts.values())
@@ -121,13 +134,23 @@ class FusionLibrary:
             for op in list(lib.entries):
                 lib.refused[op] = "its kernel is being compiled in the background"
             lib.entries.clear()
+            lib.loops.clear()
             lib.deferred = True
             return lib
         if lib.library is None:
             for op in list(lib.entries):
                 lib.refused[op] = "the generated C++ did not compile"
             lib.entries.clear()
+            lib.loops.clear()
         return lib
+
+    def loop(self, op: Operation):
+        """(library, symbol, captured values in kernel order) of a generated ``while``, or
+        None: the executor runs that loop."""
+        if op in self.loops:
+            symbol, captured = self.loops[op]
+            return self.library, symbol, captured
+        return None
 
     def lookup(self, op: Operation):
         """(library, symbol, in-place pairs), or None with ``reason(op)`` saying why."""

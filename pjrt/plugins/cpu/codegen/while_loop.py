@@ -7,7 +7,7 @@ temporaries allocated once, so a loop of 1000 tiny iterations costs what the ari
 costs, not 1000 trips through the executor. The executor runs it as an ordinary step
 (``Program.add_compiled``); anything else in the loop keeps the loop in the executor.
 
-Kernels are compiled and cached by ``build.py``.
+Loop kernels join the program's one translation unit (program.py), beside its fusions.
 
 The scalar semantics are the reference interpreter's: integer arithmetic wraps (computed
 unsigned), comparisons of floats are IEEE, float math uses the C library (within the
@@ -24,8 +24,6 @@ import numpy as np
 from stablehlo.ir.core import Operation
 from stablehlo.ir.types import TensorType
 
-from pjrt.plugins.cpu.codegen.abi import PRELUDE
-from pjrt.plugins.cpu.codegen.build import compile_source
 from pjrt.plugins.cpu.codegen.scalar import literal
 
 LOG = logging.getLogger("openhlo.cpu")
@@ -199,7 +197,7 @@ def while_source(op: Operation, module, captured: list) -> str:
     cond_lines, body_lines = [], []
     (pred,) = e.ops(cond_block, cond_lines)
     returned = e.ops(body_block, body_lines)
-    lines = [PRELUDE + f'extern "C" void {_SYMBOL}(const void* const* ins, void* const* outs) {{']
+    lines = [f'extern "C" void {_SYMBOL}(const void* const* ins, void* const* outs) {{']
     lines += params
     for k, (name, ctype, n) in enumerate(carried):
         lines.append(_buffer(name, ctype, n) +
@@ -233,16 +231,37 @@ def _check_carried_aliases(op: Operation) -> None:
             raise NotGeneratable("a loop result is another loop argument")
 
 
-def compile_while(op: Operation, module, captured: list, now: bool = True):
-    """(library path, symbol) of the compiled loop, or None (with the reason logged).
-    ``now=False``: raises build.Deferred when the loop's library is not in the cache."""
+def captured_in_order(op: Operation) -> list:
+    """Values ``op``'s regions read from outside it, in order of first use: the kernel takes
+    them after the loop operands, in this order."""
+    inside, order = set(), {}
+
+    def walk(region):
+        for block in region.blocks:
+            inside.update(block.arguments)
+            for inner in block.operations:
+                for v in inner.operands:
+                    if v not in inside:
+                        order.setdefault(v, None)
+                inside.update(inner.results)
+                for r in inner.regions:
+                    walk(r)
+
+    for region in op.regions:
+        walk(region)
+    return [v for v in order if v not in inside]
+
+
+def loop_source(op: Operation, module, symbol: str):
+    """(C++ of ``op`` as the function ``symbol``, its captured values), or None when the
+    generator refuses the loop (the executor runs it; the reason is logged)."""
     try:
         if any(len(r.blocks) != 1 for r in op.regions):
             raise NotGeneratable("multi-block region")
         _check_carried_aliases(op)
+        captured = captured_in_order(op)
         source = while_source(op, module, captured)
     except NotGeneratable as exc:
         LOG.debug("%s stays in the executor: %s", op.where(), exc)
         return None
-    library = compile_source(source, now=now)
-    return None if library is None else (library, _SYMBOL)
+    return source.replace(_SYMBOL, symbol), captured

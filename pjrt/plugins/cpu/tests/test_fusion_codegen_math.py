@@ -45,7 +45,8 @@ def _inputs(dtype):
 
 
 def _ulp_error(got, want, dtype):
-    want = want.astype(dtype)
+    with np.errstate(over="ignore"):  # a float64 reference past float32's range is inf
+        want = want.astype(dtype)
     same = (got == want) | (np.isnan(got) & np.isnan(want))
     spacing = np.abs(np.spacing(want.astype(dtype)))
     spacing = np.maximum(spacing, np.finfo(dtype).smallest_subnormal)
@@ -61,7 +62,9 @@ def test_math_against_numpy(library, name, dtype):
     ctype = "float" if dtype == np.float32 else "double"
     x = _inputs(dtype)
     if name in ("log", "log1p"):
-        x = np.concatenate([x, np.abs(x) * 1e3, np.abs(x) * 1e-3, np.float64(-0.5)[None]]).astype(dtype)
+        with np.errstate(over="ignore"):  # the largest inputs become inf: tested too
+            x = np.concatenate([x, np.abs(x) * 1e3, np.abs(x) * 1e-3,
+                                np.float64(-0.5)[None]]).astype(dtype)
     y = np.empty_like(x)
     ptr = ctypes.POINTER(ctypes.c_float if dtype == np.float32 else ctypes.c_double)
     getattr(library, f"t_{name}_{ctype}")(x.ctypes.data_as(ptr), y.ctypes.data_as(ptr),
