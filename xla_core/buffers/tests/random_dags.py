@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 DIMS = (4, 8, 16, 32)
 
 
@@ -64,3 +66,19 @@ def random_topological_order(ops, seed: int) -> list[int]:
         placed.add(pick)
         order.append(pick)
     return order + [len(ops) - 1]
+
+
+def brute_force_peak(ops, order) -> tuple[int, dict]:
+    """Bytes live at each position: every op result from its op's position to its last reader's."""
+    position = {id(ops[i]): k for k, i in enumerate(order)}
+    live = {}
+    for op in ops:
+        for r in op.results:
+            start = position[id(op)]
+            readers = [position[id(o)] for o in ops if any(v is r for v in o.operands)]
+            live[r] = (start, max(readers, default=start))
+    peak = 0
+    for k in range(len(ops)):
+        now = sum(4 * int(np.prod(r.type.shape)) for r, (s, e) in live.items() if s <= k <= e)
+        peak = max(peak, now)
+    return peak, live

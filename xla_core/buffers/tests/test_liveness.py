@@ -1,28 +1,15 @@
 """Liveness and simulated peak against a brute-force simulation written here."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import stablehlo
 from xla_core.buffers import BlockGraph, BuffersError, NestedPeaks
-from xla_core.buffers.tests.random_dags import random_program, random_topological_order
-
-
-def brute_force_peak(ops, order) -> tuple[int, dict]:
-    """Bytes live at each position: every op result from its op's position to its last reader's."""
-    position = {id(ops[i]): k for k, i in enumerate(order)}
-    live = {}
-    for op in ops:
-        for r in op.results:
-            start = position[id(op)]
-            readers = [position[id(o)] for o in ops if any(v is r for v in o.operands)]
-            live[r] = (start, max(readers, default=start))
-    peak = 0
-    for k in range(len(ops)):
-        now = sum(4 * int(np.prod(r.type.shape)) for r, (s, e) in live.items() if s <= k <= e)
-        peak = max(peak, now)
-    return peak, live
+from xla_core.buffers.tests.random_dags import (
+    brute_force_peak,
+    random_program,
+    random_topological_order,
+)
 
 
 @pytest.mark.parametrize("seed", range(25))

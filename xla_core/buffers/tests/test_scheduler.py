@@ -11,8 +11,7 @@ from stablehlo.verify import verify_module
 from xla_core.buffers import BlockGraph, MemorySchedulePass, NestedPeaks, best_schedule
 from xla_core.buffers.scheduler import dfs_schedule, list_schedule
 from xla_core.buffers.tests.jax_programs import gpt_block_train_step, mlp_train_step
-from xla_core.buffers.tests.random_dags import random_program
-from xla_core.buffers.tests.test_liveness import brute_force_peak
+from xla_core.buffers.tests.random_dags import brute_force_peak, random_program
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
 
 

@@ -14,7 +14,8 @@ import stablehlo
 from stablehlo.interpreter import evaluate
 from stablehlo.text import print_module, split_input_file
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
-from xla_core.passes.tests.test_algebraic_simplifier import _same, _sample
+from xla_core.passes.tests.exact_values import same as _same
+from xla_core.passes.tests.exact_values import sample as _sample
 
 GOLDEN = Path(__file__).with_name("canonicalize.mlir")
 

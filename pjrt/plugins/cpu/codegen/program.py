@@ -103,7 +103,7 @@ class FusionLibrary:
             for op in fusions:
                 lib.refused[op] = "no C++ compiler"
             return lib
-        texts, math, globals_ = {}, set(), []
+        texts, math = {}, set()
         for op in fusions:
             try:
                 text, used, defs = kernel_source(op, module)
