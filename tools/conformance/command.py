@@ -47,6 +47,9 @@ def conformance_command(args: argparse.Namespace) -> int:
     if args.jobs < 0:
         raise CliError("--jobs must be 0 (in this process) or more")
     apply_opt_level(args)
+    # Judge the code the cpu backend ends up running: its generated kernels, not the
+    # op-by-op first tier that runs while they compile (see pjrt/plugins/cpu/tiering.py).
+    os.environ.setdefault("OPENHLO_CPU_ASYNC_CODEGEN", "0")
     make_client(args.backend)  # fail fast on an unknown or broken backend
     start = time.monotonic()
     files = _files(args.paths)
