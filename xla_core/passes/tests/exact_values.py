@@ -1,11 +1,16 @@
-"""Bit-exact comparison and sampling of special values, shared by the rewrite-pass tests
-(a support module: Bazel gives each test file only its own module and these)."""
+"""Bit-exact comparison, sampling of special values and the golden programs, shared by the
+rewrite-pass tests (a support module: Bazel gives each test file only its own module and these)."""
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 from stablehlo.ir.types import ComplexType, IntegerType, TensorType, numpy_dtype
+from stablehlo.text import split_input_file
 
 
 def same(a, b) -> bool:
@@ -49,3 +54,13 @@ def sample(t: TensorType, rng: np.random.Generator) -> np.ndarray:
         values.real, values.imag = parts
         return values.reshape(t.shape)
     return parts[0].reshape(t.shape)
+
+
+def golden_programs(path: Path) -> list:
+    """pytest params (function name, chunk text) of every chunk of a golden .mlir file."""
+    programs = []
+    for _, _, chunk in split_input_file(path.read_text()):
+        match = re.search(r"^func\.func public @(\w+)", chunk, re.MULTILINE)
+        if match:
+            programs.append(pytest.param(match.group(1), chunk, id=match.group(1)))
+    return programs

@@ -7,7 +7,6 @@ programs whose own checks must keep passing."""
 from __future__ import annotations
 
 import itertools
-import re
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +35,10 @@ from stablehlo.ir.types import (
     parse_element_type_name,
     tensor,
 )
-from stablehlo.text import print_module, split_input_file
+from stablehlo.text import print_module
 from xla_core.passes import PassContext, Pipeline, algebraic_simplifier, parse_pass_list
 from xla_core.passes.tests.exact_values import float_pool as _float_pool
+from xla_core.passes.tests.exact_values import golden_programs
 from xla_core.passes.tests.exact_values import same as _same
 from xla_core.passes.tests.exact_values import sample as _sample
 from xla_core.testing.conformance import conformance_dir
@@ -72,23 +72,13 @@ def _results_unchanged(text: str, entry: str, seed: int) -> bool:
 # ---------------------------------------------------------------------------
 # The golden programs
 
-def _golden_programs() -> list:
-    """(function name, chunk text) of every chunk of algebraic-simplifier.mlir."""
-    programs = []
-    for _, _, chunk in split_input_file(GOLDEN.read_text()):
-        match = re.search(r"^func\.func public @(\w+)", chunk, re.MULTILINE)
-        if match:
-            programs.append(pytest.param(match.group(1), chunk, id=match.group(1)))
-    return programs
-
-
-@pytest.mark.parametrize("entry, chunk", _golden_programs())
+@pytest.mark.parametrize("entry, chunk", golden_programs(GOLDEN))
 @pytest.mark.parametrize("seed", range(6))
 def test_golden_programs_keep_their_results(entry, chunk, seed):
     assert _results_unchanged(chunk, entry, seed)
 
 
-@pytest.mark.parametrize("entry, chunk", _golden_programs())
+@pytest.mark.parametrize("entry, chunk", golden_programs(GOLDEN))
 def test_a_second_run_changes_nothing(entry, chunk):
     module = stablehlo.parse(chunk)
     assert _simplify(module)
@@ -110,7 +100,7 @@ def test_types_without_a_numpy_dtype_are_safe():
 
 
 def test_max_iterations_bounds_the_sweeps(monkeypatch):
-    chunk = _golden_programs()[0].values[1]
+    chunk = golden_programs(GOLDEN)[0].values[1]
     module = stablehlo.parse(chunk)
     assert not _simplify(module, "algebraic-simplifier{max-iterations=0}")
     assert print_module(module) == print_module(stablehlo.parse(chunk))

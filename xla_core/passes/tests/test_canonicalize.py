@@ -4,7 +4,6 @@ infinities and extreme values; the pass reaches its fixpoint in one run; and eve
 compare direction mirrors correctly on every pair of special values."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +11,9 @@ import pytest
 
 import stablehlo
 from stablehlo.interpreter import evaluate
-from stablehlo.text import print_module, split_input_file
+from stablehlo.text import print_module
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
+from xla_core.passes.tests.exact_values import golden_programs
 from xla_core.passes.tests.exact_values import same as _same
 from xla_core.passes.tests.exact_values import sample as _sample
 
@@ -24,16 +24,7 @@ def _canonicalize(module) -> bool:
     return Pipeline("t", parse_pass_list("canonicalize")).run(module, PassContext())
 
 
-def _golden_programs() -> list:
-    programs = []
-    for _, _, chunk in split_input_file(GOLDEN.read_text()):
-        match = re.search(r"^func\.func public @(\w+)", chunk, re.MULTILINE)
-        if match:
-            programs.append(pytest.param(match.group(1), chunk, id=match.group(1)))
-    return programs
-
-
-@pytest.mark.parametrize("entry, chunk", _golden_programs())
+@pytest.mark.parametrize("entry, chunk", golden_programs(GOLDEN))
 @pytest.mark.parametrize("seed", range(4))
 def test_golden_programs_keep_their_results(entry, chunk, seed):
     module = stablehlo.parse(chunk)
@@ -55,7 +46,7 @@ def _flat(values) -> list:
     return out
 
 
-@pytest.mark.parametrize("entry, chunk", _golden_programs())
+@pytest.mark.parametrize("entry, chunk", golden_programs(GOLDEN))
 def test_a_second_run_changes_nothing(entry, chunk):
     module = stablehlo.parse(chunk)
     assert _canonicalize(module)

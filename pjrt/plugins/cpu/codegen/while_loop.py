@@ -22,9 +22,8 @@ import logging
 import numpy as np
 
 from stablehlo.ir.core import Operation
-from stablehlo.ir.types import TensorType
 
-from pjrt.plugins.cpu.codegen.scalar import literal
+from pjrt.plugins.cpu.codegen.scalar import elem_name, literal
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -44,11 +43,9 @@ class NotGeneratable(Exception):
 
 
 def _ctype(type) -> str:
-    if not isinstance(type, TensorType) or not type.is_static:
-        raise NotGeneratable(f"type {type}")
-    name = str(type.element_type)
-    if name not in _CTYPES:
-        raise NotGeneratable(f"element type {name}")
+    name = elem_name(type)  # static tensors of a type C++ has
+    if name not in _CTYPES:  # the loop emitter's semantics cover fewer
+        raise NotGeneratable(f"element type {name} in a loop")
     return _CTYPES[name]
 
 

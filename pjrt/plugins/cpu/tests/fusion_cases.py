@@ -3,6 +3,14 @@ generated-kernel tests. ``fusion_module(kind, params, results, body)`` wraps a b
 %p0.., returning its results) as one fusion called by @main."""
 from __future__ import annotations
 
+from stablehlo.interpreter import evaluate
+
+import stablehlo
+
+import pjrt
+
+import numpy as np
+
 
 def fusion_module(kind: str, params: list[str], results: list[str], body: str,
                   name: str = "fused_0") -> str:
@@ -123,3 +131,18 @@ DOT_BIAS_GELU = fusion_module(
   %hh = stablehlo.multiply %h, %half : tensor<{M}x{N}x{T}>
   %y = stablehlo.multiply %hh, %e1 : tensor<{M}x{N}x{T}>
   return %y : tensor<{M}x{N}x{T}>""")
+
+
+def check_against_interpreter(text, args, rtol=2e-6, atol=1e-6, generated=True):
+    """Compiles ``text`` on the cpu backend, runs ``args``, compares with the interpreter;
+    returns the CompiledProgram (``generated``: its fusions must all be generated kernels)."""
+    exe = pjrt.make_client("cpu").compile(text)
+    prog = exe.program
+    if generated:
+        assert prog.fusions_generated and not prog.fusions_inlined, prog.fusions_inlined
+    got = exe(*args)
+    want = evaluate(stablehlo.parse(text), args)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return prog

@@ -11,24 +11,11 @@ import stablehlo
 from pjrt.plugins.cpu.codegen import build
 from xla_core.buffers import inplace_pairs
 from pjrt.plugins.cpu.tests.fusion_cases import (
+    check_against_interpreter as _check,
     DOT_BIAS_GELU, LAYERNORM_GELU, SOFTMAX, XENT, fill, fusion_module)
-from stablehlo.interpreter import evaluate
 
 pytestmark = pytest.mark.skipif(build.find_compiler() is None, reason="no C++ compiler")
 _DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i1": np.bool_}
-
-
-def _check(text, args, rtol=2e-6, atol=1e-6, generated=True):
-    exe = pjrt.make_client("cpu").compile(text)
-    prog = exe.program
-    if generated:
-        assert prog.fusions_generated and not prog.fusions_inlined, prog.fusions_inlined
-    got = exe(*args)
-    want = evaluate(stablehlo.parse(text), args)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-    return prog
 
 
 def _rand(shape, T, seed=0, scale=3.0):

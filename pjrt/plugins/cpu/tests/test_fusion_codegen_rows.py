@@ -8,25 +8,15 @@ import re
 import numpy as np
 import pytest
 
-import pjrt
-import stablehlo
 from pjrt.plugins.cpu.codegen import build
-from pjrt.plugins.cpu.tests.fusion_cases import SOFTMAX, XENT, fill, fusion_module
-from stablehlo.interpreter import evaluate
+from pjrt.plugins.cpu.tests.fusion_cases import (SOFTMAX, XENT, check_against_interpreter, fill,
+                                                  fusion_module)
 
 pytestmark = pytest.mark.skipif(build.find_compiler() is None, reason="no C++ compiler")
 
 
 def _run(text, args, rtol=2e-6, atol=1e-6):
-    exe = pjrt.make_client("cpu").compile(text)
-    prog = exe.program
-    assert prog.fusions_generated and not prog.fusions_inlined, prog.fusions_inlined
-    got = exe(*args)
-    want = evaluate(stablehlo.parse(text), args)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-    return prog.fusion_library.source
+    return check_against_interpreter(text, args, rtol, atol).fusion_library.source
 
 
 def _loops(source: str) -> list[str]:
