@@ -331,8 +331,9 @@ class Lowering:
         library, symbol, captured = compiled
         slots = ins + [env[v] for v in captured]
         try:
-            b.add("add_compiled", op.where(), library, symbol,
-                  [native_type(r.type) for r in op.results], slots, outs, uses=slots, outs=outs)
+            b.add("add_generated", op.where(), library, symbol,
+                  [native_type(r.type) for r in op.results], slots, outs, [],
+                  uses=slots, outs=outs)
         except native().Unsupported as exc:
             LOG.warning("%s: generated kernel unusable (%s); the executor runs the loop",
                         op.where(), exc)

@@ -5,7 +5,8 @@ comparisons, selects, conversions, constants and scalar broadcasts (on f32/f64/i
 static shapes) becomes one generated C++ function: the loop runs in compiled code with its
 temporaries allocated once, so a loop of 1000 tiny iterations costs what the arithmetic
 costs, not 1000 trips through the executor. The executor runs it as an ordinary step
-(``Program.add_compiled``); anything else in the loop keeps the loop in the executor.
+(``Program.add_generated``, the fusion kernels' signature; it ignores the environment);
+anything else in the loop keeps the loop in the executor.
 
 Loop kernels join the program's one translation unit (program.py), beside its fusions.
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from stablehlo.ir.core import Operation
 
+from pjrt.plugins.cpu.codegen.abi import KERNEL_SIGNATURE
 from pjrt.plugins.cpu.codegen.scalar import elem_name, literal
 
 LOG = logging.getLogger("openhlo.cpu")
@@ -194,7 +196,7 @@ def while_source(op: Operation, module, captured: list) -> str:
     cond_lines, body_lines = [], []
     (pred,) = e.ops(cond_block, cond_lines)
     returned = e.ops(body_block, body_lines)
-    lines = [f'extern "C" void {_SYMBOL}(const void* const* ins, void* const* outs) {{']
+    lines = [f'extern "C" void {_SYMBOL}{KERNEL_SIGNATURE} {{']
     lines += params
     for k, (name, ctype, n) in enumerate(carried):
         lines.append(_buffer(name, ctype, n) +

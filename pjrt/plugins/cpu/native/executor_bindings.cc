@@ -3,8 +3,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <dlfcn.h>
-
 #include "executor.h"
 #include "generated_env.h"
 #include "numpy_bridge.h"
@@ -126,42 +124,6 @@ void bind_executor(py::module_& m) {
         }
         add(p, InstrKind::KERNEL, std::move(where), std::move(in), std::move(out)).step =
             std::move(step);
-      })
-      .def("add_compiled", [](Program& p, std::string where, const std::string& library,
-                              const std::string& symbol, py::list result_types,
-                              std::vector<int32_t> in, std::vector<int32_t> out) {
-        // A kernel generated and compiled at compile time (codegen.py): a shared library
-        // exporting `void symbol(const void* const* operands, void* const* results)`. The
-        // library stays loaded for the process (executables may outlive any one owner).
-        void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle == nullptr) throw Unsupported(std::string("cannot load ") + dlerror());
-        using Fn = void (*)(const void* const*, void* const*);
-        auto fn = reinterpret_cast<Fn>(dlsym(handle, symbol.c_str()));
-        if (fn == nullptr) throw Unsupported("no symbol " + symbol + " in " + library);
-        std::vector<TensorSpec> specs;
-        for (auto t : result_types) specs.push_back(spec_from_python(t));
-        const size_t num_in = in.size();
-        Instr& instr = add(p, InstrKind::KERNEL, std::move(where), std::move(in), std::move(out));
-        instr.step = [fn, specs, num_in](ExecContext&, const Array* operands, Array* results) {
-          const void* ins[16];
-          void* outs[16];
-          std::vector<const void*> ins_vec;
-          std::vector<void*> outs_vec;
-          const void** in_ptrs = ins;
-          void** out_ptrs = outs;
-          if (num_in > 16 || specs.size() > 16) {
-            ins_vec.resize(num_in);
-            outs_vec.resize(specs.size());
-            in_ptrs = ins_vec.data();
-            out_ptrs = outs_vec.data();
-          }
-          for (size_t i = 0; i < num_in; ++i) in_ptrs[i] = operands[i].raw();
-          for (size_t i = 0; i < specs.size(); ++i) {
-            results[i] = allocate(specs[i].dtype, specs[i].shape);
-            out_ptrs[i] = results[i].raw();
-          }
-          fn(in_ptrs, out_ptrs);
-        };
       })
       .def("add_generated", [](Program& p, std::string where, const std::string& library,
                                const std::string& symbol, py::list result_types,
