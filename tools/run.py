@@ -130,6 +130,7 @@ def _profiled(exe, inputs: list, backend: str) -> list:
     if backend != "cpu":
         raise CliError("--profile needs the cpu backend")
     from pjrt.plugins.cpu.profiler import profile
+    exe.wait_optimized()  # profile the program with its generated kernels in place
     exe(*inputs)  # warm-up: first-touch and cache effects are not the program's time
     with profile() as prof:
         results = exe(*inputs)

@@ -137,3 +137,32 @@ def test_console_command_end_to_end(tmp_path):
     assert r.code == 0 and all(c in r.out for c in ("run", "opt", "conformance", "bench-text"))
     r = run_subprocess("run", "-", stdin="func.func @main( {")
     assert r.code == 1 and "<stdin>:1:" in r.err and "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("level", ["0", "1"])
+def test_opt_levels_and_profile(capsys, tmp_path, hello_args, monkeypatch, level):
+    # --opt-level goes to the cpu backend through the environment; monkeypatch restores it.
+    monkeypatch.delenv("OPENHLO_CPU_OPT_LEVEL", raising=False)
+    monkeypatch.setenv("OPENHLO_CACHE_DIR", str(tmp_path / "cache"))
+    path, args = hello_args
+    out_path = tmp_path / "out.npz"
+    r = run_cli(capsys, "run", HELLO, "--inputs", path, "--output", out_path,
+                "--opt-level", level, "--profile")
+    assert r.code == 0, r.err
+    with np.load(out_path) as data:
+        relu, sums = hello_reference(*args)
+        np.testing.assert_allclose(data["out0"], relu, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(data["out1"], sums, rtol=1e-5, atol=1e-5)
+    profiled = r.err.splitlines()
+    assert profiled[0].split() == ["ms", "calls", "%", "instruction"]
+    ops = " ".join(profiled[1:])
+    if level == "0":  # op by op: the dot, the bias add and the relu are instructions
+        assert "'stablehlo.dot_general'" in ops and "'stablehlo.maximum'" in ops
+    else:  # the compiler fused them
+        assert "'stablehlo.composite'" in ops and "'stablehlo.maximum'" not in ops
+
+
+def test_bad_opt_level_and_profile_elsewhere(capsys):
+    assert run_cli(capsys, "run", HELLO, "--opt-level", "3").code == 2
+    r = run_cli(capsys, "run", HELLO, "--profile", "--backend", "interpreter")
+    assert r.code != 0 and "--profile needs the cpu backend" in r.err
