@@ -57,7 +57,7 @@ class Upgrade:
 
     def _run(self) -> None:
         try:
-            with _ONE_AT_A_TIME:
+            with _ONE_AT_A_TIME:  # the module global: a forked child has its own
                 program = self._build()
             self._install(program)
         except Exception as exc:  # noqa: BLE001 - the program keeps running op by op
@@ -72,6 +72,18 @@ class Upgrade:
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         return self._done.wait(timeout)
+
+
+def _forget_in_child() -> None:
+    # A forked child has none of the parent's threads: locks they held would never be
+    # released and their compiles never finish there.
+    global _ONE_AT_A_TIME, _IN_FLIGHT_LOCK
+    _ONE_AT_A_TIME = threading.Lock()
+    _IN_FLIGHT_LOCK = threading.Lock()
+    _IN_FLIGHT.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 @atexit.register

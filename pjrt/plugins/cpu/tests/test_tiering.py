@@ -1,4 +1,8 @@
 """Tiered compilation: the executable runs before its kernels are compiled, then switches."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -66,3 +70,25 @@ def test_the_environment_turns_it_off(fresh_cache, monkeypatch):
     monkeypatch.setenv("OPENHLO_CPU_ASYNC_CODEGEN", "0")
     exe = pjrt.make_client("cpu").compile(PROGRAM)
     assert not exe.program.deferred and len(exe.program.fusions_generated) == 1
+
+
+_EXIT_AT_ONCE = """
+import numpy as np, pjrt
+from pjrt.api import CompileOptions
+exe = pjrt.make_client("cpu").compile(open({path!r}).read(),
+                                      CompileOptions(env_option_overrides={{"async_codegen": True}}))
+print(exe.program.deferred, float(exe(np.zeros(1000, np.float32), np.ones(1000, np.float32))[0][0]))
+"""
+
+
+def test_exit_while_kernels_compile_is_clean(tmp_path):
+    program = tmp_path / "p.mlir"
+    program.write_text(PROGRAM)
+    env = dict(os.environ, OPENHLO_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", _EXIT_AT_ONCE.format(path=str(program))],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "3.0"]  # exp(0) * 2 + 1, from the first tier
+    assert done.stderr == ""
+    # The compile begun before exit was let finish: its library is in the kernel cache.
+    assert list((tmp_path / "cache" / "cpu_kernels").glob("*.so"))
