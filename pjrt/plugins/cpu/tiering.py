@@ -11,8 +11,9 @@ benchmarks call it before timing); ``exe.program.deferred`` says whether the run
 still lacks kernels.
 
 Turned off (compile waits for the compiler, as before) with ``OPENHLO_CPU_ASYNC_CODEGEN=0``
-or ``CompileOptions(env_option_overrides={"async_codegen": False})``. One background compile
-runs at a time (the others queue): compilers beside a running program would take its cores.
+or ``CompileOptions(env_option_overrides={"async_codegen": False})``. One worker thread
+compiles in the background, one program at a time, in order (more compilers beside a running
+program would take its cores).
 At interpreter exit, compiles still running get a few seconds to finish (a compiler killed
 half way leaves only a temporary folder behind: libraries appear atomically).
 """
@@ -21,13 +22,16 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import queue
 import threading
 import time
 from typing import Callable, Optional
 
 LOG = logging.getLogger("openhlo.cpu")
 
-_ONE_AT_A_TIME = threading.Lock()
+_QUEUE: "queue.Queue[Upgrade]" = queue.Queue()
+_WORKER: Optional[threading.Thread] = None
+_WORKER_LOCK = threading.Lock()
 _IN_FLIGHT: set = set()
 _IN_FLIGHT_LOCK = threading.Lock()
 EXIT_GRACE_S = 5.0
@@ -42,7 +46,7 @@ def async_codegen(options) -> bool:
 
 class Upgrade:
     """One background compile: ``build()`` makes the full program, ``install(program)``
-    puts it in place."""
+    puts it in place. Upgrades run one at a time, in order, on one worker thread."""
 
     def __init__(self, build: Callable, install: Callable):
         self._build = build
@@ -53,13 +57,12 @@ class Upgrade:
         self.error: Optional[BaseException] = None
         with _IN_FLIGHT_LOCK:
             _IN_FLIGHT.add(self)
-        threading.Thread(target=self._run, name="openhlo-codegen", daemon=True).start()
+        _QUEUE.put(self)
+        _ensure_worker()
 
-    def _run(self) -> None:
+    def run(self) -> None:
         try:
-            with _ONE_AT_A_TIME:  # the module global: a forked child has its own
-                program = self._build()
-            self._install(program)
+            self._install(self._build())
         except Exception as exc:  # noqa: BLE001 - the program keeps running op by op
             self.error = exc
             LOG.warning("generated kernels could not be built; the program keeps running op "
@@ -74,11 +77,26 @@ class Upgrade:
         return self._done.wait(timeout)
 
 
+def _ensure_worker() -> None:
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None or not _WORKER.is_alive():
+            _WORKER = threading.Thread(target=_work, name="openhlo-codegen", daemon=True)
+            _WORKER.start()
+
+
+def _work() -> None:
+    while True:
+        _QUEUE.get().run()
+
+
 def _forget_in_child() -> None:
-    # A forked child has none of the parent's threads: locks they held would never be
-    # released and their compiles never finish there.
-    global _ONE_AT_A_TIME, _IN_FLIGHT_LOCK
-    _ONE_AT_A_TIME = threading.Lock()
+    # A forked child has none of the parent's threads: its queue, worker and locks start
+    # afresh (a lock held by a parent thread would never be released there).
+    global _QUEUE, _WORKER, _WORKER_LOCK, _IN_FLIGHT_LOCK
+    _QUEUE = queue.Queue()
+    _WORKER = None
+    _WORKER_LOCK = threading.Lock()
     _IN_FLIGHT_LOCK = threading.Lock()
     _IN_FLIGHT.clear()
 
