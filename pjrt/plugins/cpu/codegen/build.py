@@ -2,7 +2,7 @@
 
 A translation unit is compiled by the system C++ compiler (``$CXX``, else ``c++``/``g++``)
 for the host CPU and stored under ``$OPENHLO_CACHE_DIR/cpu_kernels`` (default
-``~/.cache/openhlo/cpu_kernels``) as ``<sha256 of source, compiler and flags>.so``: a second
+``~/.cache/openhlo/cpu_kernels``) as ``<sha256 of source, compiler, processor and flags>.so``: a second
 process (or a second compile of the same program) loads the library and compiles nothing.
 Without a compiler the backend says so once and runs everything in the executor.
 
@@ -18,9 +18,11 @@ close to the interpreter's.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -40,6 +42,24 @@ def cache_dir() -> str:
     root = os.environ.get("OPENHLO_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "openhlo")
     return os.path.join(root, "cpu_kernels")
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu() -> str:
+    """The processor the libraries are built for (-march=native): a cache folder shared by
+    machines with other processors must not hand them code with instructions they lack."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        return platform.machine() + " " + platform.processor()
+    wanted = ("model name", "flags", "Features", "CPU part")
+    lines = []
+    for line in info.splitlines():
+        key = line.split(":", 1)[0].strip()
+        if key in wanted and key not in {k for k, _ in lines}:
+            lines.append((key, line))
+    return platform.machine() + "\n" + "\n".join(line for _, line in lines)
 
 
 def find_compiler():
@@ -66,7 +86,8 @@ def compile_source(source: str, now: bool = True):
     compiler = find_compiler()
     if compiler is None:
         return None
-    key = hashlib.sha256("\0".join([source, compiler] + FLAGS).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join([source, compiler, host_cpu()] + FLAGS).encode()
+                         ).hexdigest()[:32]
     folder = cache_dir()
     library = os.path.join(folder, f"{key}.so")
     if os.path.exists(library):
