@@ -9,9 +9,9 @@ program runs.
 
 The key hashes the program text as given (or the printed module), the compile options as
 given (entry, replicas, partitions, overrides such as the optimization level) and a fingerprint
-of the compiler itself: the size and modification time of every source file of stablehlo,
-xla_core and this backend, and of the native extension, so an edited or reinstalled
-compiler never reads an older entry. Entries are written atomically (temporary file, then
+of the compiler itself (the processor, and the size and modification time of every source file of stablehlo,
+xla_core and this backend and of the native extension), so an edited or reinstalled
+compiler, or another machine sharing the folder, never reads an older entry. Entries are written atomically (temporary file, then
 rename); an unreadable entry is removed and the program compiled again. Like JAX's cache,
 entries are pickles: the cache directory must be as trusted as the code itself.
 ``OPENHLO_CPU_CACHE=0`` turns the cache off.
@@ -58,7 +58,9 @@ def _compiler_fingerprint() -> str:
         import pjrt.plugins.cpu as backend
         import stablehlo
         import xla_core
-        h = hashlib.sha256(f"{FORMAT} {sys.version}".encode())
+        from pjrt.plugins.cpu.codegen.build import host_cpu
+        # The processor too: entries name kernel libraries built for it.
+        h = hashlib.sha256(f"{FORMAT} {sys.version} {host_cpu()}".encode())
         for package in (stablehlo, xla_core, backend):
             root = os.path.dirname(package.__file__)
             for folder, dirs, files in os.walk(root):
