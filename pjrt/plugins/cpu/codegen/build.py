@@ -96,28 +96,40 @@ def compile_source(source: str, now: bool = True):
         raise Deferred(library)
     os.makedirs(folder, exist_ok=True)
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        src = os.path.join(tmp, "kernel.cc")
-        with open(src, "w") as f:
-            f.write(source)
-        built = os.path.join(tmp, "kernel.so")
-        linker = shutil.which("ld")
-        if linker is None:
-            done = subprocess.run([compiler, *FLAGS, "-shared", src, "-o", built],
-                                  capture_output=True, text=True)
-        else:
-            obj = os.path.join(tmp, "kernel.o")
-            done = subprocess.run([compiler, *FLAGS, "-c", src, "-o", obj], capture_output=True,
-                                  text=True)
-            if done.returncode == 0:
-                done = subprocess.run([linker, "-shared", obj, "-o", built], capture_output=True,
-                                      text=True)
-        if done.returncode != 0:
-            LOG.warning("generated kernels failed to compile (running op by op): %s",
-                        done.stderr[-2000:])
+    # mkdtemp, not TemporaryDirectory: the latter's exit-time finalizer would delete the
+    # folder under a background compile that tiering.py lets finish at interpreter exit.
+    tmp = tempfile.mkdtemp(dir=folder)
+    try:
+        if not _build(compiler, source, tmp, library):
             return None
-        os.replace(built, library)  # atomic: concurrent processes see all or nothing
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     seconds = time.perf_counter() - start
     COMPILE_TIMES.append((seconds, len(source)))
     LOG.debug("compiled %d bytes of generated C++ in %.3f s", len(source), seconds)
     return library
+
+
+def _build(compiler: str, source: str, tmp: str, library: str) -> bool:
+    """Compile ``source`` in folder ``tmp`` and move the library to ``library``."""
+    src = os.path.join(tmp, "kernel.cc")
+    with open(src, "w") as f:
+        f.write(source)
+    built = os.path.join(tmp, "kernel.so")
+    linker = shutil.which("ld")
+    if linker is None:
+        done = subprocess.run([compiler, *FLAGS, "-shared", src, "-o", built],
+                              capture_output=True, text=True)
+    else:
+        obj = os.path.join(tmp, "kernel.o")
+        done = subprocess.run([compiler, *FLAGS, "-c", src, "-o", obj], capture_output=True,
+                              text=True)
+        if done.returncode == 0:
+            done = subprocess.run([linker, "-shared", obj, "-o", built], capture_output=True,
+                                  text=True)
+    if done.returncode != 0:
+        LOG.warning("generated kernels failed to compile (running op by op): %s",
+                    done.stderr[-2000:])
+        return False
+    os.replace(built, library)  # atomic: concurrent processes see all or nothing
+    return True
