@@ -2,7 +2,7 @@
 import glob
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
-from setuptools import setup
+from setuptools import Extension, setup
 
 # Compile the C++ files in parallel (one job per core; NPY_NUM_BUILD_JOBS overrides).
 ParallelCompile("NPY_NUM_BUILD_JOBS").install()
@@ -40,6 +40,15 @@ EXTENSIONS = [
         # from source); a wheel for distribution would pin a baseline ISA instead.
         extra_compile_args=["-O3", "-march=native", "-fno-math-errno"],
         extra_link_args=["-pthread"],
+    ),
+    # The PJRT C-API plugin: a plain C++ shared library (no Python symbols; Python installs
+    # its callbacks through an exported C function), dlopened by jaxlib.
+    Extension(
+        "pjrt.c_api._openhlo_pjrt",
+        sorted(glob.glob("pjrt/c_api/*.cc")),
+        language="c++",
+        extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
+        extra_link_args=["-Wl,--no-undefined"],
     ),
 ]
 

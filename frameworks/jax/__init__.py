@@ -1,0 +1,1 @@
+"""JAX on OpenHLO: the ``openhlo`` PJRT plugin (``JAX_PLATFORMS=openhlo``), see README.md."""

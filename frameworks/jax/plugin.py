@@ -1,0 +1,73 @@
+"""Registers OpenHLO with JAX as the PJRT platform ``openhlo``.
+
+JAX finds this module through the ``jax_plugins`` entry point (pyproject.toml) and calls
+``initialize()`` at its first backend access. Options, read from the environment:
+``OPENHLO_JAX_BACKEND`` (``cpu``, the default, or ``interpreter``) and
+``OPENHLO_JAX_NUM_DEVICES`` (default 1). JAX's ``jax_pjrt_client_create_options`` config
+(``"backend:interpreter;num_devices:2"``) overrides them per client.
+"""
+import logging
+import os
+
+logger = logging.getLogger(__name__)
+
+PLATFORM = "openhlo"
+_registered = False
+
+
+def decode_program(code: bytes, format: str) -> str:
+    """A PJRT program (``format == "mlir"``: a StableHLO portable artifact, or MLIR
+    bytecode/text) -> StableHLO text our parser reads."""
+    if format != "mlir":
+        from pjrt.errors import UnimplementedError
+        raise UnimplementedError(f"program format {format!r}: only 'mlir' is supported")
+    from jax._src.interpreters import mlir
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo as jax_stablehlo
+    # make_ir_context registers stablehlo, chlo, sdy and func: sdy attributes appear as soon
+    # as the client has more than one device.
+    with mlir.make_ir_context() as context:
+        try:
+            module = jax_stablehlo.deserialize_portable_artifact(context, code)
+        except Exception:  # noqa: BLE001 - not an artifact: plain bytecode or text
+            module = ir.Module.parse(code, context=context)
+        return module.operation.get_asm(enable_debug_info=False)
+
+
+def make_client(backend: str, num_devices: int):
+    import pjrt
+    if backend == "cpu":
+        return pjrt.make_client("cpu", num_devices=num_devices)
+    return pjrt.make_client(backend)
+
+
+def _options() -> dict:
+    backend = os.environ.get("OPENHLO_JAX_BACKEND", "cpu")
+    num_devices = int(os.environ.get("OPENHLO_JAX_NUM_DEVICES", "1"))
+    return {"backend": backend, "num_devices": num_devices}
+
+
+PRIORITY = -1
+
+
+def initialize() -> None:
+    """Install our callbacks into the plugin library and register it with JAX.
+
+    Cheap and never raising: when our runtime is unusable, registration is skipped (a
+    failing plugin would break every JAX backend when JAX_PLATFORMS is unset).
+    """
+    global _registered
+    if _registered:
+        return  # registering twice is ALREADY_EXISTS in jaxlib
+    try:
+        from jax._src import xla_bridge
+        from pjrt.c_api import loader
+        options = _options()
+        path = loader.install(decode_program, make_client)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("openhlo JAX plugin not registered: %s", exc)
+        return
+    # Below the cpu backend's priority (0): installing OpenHLO must not change which backend
+    # JAX picks by default; users select it with JAX_PLATFORMS=openhlo or jax.devices("openhlo").
+    xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path, options=options)
+    _registered = True

@@ -1,0 +1,220 @@
+// Compile and Execute through the Python callbacks, and the executables' metadata (served from
+// the manifest decoded at compile time, never from Python).
+#include <string>
+
+#include "impl.h"
+
+namespace openhlo {
+namespace {
+
+template <typename T>
+T* Args(void* a) { return static_cast<T*>(a); }
+
+PJRT_Error* Detached(const char* fn) {
+  return MakeError(PJRT_FAILED_PRECONDITION,
+                   std::string("openhlo ") + fn +
+                       ": no Python runtime attached (frameworks.jax.plugin.initialize() was not "
+                       "run, or the interpreter is exiting)");
+}
+
+PJRT_Error* Reported(const CallResult& result, const char* fn) {
+  if (!result.reported)
+    return MakeError(PJRT_INTERNAL, std::string("openhlo ") + fn + ": the Python callback failed "
+                                                                   "without reporting an error");
+  if (result.code != PJRT_OK)
+    return MakeError(static_cast<PJRT_Error_Code>(result.code), result.data);
+  return nullptr;
+}
+
+PJRT_Executable* AsExe(void* exe) { return static_cast<PJRT_Executable*>(exe); }
+
+}  // namespace
+
+PJRT_Error* ClientCompile(void* p) {
+  auto* a = Args<PJRT_Client_Compile_Args>(p);
+  Callbacks& cb = GetCallbacks();
+  if (cb.compile == nullptr) return Detached("PJRT_Client_Compile");
+  CallResult result;
+  const PJRT_Program* program = a->program;
+  int64_t handle = cb.compile(&result, a->client->backend.data(), a->client->backend.size(),
+                              program->code, program->code_size, program->format,
+                              program->format_size, a->compile_options, a->compile_options_size,
+                              static_cast<int64_t>(a->client->devices.size()));
+  if (PJRT_Error* error = Reported(result, "PJRT_Client_Compile")) return error;
+  auto compiled = std::make_shared<Compiled>();
+  compiled->handle = handle;  // released by ~Compiled from here on, even on a bad manifest
+  if (!DecodeManifest(result.data, compiled.get()))
+    return MakeError(PJRT_INTERNAL, "openhlo PJRT_Client_Compile: malformed compile manifest");
+  auto* loaded = new PJRT_LoadedExecutable;
+  loaded->compiled = compiled;
+  loaded->client = a->client;
+  for (size_t k = 0; k < compiled->device_ids.size(); ++k) {
+    int64_t id = compiled->device_ids[k];
+    if (id < 0 || static_cast<size_t>(id) >= a->client->devices.size()) {
+      delete loaded;
+      return MakeError(PJRT_INVALID_ARGUMENT, "openhlo PJRT_Client_Compile: device id " +
+                                                  std::to_string(id) + " is not a device of the client");
+    }
+    loaded->devices.push_back(a->client->devices[id]);
+    loaded->logical_ids.push_back({static_cast<int>(k / compiled->num_partitions),
+                                   static_cast<int>(k % compiled->num_partitions)});
+  }
+  a->executable = loaded;
+  return nullptr;
+}
+
+// ---- Executable metadata ----------------------------------------------------------------------
+PJRT_Error* ExecutableDestroy(void* p) { delete Args<PJRT_Executable_Destroy_Args>(p)->executable; return nullptr; }
+PJRT_Error* ExecutableName(void* p) {
+  auto* a = Args<PJRT_Executable_String_Args>(p);
+  a->value = a->executable->compiled->name.data();
+  a->value_size = a->executable->compiled->name.size();
+  return nullptr;
+}
+PJRT_Error* ExecutableFingerprint(void* p) {
+  auto* a = Args<PJRT_Executable_String_Args>(p);
+  a->value = a->executable->compiled->fingerprint.data();
+  a->value_size = a->executable->compiled->fingerprint.size();
+  return nullptr;
+}
+PJRT_Error* ExecutableNumReplicas(void* p) {
+  auto* a = Args<PJRT_Executable_Count_Args>(p);
+  a->value = static_cast<size_t>(a->executable->compiled->num_replicas);
+  return nullptr;
+}
+PJRT_Error* ExecutableNumPartitions(void* p) {
+  auto* a = Args<PJRT_Executable_Count_Args>(p);
+  a->value = static_cast<size_t>(a->executable->compiled->num_partitions);
+  return nullptr;
+}
+PJRT_Error* ExecutableNumOutputs(void* p) {
+  auto* a = Args<PJRT_Executable_Count_Args>(p);
+  a->value = a->executable->compiled->output_types.size();
+  return nullptr;
+}
+PJRT_Error* ExecutableCodeSize(void* p) {
+  Args<PJRT_Executable_SizeOfGeneratedCodeInBytes_Args>(p)->size_in_bytes = 0;  // no machine code image
+  return nullptr;
+}
+PJRT_Error* ExecutableOutputElementTypes(void* p) {
+  auto* a = Args<PJRT_Executable_OutputElementTypes_Args>(p);
+  a->output_types = a->executable->compiled->output_types.data();
+  a->num_output_types = a->executable->compiled->output_types.size();
+  return nullptr;
+}
+PJRT_Error* ExecutableOutputDimensions(void* p) {
+  auto* a = Args<PJRT_Executable_OutputDimensions_Args>(p);
+  const Compiled& c = *a->executable->compiled;
+  a->num_outputs = c.ranks.size();
+  a->dims = c.flat_dims.data();
+  a->dim_sizes = c.ranks.data();
+  return nullptr;
+}
+PJRT_Error* ExecutableOutputMemoryKinds(void* p) {
+  auto* a = Args<PJRT_Executable_MemoryKinds_Args>(p);
+  const Compiled& c = *a->executable->compiled;
+  a->num_values = c.kind_ptrs.size();
+  a->memory_kinds = c.kind_ptrs.data();
+  a->memory_kind_sizes = c.kind_sizes.data();
+  return nullptr;
+}
+PJRT_Error* ExecutableOutputShardings(PJRT_Shardings_Args* a) {
+  const Compiled& c = *AsExe(a->executable)->compiled;
+  a->num_values = c.sharding_ptrs.size();
+  a->shardings = c.sharding_ptrs.data();
+  a->sharding_sizes = c.sharding_sizes.data();
+  return nullptr;
+}
+PJRT_Error* ExecutableParameterShardings(PJRT_Shardings_Args* a) {
+  a->num_values = 0;  // NULL arrays: "not provided", jaxlib falls back to the program's
+  a->shardings = nullptr;
+  a->sharding_sizes = nullptr;
+  return nullptr;
+}
+
+// ---- LoadedExecutable -------------------------------------------------------------------------
+PJRT_Error* LoadedDestroy(void* p) { delete Args<PJRT_LoadedExecutable_Destroy_Args>(p)->executable; return nullptr; }
+PJRT_Error* LoadedDelete(void* p) { Args<PJRT_LoadedExecutable_Destroy_Args>(p)->executable->deleted = true; return nullptr; }
+PJRT_Error* LoadedIsDeleted(void* p) {
+  auto* a = Args<PJRT_LoadedExecutable_IsDeleted_Args>(p);
+  a->is_deleted = a->executable->deleted;
+  return nullptr;
+}
+PJRT_Error* LoadedGetExecutable(void* p) {
+  // A new object the caller destroys, sharing the compiled program.
+  auto* a = Args<PJRT_LoadedExecutable_GetExecutable_Args>(p);
+  a->executable = new PJRT_Executable{a->loaded_executable->compiled};
+  return nullptr;
+}
+PJRT_Error* LoadedAddressableDevices(void* p) {
+  auto* a = Args<PJRT_LoadedExecutable_AddressableDevices_Args>(p);
+  a->addressable_devices = a->executable->devices.data();
+  a->num_addressable_devices = a->executable->devices.size();
+  return nullptr;
+}
+PJRT_Error* LoadedLogicalIds(void* p) {
+  auto* a = Args<PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args>(p);
+  a->logical_ids = a->executable->logical_ids.data();
+  a->num_logical_ids = a->executable->logical_ids.size();
+  return nullptr;
+}
+static void NoDelete(void*) {}
+PJRT_Error* LoadedGetDeviceAssignment(void* p) {
+  // The serialized DeviceAssignmentProto lives as long as the executable; nothing to free.
+  auto* a = Args<PJRT_LoadedExecutable_GetDeviceAssignment_Args>(p);
+  const std::string& bytes = a->executable->compiled->device_assignment;
+  a->serialized_bytes = bytes.data();
+  a->serialized_bytes_size = bytes.size();
+  a->serialized_device_assignment = nullptr;
+  a->serialized_device_assignment_deleter = NoDelete;
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecute(void* p) {
+  auto* a = Args<PJRT_LoadedExecutable_Execute_Args>(p);
+  PJRT_LoadedExecutable* exe = a->executable;
+  const Compiled& c = *exe->compiled;
+  if (exe->deleted)
+    return MakeError(PJRT_FAILED_PRECONDITION, "openhlo PJRT_LoadedExecutable_Execute: executable " +
+                                                   c.name + " was deleted");
+  Callbacks& cb = GetCallbacks();
+  if (cb.execute == nullptr) return Detached("PJRT_LoadedExecutable_Execute");
+  size_t expected = a->execute_device != nullptr ? 1 : exe->devices.size();
+  if (a->num_devices != expected)
+    return MakeError(PJRT_INVALID_ARGUMENT,
+                     "openhlo PJRT_LoadedExecutable_Execute: " + c.name + " runs on " +
+                         std::to_string(expected) + " device(s), got " +
+                         std::to_string(a->num_devices) + " argument list(s)");
+  std::vector<void*> inputs(a->num_args), outputs(c.output_types.size());
+  for (size_t d = 0; d < a->num_devices; ++d) {
+    PJRT_Device* device = a->execute_device != nullptr ? a->execute_device : exe->devices[d];
+    for (size_t i = 0; i < a->num_args; ++i) {
+      PJRT_Buffer* arg = a->argument_lists[d][i];
+      if (arg->deleted)
+        return MakeError(PJRT_FAILED_PRECONDITION, "openhlo PJRT_LoadedExecutable_Execute: argument " +
+                                                       std::to_string(i) + " of " + c.name +
+                                                       " was deleted");
+      inputs[i] = arg->data;
+    }
+    std::vector<PJRT_Buffer*> results;
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      results.push_back(NewBuffer(c.output_types[j], c.output_dims[j].data(),
+                                  c.output_dims[j].size(), device));
+      outputs[j] = results.back()->data;
+    }
+    CallResult result;
+    cb.execute(&result, c.handle, static_cast<int64_t>(d), static_cast<int64_t>(a->num_args),
+               inputs.data(), outputs.data());
+    if (PJRT_Error* error = Reported(result, "PJRT_LoadedExecutable_Execute")) {
+      for (PJRT_Buffer* r : results) delete r;
+      for (size_t k = 0; k < d; ++k)
+        for (size_t j = 0; j < outputs.size(); ++j) delete a->output_lists[k][j];
+      return error;
+    }
+    for (size_t j = 0; j < outputs.size(); ++j) a->output_lists[d][j] = results[j];
+    if (a->device_complete_events != nullptr) a->device_complete_events[d] = NewEvent(PJRT_OK, "");
+  }
+  return nullptr;
+}
+
+}  // namespace openhlo

@@ -1,0 +1,211 @@
+"""Python side of the PJRT C-API plugin: loads the shared library and serves its callbacks.
+
+The library (``_openhlo_pjrt*.so``, built by setup.py) implements the PJRT C API; it calls
+back here for the two things only Python can do: compile (program bytes -> one of our
+LoadedExecutables, described to C by a *manifest*) and execute (run it on raw host
+pointers). Frameworks supply how to turn their program bytes into StableHLO text
+(``decode_program``); this module never imports a framework.
+"""
+import atexit
+import ctypes
+import glob
+import hashlib
+import itertools
+import os
+import struct
+import traceback
+from typing import Callable, Optional
+
+import numpy as np
+
+from pjrt.api import CompileOptions
+from pjrt.c_api.protos import decode_compile_options, encode_device_assignment
+from pjrt.errors import ErrorCode, UnimplementedError, error_code
+
+# PJRT_Buffer_Type values by numpy dtype name (section 3.5 of the design).
+_PJRT_TYPES = {"bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint8": 6,
+               "uint16": 7, "uint32": 8, "uint64": 9, "float16": 10, "float32": 11,
+               "float64": 12, "bfloat16": 13, "complex64": 14, "complex128": 15}
+
+_COMPILE_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+    ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+    ctypes.c_int64)
+_EXECUTE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                               ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),
+                               ctypes.POINTER(ctypes.c_void_p))
+_RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+
+
+def library_path() -> Optional[str]:
+    """The built plugin library next to this file, or None when it was not built."""
+    found = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "_openhlo_pjrt*.so")))
+    return found[0] if found else None
+
+
+def pjrt_type(dtype: np.dtype) -> int:
+    try:
+        return _PJRT_TYPES[np.dtype(dtype).name]
+    except KeyError:
+        raise UnimplementedError(f"the PJRT plugin cannot hold {np.dtype(dtype).name} "
+                                 f"arrays") from None
+
+
+def _view(pointer: int, dtype: np.dtype, shape: tuple, nbytes: int) -> np.ndarray:
+    """A numpy array over C memory, without copying."""
+    if nbytes == 0:
+        return np.empty(shape, dtype)
+    raw = (ctypes.c_char * nbytes).from_address(pointer)
+    return np.frombuffer(raw, dtype).reshape(shape)
+
+
+class _Runner:
+    """One compiled executable: what execute needs to wrap the C pointers."""
+
+    def __init__(self, executable):
+        from stablehlo.ir.types import numpy_dtype
+        self.executable = executable
+        self.params = [self._spec(t, numpy_dtype) for t in executable.parameter_types]
+        self.results = [self._spec(t, numpy_dtype) for t in executable.result_types]
+
+    @staticmethod
+    def _spec(type, numpy_dtype) -> tuple:
+        if any(d is None for d in type.shape):
+            raise UnimplementedError(f"the PJRT plugin needs static shapes, got {type}")
+        dtype = np.dtype(numpy_dtype(type.element_type))
+        return dtype, tuple(type.shape), dtype.itemsize * int(np.prod(type.shape, dtype=np.int64))
+
+    def run(self, instance: int, inputs, outputs) -> None:
+        exe = self.executable
+        if exe.num_replicas * exe.num_partitions != 1:
+            raise UnimplementedError(
+                f"{exe.name}: {exe.num_replicas} replica(s) x {exe.num_partitions} "
+                f"partition(s); the PJRT plugin runs single-device programs only so far")
+        arrays = [_view(inputs[i], *spec) for i, spec in enumerate(self.params)]
+        for j, (value, spec) in enumerate(zip(exe(*arrays), self.results)):
+            np.copyto(_view(outputs[j], *spec), value, casting="no")
+
+
+def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
+    """What C learns at compile time (objects.cc ``DecodeManifest`` reads this order):
+    int64s little-endian, byte strings length-prefixed."""
+    def i64(v):
+        return struct.pack("<q", v)
+
+    def text(b):
+        b = b.encode() if isinstance(b, str) else b
+        return i64(len(b)) + b
+    ids = [[d.id for d in row] for row in executable.device_assignment]
+    out = [text(name), text(fingerprint), i64(executable.num_replicas),
+           i64(executable.num_partitions), i64(sum(len(r) for r in ids))]
+    out += [i64(i) for row in ids for i in row]
+    out += [text(encode_device_assignment(ids)), i64(len(executable.result_types))]
+    for dtype, shape, _ in _Runner(executable).results:
+        out += [i64(pjrt_type(dtype)), i64(len(shape))] + [i64(d) for d in shape]
+        out += [text("device"), text(b"")]  # memory kind; OpSharding b"" = replicated
+    return b"".join(out)
+
+
+class Bridge:
+    """Serves the library's callbacks; one per process (see ``install``).
+
+    ``decode_program(code: bytes, format: str) -> str`` gives StableHLO text;
+    ``make_client(backend, num_devices)`` a pjrt Client (cached per pair).
+    """
+
+    def __init__(self, lib: ctypes.CDLL, decode_program: Callable[[bytes, str], str],
+                 make_client: Callable[[str, int], object]):
+        self._lib = lib
+        self._decode_program = decode_program
+        self._make_client = make_client
+        self._clients: dict = {}
+        self._runners: dict = {}
+        self._ids = itertools.count(1)
+        lib.openhlo_report.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
+                                       ctypes.c_size_t]
+        lib.openhlo_report.restype = None
+        lib.openhlo_set_callbacks.argtypes = [_COMPILE_FN, _EXECUTE_FN, _RELEASE_FN]
+        lib.openhlo_set_callbacks.restype = None
+        # Kept referenced: C holds bare pointers to these trampolines.
+        self._callbacks = (_COMPILE_FN(self._compile), _EXECUTE_FN(self._execute),
+                           _RELEASE_FN(self._release))
+        lib.openhlo_set_callbacks(*self._callbacks)
+        # jaxlib may destroy executables while the interpreter finalizes: detach first.
+        atexit.register(self.detach)
+
+    def detach(self) -> None:
+        self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN())
+        self._runners.clear()
+
+    def _report(self, ctx, code: int, data: bytes) -> None:
+        self._lib.openhlo_report(ctx, int(code), data, len(data))
+
+    def _fail(self, ctx, exc: BaseException, where: str) -> None:
+        code = error_code(exc)
+        if code == ErrorCode.UNKNOWN:  # not one of ours: a bug, keep the traceback
+            message = f"openhlo {where}: {''.join(traceback.format_exception(exc))}"
+        else:
+            message = f"openhlo {where}: {type(exc).__name__}: {exc}"
+        self._report(ctx, code, message.encode())
+
+    def _client(self, backend: str, num_devices: int):
+        key = (backend, num_devices)
+        if key not in self._clients:
+            self._clients[key] = self._make_client(backend, num_devices)
+        return self._clients[key]
+
+    def _compile(self, ctx, backend, backend_size, code, code_size, fmt, fmt_size, options,
+                 options_size, num_devices) -> int:
+        try:
+            program = ctypes.string_at(code, code_size)
+            opts_bytes = ctypes.string_at(options, options_size) if options_size else b""
+            text = self._decode_program(program, ctypes.string_at(fmt, fmt_size).decode())
+            opts = decode_compile_options(opts_bytes)
+            client = self._client(ctypes.string_at(backend, backend_size).decode(),
+                                  num_devices)
+            loaded = client.compile(text, CompileOptions(
+                num_replicas=opts.num_replicas, num_partitions=opts.num_partitions,
+                device_assignment=opts.device_assignment))
+            runner = _Runner(loaded)
+            fingerprint = hashlib.sha256(program + opts_bytes).hexdigest()
+            manifest = encode_manifest(loaded.name, fingerprint, loaded)
+            handle = next(self._ids)
+            self._runners[handle] = runner
+            self._report(ctx, ErrorCode.OK, manifest)
+            return handle
+        except Exception as exc:  # noqa: BLE001 - every error must reach C as a status
+            self._fail(ctx, exc, "compile")
+            return 0
+
+    def _execute(self, ctx, handle, instance, num_args, inputs, outputs) -> None:
+        try:
+            runner = self._runners[handle]
+            if num_args != len(runner.params):
+                raise UnimplementedError(
+                    f"{runner.executable.name} takes {len(runner.params)} argument(s), "
+                    f"got {num_args}")
+            runner.run(instance, inputs, outputs)
+            self._report(ctx, ErrorCode.OK, b"")
+        except Exception as exc:  # noqa: BLE001
+            self._fail(ctx, exc, "execute")
+
+    def _release(self, handle) -> None:
+        self._runners.pop(handle, None)
+
+
+_BRIDGE: Optional[Bridge] = None
+
+
+def install(decode_program: Callable[[bytes, str], str],
+            make_client: Callable[[str, int], object]) -> str:
+    """Load the library, install the callbacks (once per process); returns its path.
+
+    Raises FileNotFoundError when the library was not built.
+    """
+    global _BRIDGE
+    path = library_path()
+    if path is None:
+        raise FileNotFoundError("pjrt/c_api/_openhlo_pjrt*.so is not built (pip install .)")
+    if _BRIDGE is None:
+        _BRIDGE = Bridge(ctypes.CDLL(path), decode_program, make_client)
+    return path

@@ -1,0 +1,153 @@
+// Errors, memories, buffers and compile manifests: the object plumbing of the plugin.
+#include "objects.h"
+
+#include <cstring>
+
+namespace openhlo {
+
+// ---- errors ----------------------------------------------------------------------------------
+namespace {
+void ErrorDestroy(PJRT_Error* error) { delete reinterpret_cast<Error*>(error); }
+void ErrorMessage(const PJRT_Error* error, const char** msg, size_t* len) {
+  auto* e = reinterpret_cast<const Error*>(error);
+  *msg = e->message.data();
+  *len = e->message.size();
+}
+PJRT_Error_Code ErrorCode(const PJRT_Error* error) {
+  return reinterpret_cast<const Error*>(error)->code;
+}
+void ErrorForEachPayload(const PJRT_Error*,
+                         void (*)(const char*, size_t, const char*, size_t, void*), void*) {}
+const PJRT_Error_FunctionTable kErrorTable = {
+    sizeof(PJRT_Error_FunctionTable), sizeof(Error), nullptr, ErrorDestroy, ErrorMessage,
+    ErrorCode, ErrorForEachPayload};
+}  // namespace
+
+PJRT_Error* MakeError(PJRT_Error_Code code, std::string message) {
+  auto* e = new Error{{&kErrorTable}, code, std::move(message)};
+  return &e->base;
+}
+
+Callbacks& GetCallbacks() {
+  static Callbacks callbacks;
+  return callbacks;
+}
+
+// ---- memories: user data keyed by the framework, destructors run on replace/destroy --------
+namespace {
+void* MemoryGetUserData(PJRT_Memory* memory, const void* key) {
+  auto& data = reinterpret_cast<Memory*>(memory)->user_data;
+  auto it = data.find(key);
+  return it == data.end() ? nullptr : it->second.first;
+}
+void MemorySetUserData(PJRT_Memory* memory, const void* key, void* value, void (*dtor)(void*)) {
+  auto& data = reinterpret_cast<Memory*>(memory)->user_data;
+  auto it = data.find(key);
+  if (it != data.end()) {
+    if (it->second.second) it->second.second(it->second.first);
+    data.erase(it);
+  }
+  data[key] = {value, dtor};
+}
+}  // namespace
+extern const PJRT_Memory_FunctionTable kMemoryTable = {
+    sizeof(PJRT_Memory_FunctionTable), nullptr, sizeof(Memory), MemoryGetUserData,
+    MemorySetUserData};
+
+Memory::~Memory() {
+  for (auto& entry : user_data)
+    if (entry.second.second) entry.second.second(entry.second.first);
+}
+
+// ---- buffers -----------------------------------------------------------------------------------
+size_t ElementSize(PJRT_Buffer_Type type) {
+  switch (type) {
+    case PJRT_T_PRED: case PJRT_T_S8: case PJRT_T_U8: return 1;
+    case PJRT_T_S16: case PJRT_T_U16: case PJRT_T_F16: case PJRT_T_BF16: return 2;
+    case PJRT_T_S32: case PJRT_T_U32: case PJRT_T_F32: return 4;
+    case PJRT_T_S64: case PJRT_T_U64: case PJRT_T_F64: case PJRT_T_C64: return 8;
+    case PJRT_T_C128: return 16;
+    default: return 0;
+  }
+}
+
+PJRT_Buffer* NewBuffer(PJRT_Buffer_Type type, const int64_t* dims, size_t rank,
+                       PJRT_Device* device) {
+  auto* buffer = new PJRT_Buffer;
+  buffer->type = type;
+  buffer->dims.assign(dims, dims + rank);
+  size_t count = 1;
+  for (size_t i = 0; i < rank; ++i) count *= static_cast<size_t>(dims[i]);
+  buffer->nbytes = count * ElementSize(type);
+  // aligned_alloc needs a multiple of the alignment; 64 also suits AVX-512 kernels.
+  buffer->data = static_cast<char*>(std::aligned_alloc(64, (buffer->nbytes + 63) / 64 * 64 + 64));
+  buffer->device = device;
+  return buffer;
+}
+
+// ---- compile manifests -----------------------------------------------------------------------
+// Little-endian int64s and length-prefixed byte strings, in the order written by
+// frameworks/jax/bridge.py `encode_manifest`.
+namespace {
+struct Reader {
+  const std::string& s;
+  size_t pos = 0;
+  bool ok = true;
+  int64_t Int() {
+    int64_t v = 0;
+    if (pos + 8 > s.size()) { ok = false; return 0; }
+    std::memcpy(&v, s.data() + pos, 8);
+    pos += 8;
+    return v;
+  }
+  std::string Bytes() {
+    int64_t n = Int();
+    if (!ok || n < 0 || pos + static_cast<size_t>(n) > s.size()) { ok = false; return {}; }
+    std::string out = s.substr(pos, static_cast<size_t>(n));
+    pos += static_cast<size_t>(n);
+    return out;
+  }
+};
+}  // namespace
+
+bool DecodeManifest(const std::string& bytes, Compiled* out) {
+  Reader r{bytes};
+  out->name = r.Bytes();
+  out->fingerprint = r.Bytes();
+  out->num_replicas = r.Int();
+  out->num_partitions = r.Int();
+  int64_t num_devices = r.Int();
+  for (int64_t i = 0; r.ok && i < num_devices; ++i) out->device_ids.push_back(r.Int());
+  out->device_assignment = r.Bytes();
+  int64_t num_outputs = r.Int();
+  for (int64_t i = 0; r.ok && i < num_outputs; ++i) {
+    out->output_types.push_back(static_cast<PJRT_Buffer_Type>(r.Int()));
+    int64_t rank = r.Int();
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; r.ok && d < rank; ++d) dims.push_back(r.Int());
+    out->output_dims.push_back(dims);
+    out->output_kinds.push_back(r.Bytes());
+    out->output_shardings.push_back(r.Bytes());
+  }
+  if (!r.ok || r.pos != bytes.size() ||
+      static_cast<int64_t>(out->device_ids.size()) != out->num_replicas * out->num_partitions)
+    return false;
+  for (size_t i = 0; i < out->output_dims.size(); ++i) {
+    out->flat_dims.insert(out->flat_dims.end(), out->output_dims[i].begin(),
+                          out->output_dims[i].end());
+    out->ranks.push_back(out->output_dims[i].size());
+    out->kind_ptrs.push_back(out->output_kinds[i].data());
+    out->kind_sizes.push_back(out->output_kinds[i].size());
+    out->sharding_ptrs.push_back(out->output_shardings[i].data());
+    out->sharding_sizes.push_back(out->output_shardings[i].size());
+    if (ElementSize(out->output_types[i]) == 0) return false;
+  }
+  return true;
+}
+
+Compiled::~Compiled() {
+  // After the Python side detached (interpreter exit), never call into it again.
+  if (handle && GetCallbacks().release) GetCallbacks().release(handle);
+}
+
+}  // namespace openhlo

@@ -1,0 +1,144 @@
+// The objects behind the PJRT handles of libopenhlo_pjrt, and the callbacks into Python.
+//
+// Everything a metadata call returns is computed once (at client creation or compile) and
+// stored here, so that the ~20 metadata calls of a jit dispatch never cross into Python.
+// Buffers are host memory: the backends behind the plugin are CPU ones.
+#ifndef OPENHLO_PJRT_C_API_OBJECTS_H_
+#define OPENHLO_PJRT_C_API_OBJECTS_H_
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pjrt_abi.h"
+
+namespace openhlo {
+
+// ---- errors --------------------------------------------------------------------------------
+struct Error {
+  PJRT_Error base;  // vtable first: jaxlib calls through it directly on some paths
+  PJRT_Error_Code code;
+  std::string message;
+};
+PJRT_Error* MakeError(PJRT_Error_Code code, std::string message);
+
+// ---- callbacks into Python (installed by openhlo_set_callbacks) ----------------------------
+// Results travel back through openhlo_report(ctx, code, data, size): code 0 with the payload
+// (a compile manifest), or an error code with its message.
+struct CallResult {
+  bool reported = false;
+  int code = PJRT_INTERNAL;
+  std::string data;
+};
+typedef int64_t (*CompileFn)(void* ctx, const char* backend, size_t backend_size,
+                             const char* code, size_t code_size, const char* format,
+                             size_t format_size, const char* options, size_t options_size,
+                             int64_t num_devices);
+typedef void (*ExecuteFn)(void* ctx, int64_t handle, int64_t instance, int64_t num_args,
+                          void* const* inputs, void* const* outputs);
+typedef void (*ReleaseFn)(int64_t handle);
+struct Callbacks {
+  CompileFn compile = nullptr;
+  ExecuteFn execute = nullptr;
+  ReleaseFn release = nullptr;
+};
+Callbacks& GetCallbacks();
+
+// ---- devices and memories ------------------------------------------------------------------
+struct Memory {
+  PJRT_Memory base;  // vtable first
+  int id = 0;
+  std::string kind = "device";
+  std::string debug_string, to_string;
+  std::vector<PJRT_Device*> devices;
+  std::map<const void*, std::pair<void*, void (*)(void*)>> user_data;
+  ~Memory();
+};
+
+}  // namespace openhlo
+
+struct PJRT_DeviceDescription {
+  int id = 0;
+  int process_index = 0;
+  std::string kind, debug_string, to_string;
+};
+
+struct PJRT_Device {
+  PJRT_DeviceDescription description;
+  int local_hardware_id = 0;
+  openhlo::Memory* memory = nullptr;
+  std::vector<PJRT_Memory*> memories;
+};
+
+struct PJRT_Client {
+  std::string backend;
+  std::string platform_version;
+  std::vector<std::unique_ptr<PJRT_Device>> device_store;
+  std::vector<std::unique_ptr<openhlo::Memory>> memory_store;
+  std::vector<PJRT_Device*> devices;
+  std::vector<PJRT_Memory*> memories;
+};
+
+// ---- events: born ready, carrying the status of the work they stand for --------------------
+struct PJRT_Event {
+  PJRT_Error_Code code = PJRT_OK;
+  std::string message;
+};
+
+// ---- buffers ---------------------------------------------------------------------------------
+struct PJRT_Buffer {
+  PJRT_Buffer_Type type = PJRT_T_INVALID;
+  std::vector<int64_t> dims;
+  size_t nbytes = 0;
+  char* data = nullptr;  // 64-byte aligned, dense row-major; freed by Delete or the destructor
+  PJRT_Device* device = nullptr;
+  bool deleted = false;
+  void Free() { std::free(data); data = nullptr; }
+  ~PJRT_Buffer() { Free(); }
+};
+
+namespace openhlo {
+
+// Byte width of a buffer type, or 0 for types the plugin cannot hold.
+size_t ElementSize(PJRT_Buffer_Type type);
+// A new dense buffer of `type`/`dims` on `device`; data uninitialized.
+PJRT_Buffer* NewBuffer(PJRT_Buffer_Type type, const int64_t* dims, size_t rank, PJRT_Device* device);
+
+// ---- executables -----------------------------------------------------------------------------
+// What Client_Compile learns from the Python compile callback (its manifest), decoded once.
+struct Compiled {
+  int64_t handle = 0;  // the Python side's key; released when the last holder dies
+  std::string name, fingerprint, device_assignment;
+  int64_t num_replicas = 1, num_partitions = 1;
+  std::vector<int64_t> device_ids;  // replica-major, partition-minor
+  std::vector<PJRT_Buffer_Type> output_types;
+  std::vector<std::vector<int64_t>> output_dims;
+  std::vector<std::string> output_kinds, output_shardings;
+  // Flattened views served to the metadata calls.
+  std::vector<int64_t> flat_dims;
+  std::vector<size_t> ranks;
+  std::vector<const char*> kind_ptrs, sharding_ptrs;
+  std::vector<size_t> kind_sizes, sharding_sizes;
+  ~Compiled();
+};
+// Decodes a manifest (see frameworks/jax/bridge.py, `encode_manifest`); false on malformed input.
+bool DecodeManifest(const std::string& bytes, Compiled* out);
+
+}  // namespace openhlo
+
+struct PJRT_Executable {
+  std::shared_ptr<openhlo::Compiled> compiled;
+};
+
+struct PJRT_LoadedExecutable {
+  std::shared_ptr<openhlo::Compiled> compiled;
+  PJRT_Client* client = nullptr;
+  std::vector<PJRT_Device*> devices;  // addressable devices, replica-major
+  std::vector<PJRT_LogicalDeviceIds> logical_ids;
+  bool deleted = false;
+};
+
+#endif  // OPENHLO_PJRT_C_API_OBJECTS_H_
