@@ -6,6 +6,7 @@
     openhlo bench-text [PATH...]
     openhlo bench-runtime [--backend NAME] [--json OUT]
     openhlo bench [--workloads A,B] [--runners A,B] [--json OUT] [--png OUT] [--quick]
+    openhlo jax-suite [--jax-src DIR] [--files A.py,B.py] [--platform P] [--json OUT] ...
 
 Errors in the input are reported on stderr as ``openhlo: error: ...`` (or
 ``file:line:col: error: ...`` with the source line and a caret) with exit
@@ -28,13 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
     from tools import bench_runtime, bench_text, opt, run
     from tools.bench import command as bench
     from tools.conformance import command as conformance
+    from tools.jax_suite import command as jax_suite
     parser = argparse.ArgumentParser(
         prog="openhlo",
         description="OpenHLO: run, transform, test and benchmark StableHLO programs.")
     parser.add_argument("--traceback", action="store_true",
                         help="show the Python traceback of errors (for debugging OpenHLO)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (run, opt, conformance, bench_text, bench_runtime, bench):
+    for module in (run, opt, conformance, bench_text, bench_runtime, bench, jax_suite):
         module.add_parser(subparsers)
     return parser
 

@@ -1,0 +1,134 @@
+"""The pytest plugin ``openhlo jax-suite`` loads into each child pytest (``-p``).
+
+It does two things, configured by environment variables so that the runner needs no
+pytest option of its own:
+- selection: keep a deterministic sample of the collected tests (``SAMPLE_ENV``), one
+  shard of them (``SHARD_ENV``, ``i/n``), or exactly the tests listed in a file
+  (``SELECT_ENV``, one key a line);
+- a stream: every event is appended to the JSON-lines file ``STREAM_ENV`` and flushed at
+  once, so that the runner sees which test was running when a process crashed or hung
+  (pytest's own junit XML is written only at the end and is lost in a crash).
+
+Records: ``{"collected": [key, ...]}`` once, then per test ``{"start": key}`` and
+``{"test": key, "outcome": ..., "message": ..., "seconds": ...}``. A test's key is its
+pytest node id without the file part (``Class::test_name``), the same in every run of
+the file. This module imports only the standard library: it runs inside JAX's test setup.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import zlib
+
+import pytest
+
+STREAM_ENV = "OPENHLO_JAX_SUITE_STREAM"
+SELECT_ENV = "OPENHLO_JAX_SUITE_SELECT"
+SAMPLE_ENV = "OPENHLO_JAX_SUITE_SAMPLE"
+SHARD_ENV = "OPENHLO_JAX_SUITE_SHARD"
+
+MAX_MESSAGE = 2000  # characters of a failure message kept: the cause is in the first lines
+
+
+def key_of(nodeid: str) -> str:
+    """``tests/lax_test.py::LaxTest::testAdd`` -> ``LaxTest::testAdd``."""
+    return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
+
+
+def key_hash(key: str) -> int:
+    """A stable hash (unlike ``hash``), so samples and shards are the same in every run."""
+    return zlib.crc32(key.encode())
+
+
+def select(keys: list[str], sample: int | None, shard: tuple[int, int] | None,
+           only: set[str] | None) -> set[str]:
+    """The keys to run: the ``sample`` with the smallest hashes, then shard ``i`` of ``n``
+    by hash, then those in ``only``. Hash order spreads a sample over the whole file."""
+    chosen = keys
+    if sample is not None:
+        chosen = sorted(chosen, key=lambda k: (key_hash(k), k))[:sample]
+    if shard is not None:
+        index, count = shard
+        chosen = [k for k in chosen if key_hash(k) % count == index]
+    if only is not None:
+        chosen = [k for k in chosen if k in only]
+    return set(chosen)
+
+
+class _Stream:
+    def __init__(self, path: str):
+        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 (open for the whole run)
+
+    def write(self, record: dict) -> None:
+        self.file.write(json.dumps(record) + "\n")
+        self.file.flush()
+
+
+class _Recorder:
+    """Folds the setup/call/teardown reports of each test into one outcome."""
+
+    def __init__(self, stream: _Stream):
+        self.stream = stream
+        self.pending: dict[str, dict] = {}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        sample = os.environ.get(SAMPLE_ENV)
+        shard = os.environ.get(SHARD_ENV)
+        only_path = os.environ.get(SELECT_ENV)
+        only = None
+        if only_path:
+            with open(only_path, encoding="utf-8") as f:
+                only = {line.rstrip("\n") for line in f if line.strip()}
+        keep = select([key_of(i.nodeid) for i in items], int(sample) if sample else None,
+                      tuple(int(p) for p in shard.split("/")) if shard else None, only)
+        kept = [i for i in items if key_of(i.nodeid) in keep]
+        dropped = [i for i in items if key_of(i.nodeid) not in keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+        self.stream.write({"collected": [key_of(i.nodeid) for i in kept]})
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        key = key_of(nodeid)
+        self.pending[key] = {"test": key, "outcome": "passed", "message": None,
+                             "start": time.monotonic()}
+        self.stream.write({"start": key})
+
+    def pytest_runtest_logreport(self, report):
+        record = self.pending.get(key_of(report.nodeid))
+        if record is None:
+            return
+        if report.skipped and record["outcome"] == "passed":
+            record["outcome"] = "skipped"
+            record["message"] = _skip_reason(report)
+        elif report.failed and record["outcome"] in ("passed", "skipped"):
+            # A failure in setup or teardown is an error of the test's fixture, not the test.
+            record["outcome"] = "failed" if report.when == "call" else "error"
+            record["message"] = _failure_message(report)
+        if report.when == "teardown":
+            del self.pending[record["test"]]
+            record["seconds"] = round(time.monotonic() - record.pop("start"), 3)
+            self.stream.write(record)
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # (file, line, "Skipped: why")
+        return str(longrepr[2])
+    return str(getattr(report, "wasxfail", "") or longrepr)
+
+
+def _failure_message(report) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None) or str(report.longrepr).strip().splitlines()[-1:]
+    if isinstance(message, list):
+        message = message[0] if message else ""
+    return message[:MAX_MESSAGE]
+
+
+def pytest_configure(config):
+    path = os.environ.get(STREAM_ENV)
+    if path:
+        config.pluginmanager.register(_Recorder(_Stream(path)), "openhlo_jax_suite_recorder")
