@@ -128,6 +128,14 @@ PJRT_Error* BufferIsDeleted(void* p) {
 // Not "on CPU" for the framework: true would invite zero-copy numpy views whose lifetime
 // jaxlib does not tie to ours.
 PJRT_Error* BufferIsOnCpu(void* p) { Args<PJRT_Buffer_Bool_Args>(p)->value = false; return nullptr; }
+// The host address of the data (jaxlib asks for it, e.g. for buffer identity checks); it
+// stays valid until the buffer is deleted or destroyed.
+PJRT_Error* BufferUnsafePointer(void* p) {
+  auto* a = Args<PJRT_Buffer_UnsafePointer_Args>(p);
+  if (a->buffer->deleted) return Deleted("PJRT_Buffer_UnsafePointer");
+  a->buffer_pointer = reinterpret_cast<uintptr_t>(a->buffer->data);
+  return nullptr;
+}
 PJRT_Error* BufferReadyEvent(void* p) {
   Args<PJRT_Buffer_Pointer_Args>(p)->value = NewEvent(PJRT_OK, "");
   return nullptr;

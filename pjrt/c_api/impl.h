@@ -55,6 +55,7 @@ void ErrorMessageImpl(PJRT_Error_Message_Args* args);
   X(Buffer_Device, BufferDevice) X(Buffer_Memory, BufferMemory)                   \
   X(Buffer_Delete, BufferDelete) X(Buffer_IsDeleted, BufferIsDeleted)             \
   X(Buffer_IsOnCpu, BufferIsOnCpu) X(Buffer_ReadyEvent, BufferReadyEvent)         \
+  X(Buffer_UnsafePointer, BufferUnsafePointer)                                    \
   X(Buffer_ToHostBuffer, BufferToHostBuffer)                                      \
   X(Buffer_CopyToDevice, BufferCopyToDevice) X(Buffer_CopyToMemory, BufferCopyToMemory) \
   X(Executable_Destroy, ExecutableDestroy) X(Executable_Name, ExecutableName)     \

@@ -257,6 +257,7 @@ struct PJRT_LoadedExecutable_Execute_Args {
 struct PJRT_Buffer_Destroy_Args { PJRT_HDR; PJRT_Buffer* buffer; };
 struct PJRT_Buffer_ElementType_Args { PJRT_HDR; PJRT_Buffer* buffer; PJRT_Buffer_Type type; };
 struct PJRT_Buffer_Bool_Args { PJRT_HDR; PJRT_Buffer* buffer; bool value; };
+struct PJRT_Buffer_UnsafePointer_Args { PJRT_HDR; PJRT_Buffer* buffer; uintptr_t buffer_pointer; };
 struct PJRT_Buffer_Dimensions_Args { PJRT_HDR; PJRT_Buffer* buffer; const int64_t* dims; size_t num_dims; };
 struct PJRT_Buffer_DynamicDimensionIndices_Args {
   PJRT_HDR; PJRT_Buffer* buffer; const size_t* dynamic_dim_indices; size_t num_dynamic_dims;
@@ -409,6 +410,7 @@ OPENHLO_CHECK(PJRT_LoadedExecutable_GetDeviceAssignment_Args, serialized_device_
 OPENHLO_CHECK(PJRT_LoadedExecutable_Execute_Args, execute_device, 80);
 OPENHLO_CHECK(PJRT_Buffer_ElementType_Args, type, 28);
 OPENHLO_CHECK(PJRT_Buffer_Dimensions_Args, num_dims, 40);
+OPENHLO_CHECK(PJRT_Buffer_UnsafePointer_Args, buffer_pointer, 32);
 OPENHLO_CHECK(PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes, 32);
 OPENHLO_CHECK(PJRT_Buffer_ToHostBuffer_Args, event, 56);
 OPENHLO_CHECK(PJRT_Buffer_CopyToMemory_Args, dst_buffer, 40);

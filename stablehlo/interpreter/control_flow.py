@@ -5,7 +5,7 @@
 * ``if``: region 0 when the predicate holds, else region 1.
 * ``case``: branch ``index``; an index outside ``[0, n)`` runs the last branch.
 * ``func.call`` and ``composite`` (its ``decomposition``) call a function.
-* ``optimization_barrier`` passes its operands through.
+* ``optimization_barrier`` and ``sdy.sharding_constraint`` pass their operands through.
 * ``custom_call``: the ``@check.*`` targets of the JAX testdata
   (stablehlo-format.md §10): ``check.expect_eq`` exact,
   ``check.expect_almost_eq`` absolute tolerance 1e-3, ``check.expect_close``
@@ -68,8 +68,10 @@ def composite(ctx, op, *operands):
     return ctx.call(_symbol(op, "decomposition"), operands)
 
 
-@kernel("stablehlo.optimization_barrier", multi=True)
+@kernel("stablehlo.optimization_barrier", "sdy.sharding_constraint", multi=True)
 def optimization_barrier(ctx, op, *operands):
+    # A Shardy sharding constraint says where a value should live, not what it is: on the
+    # global view the interpreter computes, it passes its operand through.
     return list(operands)
 
 

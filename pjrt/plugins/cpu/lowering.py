@@ -295,7 +295,7 @@ class Lowering:
             value = as_stored(np.require(op.attributes["value"].array, requirements="C"),
                               op.results[0].type)
             b.add("add_constant", where, value, type[0], outs[0], outs=outs)
-        elif name == "stablehlo.optimization_barrier":
+        elif name in ("stablehlo.optimization_barrier", "sdy.sharding_constraint"):
             b.add("add_alias", where, ins, outs, uses=ins, outs=outs)
         elif name == "stablehlo.while" and self._lower_compiled_while(op, env, ins, outs, b):
             pass

@@ -277,3 +277,24 @@ def test_exit_with_executions_in_flight_is_clean():
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "queued" and "terminate" not in done.stderr
+
+
+SHARDED = """
+module @m attributes {mhlo.num_partitions = 1 : i32} {
+  sdy.mesh @mesh = <["x"=1]>
+  func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %0 = stablehlo.multiply %a, %a : tensor<4x8xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{}, {"x"}]> : tensor<4x8xf32>
+    %2 = stablehlo.add %1, %a : tensor<4x8xf32>
+    return %2 : tensor<4x8xf32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_a_sharding_constraint_passes_its_value_through(backend):
+    # JAX writes sdy.sharding_constraint (e.g. in jax.random) even for one device.
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    (out,) = pjrt.make_client(backend).compile(SHARDED)(a)
+    np.testing.assert_array_equal(out, a * a + a)
