@@ -51,12 +51,23 @@ def pjrt_type(dtype: np.dtype) -> int:
                                  f"arrays") from None
 
 
-def _view(pointer: int, dtype: np.dtype, shape: tuple, nbytes: int) -> np.ndarray:
-    """A numpy array over C memory, without copying."""
-    if nbytes == 0:
-        return np.empty(shape, dtype)
-    raw = (ctypes.c_char * nbytes).from_address(pointer)
-    return np.frombuffer(raw, dtype).reshape(shape)
+class _Spec:
+    """One parameter or result: its dtype, shape, and how to view C memory as it."""
+    __slots__ = ("dtype", "shape", "nbytes", "raw")
+
+    def __init__(self, type, numpy_dtype):
+        if any(d is None for d in type.shape):
+            raise UnimplementedError(f"the PJRT plugin needs static shapes, got {type}")
+        self.dtype = np.dtype(numpy_dtype(type.element_type))
+        self.shape = tuple(type.shape)
+        self.nbytes = self.dtype.itemsize * int(np.prod(type.shape, dtype=np.int64))
+        self.raw = ctypes.c_char * self.nbytes  # made once: creating it costs per call
+
+    def view(self, pointer: int) -> np.ndarray:
+        """A numpy array over C memory, without copying."""
+        if self.nbytes == 0:
+            return np.empty(self.shape, self.dtype)
+        return np.frombuffer(self.raw.from_address(pointer), self.dtype).reshape(self.shape)
 
 
 class _Runner:
@@ -65,15 +76,20 @@ class _Runner:
     def __init__(self, executable):
         from stablehlo.ir.types import numpy_dtype
         self.executable = executable
-        self.params = [self._spec(t, numpy_dtype) for t in executable.parameter_types]
-        self.results = [self._spec(t, numpy_dtype) for t in executable.result_types]
+        self.params = [_Spec(t, numpy_dtype) for t in executable.parameter_types]
+        self.results = [_Spec(t, numpy_dtype) for t in executable.result_types]
+        # Backends that can run an executable from C (the cpu backend's ``c_entry``) get
+        # asked until they say yes or no for good (see fast_entry).
+        self.fast_pending = hasattr(executable, "c_entry")
 
-    @staticmethod
-    def _spec(type, numpy_dtype) -> tuple:
-        if any(d is None for d in type.shape):
-            raise UnimplementedError(f"the PJRT plugin needs static shapes, got {type}")
-        dtype = np.dtype(numpy_dtype(type.element_type))
-        return dtype, tuple(type.shape), dtype.itemsize * int(np.prod(type.shape, dtype=np.int64))
+    def fast_entry(self):
+        """``(run, release, context)`` for openhlo_offer_fast_path, or None for now: when
+        kernels still compile in the background the question stays open for later calls."""
+        exe = self.executable
+        if not self.fast_pending or not exe.wait_optimized(0):
+            return None
+        self.fast_pending = False
+        return exe.c_entry()
 
     def run(self, instance: int, inputs, outputs) -> None:
         exe = self.executable
@@ -81,9 +97,9 @@ class _Runner:
             raise UnimplementedError(
                 f"{exe.name}: {exe.num_replicas} replica(s) x {exe.num_partitions} "
                 f"partition(s); the PJRT plugin runs single-device programs only so far")
-        arrays = [_view(inputs[i], *spec) for i, spec in enumerate(self.params)]
+        arrays = [spec.view(inputs[i]) for i, spec in enumerate(self.params)]
         for j, (value, spec) in enumerate(zip(exe(*arrays), self.results)):
-            np.copyto(_view(outputs[j], *spec), value, casting="no")
+            np.copyto(spec.view(outputs[j]), value, casting="no")
 
 
 def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
@@ -100,8 +116,8 @@ def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
            i64(executable.num_partitions), i64(sum(len(r) for r in ids))]
     out += [i64(i) for row in ids for i in row]
     out += [text(encode_device_assignment(ids)), i64(len(executable.result_types))]
-    for dtype, shape, _ in _Runner(executable).results:
-        out += [i64(pjrt_type(dtype)), i64(len(shape))] + [i64(d) for d in shape]
+    for spec in _Runner(executable).results:
+        out += [i64(pjrt_type(spec.dtype)), i64(len(spec.shape))] + [i64(d) for d in spec.shape]
         out += [text("device"), text(b"")]  # memory kind; OpSharding b"" = replicated
     return b"".join(out)
 
@@ -111,6 +127,10 @@ class Bridge:
 
     ``decode_program(code: bytes, format: str) -> str`` gives StableHLO text;
     ``make_client(backend, num_devices)`` a pjrt Client (cached per pair).
+
+    Executables the backend can run from C (no interpreter fallbacks, one device) are
+    handed to the library's fast path and execute without entering Python;
+    ``OPENHLO_PJRT_FAST_PATH=0`` keeps every execution on the Python path.
     """
 
     def __init__(self, lib: ctypes.CDLL, decode_program: Callable[[bytes, str], str],
@@ -126,6 +146,9 @@ class Bridge:
         lib.openhlo_report.restype = None
         lib.openhlo_set_callbacks.argtypes = [_COMPILE_FN, _EXECUTE_FN, _RELEASE_FN]
         lib.openhlo_set_callbacks.restype = None
+        lib.openhlo_offer_fast_path.argtypes = [ctypes.c_void_p] * 4
+        lib.openhlo_offer_fast_path.restype = None
+        self._fast = os.environ.get("OPENHLO_PJRT_FAST_PATH", "1") != "0"
         # Kept referenced: C holds bare pointers to these trampolines.
         self._callbacks = (_COMPILE_FN(self._compile), _EXECUTE_FN(self._execute),
                            _RELEASE_FN(self._release))
@@ -171,6 +194,7 @@ class Bridge:
             manifest = encode_manifest(loaded.name, fingerprint, loaded)
             handle = next(self._ids)
             self._runners[handle] = runner
+            self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, manifest)
             return handle
         except Exception as exc:  # noqa: BLE001 - every error must reach C as a status
@@ -185,9 +209,17 @@ class Bridge:
                     f"{runner.executable.name} takes {len(runner.params)} argument(s), "
                     f"got {num_args}")
             runner.run(instance, inputs, outputs)
+            if runner.fast_pending:
+                self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, b"")
         except Exception as exc:  # noqa: BLE001
             self._fail(ctx, exc, "execute")
+
+    def _offer_fast_path(self, ctx, runner: _Runner) -> None:
+        """Inside a callback: lets C run this executable without Python from now on."""
+        entry = runner.fast_entry() if self._fast else None
+        if entry is not None:
+            self._lib.openhlo_offer_fast_path(ctx, *entry)
 
     def _release(self, handle) -> None:
         self._runners.pop(handle, None)

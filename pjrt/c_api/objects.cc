@@ -145,7 +145,14 @@ bool DecodeManifest(const std::string& bytes, Compiled* out) {
   return true;
 }
 
+void Compiled::InstallFastPath(std::unique_ptr<FastPath> offered) {
+  FastPath* expected = nullptr;
+  if (offered && fast.compare_exchange_strong(expected, offered.get(), std::memory_order_acq_rel))
+    offered.release();  // owned by `fast` now; a second offer (a racing execution) is dropped
+}
+
 Compiled::~Compiled() {
+  delete fast.load();
   // After the Python side detached (interpreter exit), never call into it again.
   if (handle && GetCallbacks().release) GetCallbacks().release(handle);
 }

@@ -6,6 +6,7 @@
 #ifndef OPENHLO_PJRT_C_API_OBJECTS_H_
 #define OPENHLO_PJRT_C_API_OBJECTS_H_
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -28,10 +29,25 @@ PJRT_Error* MakeError(PJRT_Error_Code code, std::string message);
 // ---- callbacks into Python (installed by openhlo_set_callbacks) ----------------------------
 // Results travel back through openhlo_report(ctx, code, data, size): code 0 with the payload
 // (a compile manifest), or an error code with its message.
+// A backend's native path for one executable: runs it on raw host pointers without Python
+// (the cpu backend's is pjrt/plugins/cpu/native/executor_bindings.cc `c_run`). `run` returns
+// a PJRT_Error_Code and on failure writes a NUL-terminated message; `release(ctx)` is called
+// once, when the executable dies.
+typedef int (*FastRunFn)(void* ctx, int64_t num_args, void* const* inputs, void* const* outputs,
+                         char* message, size_t message_size);
+typedef void (*FastReleaseFn)(void* ctx);
+struct FastPath {
+  FastRunFn run;
+  FastReleaseFn release;
+  void* ctx;
+  ~FastPath() { release(ctx); }
+};
+
 struct CallResult {
   bool reported = false;
   int code = PJRT_INTERNAL;
   std::string data;
+  std::unique_ptr<FastPath> fast;  // offered during the call (openhlo_offer_fast_path)
 };
 typedef int64_t (*CompileFn)(void* ctx, const char* backend, size_t backend_size,
                              const char* code, size_t code_size, const char* format,
@@ -122,6 +138,10 @@ struct Compiled {
   std::vector<size_t> ranks;
   std::vector<const char*> kind_ptrs, sharding_ptrs;
   std::vector<size_t> kind_sizes, sharding_sizes;
+  // Set at most once (at compile, or by an execution once background codegen finished);
+  // while null, executions go through Python.
+  std::atomic<FastPath*> fast{nullptr};
+  void InstallFastPath(std::unique_ptr<FastPath> offered);
   ~Compiled();
 };
 // Decodes a manifest (see frameworks/jax/bridge.py, `encode_manifest`); false on malformed input.

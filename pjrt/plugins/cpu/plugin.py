@@ -157,6 +157,18 @@ class CpuExecutable(LoadedExecutable):
         once when there are none); False when ``timeout`` seconds passed first."""
         return self._upgrade is None or self._upgrade.wait(timeout)
 
+    def c_entry(self):
+        """``(run, release, context)`` addresses of a C function that runs this executable
+        on raw host pointers without Python (for the PJRT C-API plugin, pjrt/c_api), or None:
+        programs with interpreter fallbacks, several devices, or kernels still compiling in
+        the background (ask again once ``wait_optimized(0)``)."""
+        program = self.program  # read once: an upgrade may swap it
+        if self.num_replicas * self.num_partitions != 1 or program.native is None \
+                or program.deferred or program.fallbacks \
+                or program.whole_program_fallback is not None:
+            return None
+        return program.native.c_entry()
+
     @property
     def optimized_module(self):
         """The program as the backend runs it (after the compiler pipeline)."""

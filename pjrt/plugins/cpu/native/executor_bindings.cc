@@ -3,6 +3,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstdio>
+#include <cstring>
+
 #include "executor.h"
 #include "generated_env.h"
 #include "numpy_bridge.h"
@@ -91,6 +94,54 @@ py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequen
   }
   return out;
 }
+
+// ---- the C entry for the PJRT plugin library (pjrt/c_api) ----------------------------------
+// The plugin runs an executable on raw host pointers through these two functions, without
+// Python and without the GIL; their addresses reach it as integers (Executable.c_entry), so
+// neither library links the other. Only programs that never call back into Python qualify.
+
+bool runs_without_python(const Program& program) {
+  for (const Instr& instr : program.instrs) {
+    if (instr.kind == InstrKind::CALLBACK || instr.kind == InstrKind::RUN_PARALLEL) return false;
+    for (const auto& region : instr.regions)
+      if (!runs_without_python(*region)) return false;
+  }
+  return true;
+}
+
+// Status codes as PJRT_Error_Code: 0 ok, 3 invalid argument, 13 internal.
+int c_run(void* ctx, int64_t num_args, void* const* inputs, void* const* outputs, char* message,
+          size_t message_size) {
+  const Executable& exe = **static_cast<const std::shared_ptr<const Executable>*>(ctx);
+  auto fail = [&](int code, const std::string& text) {
+    std::snprintf(message, message_size, "%s", text.c_str());
+    return code;
+  };
+  if (static_cast<size_t>(num_args) != exe.param_specs.size())
+    return fail(3, exe.name + " takes " + std::to_string(exe.param_specs.size()) +
+                       " argument(s), got " + std::to_string(num_args));
+  try {
+    // Copied in: the executor may reuse a parameter's storage for a result (in-place
+    // kernels), and the caller's buffers must stay as they are.
+    std::vector<Array> args(exe.param_specs.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      const TensorSpec& spec = exe.param_specs[i];
+      args[i] = allocate(spec.dtype, spec.shape);
+      if (args[i].nbytes() > 0) std::memcpy(args[i].raw(), inputs[i], args[i].nbytes());
+    }
+    std::vector<Array> results = run_executable(exe, std::move(args), ExecContext{},
+                                                SharedPyObject());
+    for (size_t j = 0; j < results.size(); ++j)
+      if (results[j].nbytes() > 0) std::memcpy(outputs[j], results[j].raw(), results[j].nbytes());
+    return 0;
+  } catch (const ExecError& e) {  // worded as the Python path reports it (ExecutionError)
+    return fail(13, std::string("ExecutionError: ") + e.what());
+  } catch (const std::exception& e) {
+    return fail(13, exe.name + ": " + e.what());
+  }
+}
+
+void c_release(void* ctx) { delete static_cast<std::shared_ptr<const Executable>*>(ctx); }
 
 }  // namespace
 
@@ -203,6 +254,17 @@ void bind_executor(py::module_& m) {
         return exe;
       }))
       .def_readonly("name", &Executable::name)
+      .def("c_entry", [](std::shared_ptr<const Executable> exe) -> py::object {
+        // (run, release, context) as addresses for the PJRT plugin library, which must call
+        // release(context) once; None when the program needs Python (callbacks, tokens).
+        for (bool token : exe->param_is_token) if (token) return py::none();
+        for (bool token : exe->result_is_token) if (token) return py::none();
+        if (!runs_without_python(*exe->main)) return py::none();
+        auto* ctx = new std::shared_ptr<const Executable>(std::move(exe));
+        return py::make_tuple(reinterpret_cast<uintptr_t>(&c_run),
+                              reinterpret_cast<uintptr_t>(&c_release),
+                              reinterpret_cast<uintptr_t>(ctx));
+      })
       .def("run", [](std::shared_ptr<Executable> exe, py::sequence args, py::object host_state,
                      int64_t replica_id, int64_t partition_id) {
         return run_sync(exe, args, std::move(host_state), replica_id, partition_id);
