@@ -61,6 +61,7 @@ def initialize() -> None:
         return  # registering twice is ALREADY_EXISTS in jaxlib
     try:
         from jax._src import xla_bridge
+
         from pjrt.c_api import loader
         options = _options()
         path = loader.install(decode_program, make_client)

@@ -1,12 +1,12 @@
 """The C fast path of the PJRT plugin (executions that never enter Python) against the
 Python path: same numbers, taken only when the program runs without interpreter fallbacks.
 
-Each script runs in a fresh interpreter (see test_plugin.py); it counts the executions that
+Each script runs in a fresh interpreter (see jax_subprocess.py); it counts the executions that
 went through Python by wrapping the loader's ``_Runner.run``.
 """
 import json
 
-from frameworks.jax.tests.test_plugin import pytestmark, run  # noqa: F401 - skip when unbuilt
+from frameworks.jax.tests.jax_subprocess import pytestmark, run  # noqa: F401 - skip when unbuilt
 
 SCRIPT = """
 import json

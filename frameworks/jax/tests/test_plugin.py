@@ -4,34 +4,7 @@ Each test runs a script in a fresh interpreter with JAX_PLATFORMS=openhlo (a pro
 register a PJRT platform only once, and the exit path is part of what is tested); results
 are checked against numpy written independently.
 """
-import os
-import subprocess
-import sys
-import textwrap
-
-import pytest
-
-from pjrt.c_api.loader import library_path
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-pytestmark = pytest.mark.skipif(library_path() is None,
-                                reason="pjrt/c_api/_openhlo_pjrt*.so is not built")
-
-PRELUDE = """
-import numpy as np
-import frameworks.jax.plugin as plugin
-plugin.initialize()
-import jax, jax.numpy as jnp
-"""
-
-
-def run(body: str, **env) -> subprocess.CompletedProcess:
-    environ = dict(os.environ, JAX_PLATFORMS="openhlo", PYTHONPATH=ROOT, **env)
-    proc = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)],
-                          capture_output=True, text=True, env=environ, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "terminate called" not in proc.stderr
-    return proc
+from frameworks.jax.tests.jax_subprocess import pytestmark, run  # noqa: F401 - skip when unbuilt
 
 
 def test_device_listing():
