@@ -29,7 +29,7 @@ from typing import Optional
 
 LOG = logging.getLogger("openhlo.cpu")
 
-FORMAT = 1  # bump when the record layout changes
+FORMAT = 2  # bump when the record layout changes
 _COMPILER_FINGERPRINT: Optional[str] = None
 
 
@@ -38,7 +38,6 @@ class CachedProgram:
     source_module: object   # the Module as given (Executable.module), so a hit parses nothing
     module: object          # the optimized Module
     fusions: object         # codegen FusionLibrary of the entry function (or None)
-    level: int
     pass_seconds: list
 
 

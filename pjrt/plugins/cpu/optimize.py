@@ -56,7 +56,6 @@ def opt_level(options=None, client_level=None) -> int:
 @dataclass
 class Optimized:
     module: Module                      # what gets lowered
-    level: int
     pass_seconds: list = field(default_factory=list)  # (pass name, seconds)
     failure: str | None = None          # why the pipeline was abandoned, if it was
 
@@ -64,7 +63,7 @@ class Optimized:
 def optimize(module: Module, level: int) -> Optimized:
     pipeline_name = PIPELINE_OF_LEVEL[level]
     if pipeline_name is None:
-        return Optimized(module, level)
+        return Optimized(module)
     copy = Module(clone_operation(module.op, {}))
     ctx = PassContext(verify=os.environ.get("OPENHLO_VERIFY_PASSES") == "1")
     pipeline = make_pipeline(pipeline_name)
@@ -75,6 +74,6 @@ def optimize(module: Module, level: int) -> Optimized:
         failed = pipeline.passes[min(len(ctx.records), len(pipeline.passes) - 1)].name
         LOG.warning("the %s pipeline failed in pass %s; compiling unoptimized: %s: %s",
                     pipeline_name, failed, type(exc).__name__, exc)
-        return Optimized(module, 0, failure=f"{failed}: {exc}")
+        return Optimized(module, failure=f"{failed}: {exc}")
     LOG.debug("%s pipeline: %.1f ms", pipeline_name, 1e3 * (time.perf_counter() - start))
-    return Optimized(copy, level, [(r.name, r.seconds) for r in ctx.records])
+    return Optimized(copy, [(r.name, r.seconds) for r in ctx.records])

@@ -163,9 +163,10 @@ class CpuExecutable(LoadedExecutable):
         programs with interpreter fallbacks, several devices, or kernels still compiling in
         the background (ask again once ``wait_optimized(0)``)."""
         program = self.program  # read once: an upgrade may swap it
+        # Fallbacks need not be checked here: the native side refuses any program holding a
+        # call back into Python.
         if self.num_replicas * self.num_partitions != 1 or program.native is None \
-                or program.deferred or program.fallbacks \
-                or program.whole_program_fallback is not None:
+                or program.deferred:
             return None
         return program.native.c_entry()
 
@@ -297,10 +298,10 @@ class CpuClient(Client):
         optimized = optimize(executable.module, level)
         func = entry_function(optimized.module, executable.entry)
 
-        def lower(compile_now: bool) -> CompiledProgram:
+        def lower(compile_now: bool, fusions=None) -> CompiledProgram:
             program = CompiledProgram(optimized.module, func, self.probe_dir,
                                       executable.num_replicas, executable.num_partitions,
-                                      compile_now=compile_now)
+                                      fusions=fusions, compile_now=compile_now)
             program.pass_seconds = optimized.pass_seconds
             return program
 
@@ -310,7 +311,7 @@ class CpuClient(Client):
             if key is not None and optimized.failure is None and not program.fallbacks \
                     and not program.deferred:
                 compile_cache.store(key, compile_cache.CachedProgram(
-                    executable.module, optimized.module, program.fusion_library, level,
+                    executable.module, optimized.module, program.fusion_library,
                     optimized.pass_seconds))
 
         program = lower(compile_now=not async_codegen(options))
@@ -319,7 +320,9 @@ class CpuClient(Client):
             def install(full: CompiledProgram) -> None:
                 loaded.program = full  # one reference swap: calls read it once
                 remember(full)
-            loaded._upgrade = Upgrade(lambda: lower(compile_now=True), install)
+            # The first lowering's kernel sources, compiled now: nothing is generated twice.
+            loaded._upgrade = Upgrade(
+                lambda: lower(True, program.fusion_library.compiled()), install)
         else:
             remember(program)
         return loaded

@@ -52,9 +52,6 @@ class Upgrade:
         self._build = build
         self._install = install
         self._done = threading.Event()
-        self.started = time.perf_counter()
-        self.seconds: Optional[float] = None  # from compile() returning to the swap
-        self.error: Optional[BaseException] = None
         with _IN_FLIGHT_LOCK:
             _IN_FLIGHT.add(self)
         _QUEUE.put(self)
@@ -64,11 +61,9 @@ class Upgrade:
         try:
             self._install(self._build())
         except Exception as exc:  # noqa: BLE001 - the program keeps running op by op
-            self.error = exc
             LOG.warning("generated kernels could not be built; the program keeps running op "
                         "by op: %s: %s", type(exc).__name__, exc)
         finally:
-            self.seconds = time.perf_counter() - self.started
             with _IN_FLIGHT_LOCK:
                 _IN_FLIGHT.discard(self)
             self._done.set()

@@ -90,6 +90,7 @@ class FusionLibrary:
         self.source = ""
         self.deferred = False  # built with compile_now=False and not in the kernel cache
         self.loops: dict = {}     # while op -> (symbol, captured values)
+        self._held: tuple = ({}, {})  # (entries, loops) set aside while not compiled
 
     @classmethod
     def build(cls, module: Module, func: Func, compile_now: bool = True) -> "FusionLibrary":
@@ -131,18 +132,38 @@ class FusionLibrary:
         try:
             lib.library = build.compile_source(lib.source, now=compile_now)
         except build.Deferred:
-            for op in list(lib.entries):
-                lib.refused[op] = "its kernel is being compiled in the background"
-            lib.entries.clear()
-            lib.loops.clear()
+            lib._hold(dict(lib.entries), dict(lib.loops),
+                      "its kernel is being compiled in the background")
             lib.deferred = True
             return lib
         if lib.library is None:
-            for op in list(lib.entries):
-                lib.refused[op] = "the generated C++ did not compile"
-            lib.entries.clear()
-            lib.loops.clear()
+            lib._hold({}, {}, "the generated C++ did not compile")
         return lib
+
+    def compiled(self) -> "FusionLibrary":
+        """This deferred library with its translation unit compiled now (the sources are not
+        generated again): what the background compile of tiering.py lowers with."""
+        if not self.deferred:
+            return self
+        lib = FusionLibrary()
+        lib.refused = {op: r for op, r in self.refused.items() if op not in self._held[0]}
+        lib.source = self.source
+        lib.library = build.compile_source(self.source)
+        if lib.library is None:
+            lib._hold({}, {}, "the generated C++ did not compile")
+            for op in self._held[0]:
+                lib.refused[op] = "the generated C++ did not compile"
+        else:
+            lib.entries, lib.loops = self._held
+        return lib
+
+    def _hold(self, entries: dict, loops: dict, reason: str) -> None:
+        """Set the kernels aside (``entries``/``loops`` keep them for ``compiled``): until
+        then every fusion runs op by op for ``reason``, every loop in the executor."""
+        for op in self.entries:
+            self.refused[op] = reason
+        self._held = (entries, loops)
+        self.entries, self.loops = {}, {}
 
     def loop(self, op: Operation):
         """(library, symbol, captured values in kernel order) of a generated ``while``, or
