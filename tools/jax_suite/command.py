@@ -62,6 +62,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--baseline-json", metavar="FILE",
                    help="reuse the baseline outcomes of an earlier --json instead of running "
                         "the baseline (same files, --generated-cases and --sample)")
+    p.add_argument("--test-dut", default="cpu", metavar="KIND",
+                   help="the device kind JAX's tests are told they run on (its jax_test_dut "
+                        "flag; default cpu: OpenHLO's backends run on the host CPU, so the "
+                        "tests JAX gates to cpu run and use cpu tolerances; '' for the "
+                        "platform's own name)")
     p.add_argument("--min-ratio", type=float, default=DEFAULT_MIN_RATIO, metavar="R",
                    help=f"exit status 1 below this total ratio (default {DEFAULT_MIN_RATIO})")
     p.set_defaults(handler=jax_suite_command)
@@ -87,7 +92,7 @@ def jax_suite_command(args: argparse.Namespace) -> int:
 
     def shard(file: str, index: int) -> None:
         job = Job(src, f"tests/{file}", args.baseline, args.generated_cases, args.timeout,
-                  args.sample, (index, args.jobs))
+                  args.sample, (index, args.jobs), test_dut=args.test_dut or None)
         if reused is None:
             base = run_job(job)
             _merge(results[file], "baseline", base, lock, index, args.jobs)

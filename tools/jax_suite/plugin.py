@@ -5,6 +5,9 @@ pytest option of its own:
 - selection: keep a deterministic sample of the collected tests (``SAMPLE_ENV``), one
   shard of them (``SHARD_ENV``, ``i/n``), or exactly the tests listed in a file
   (``SELECT_ENV``, one key a line);
+- the device under test: JAX's ``jax_test_dut`` flag (``TEST_DUT_ENV``), which the tests'
+  ``run_on_devices``/``skip_on_devices`` gates and tolerances read instead of the platform
+  name (JAX sets it only from the command line of its own test runner);
 - a stream: every event is appended to the JSON-lines file ``STREAM_ENV`` and flushed at
   once, so that the runner sees which test was running when a process crashed or hung
   (pytest's own junit XML is written only at the end and is lost in a crash).
@@ -27,6 +30,7 @@ STREAM_ENV = "OPENHLO_JAX_SUITE_STREAM"
 SELECT_ENV = "OPENHLO_JAX_SUITE_SELECT"
 SAMPLE_ENV = "OPENHLO_JAX_SUITE_SAMPLE"
 SHARD_ENV = "OPENHLO_JAX_SUITE_SHARD"
+TEST_DUT_ENV = "OPENHLO_JAX_SUITE_TEST_DUT"
 
 MAX_MESSAGE = 2000  # characters of a failure message kept: the cause is in the first lines
 
@@ -129,6 +133,11 @@ def _failure_message(report) -> str:
 
 
 def pytest_configure(config):
+    dut = os.environ.get(TEST_DUT_ENV)
+    if dut:
+        import jax
+        from jax._src import test_util  # noqa: F401 - defines the jax_test_dut flag
+        jax.config.update("jax_test_dut", dut)
     path = os.environ.get(STREAM_ENV)
     if path:
         config.pluginmanager.register(_Recorder(_Stream(path)), "openhlo_jax_suite_recorder")

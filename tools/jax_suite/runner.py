@@ -39,6 +39,7 @@ class Job:
     sample: int | None = None
     shard: tuple[int, int] | None = None
     select: list[str] | None = None
+    test_dut: str | None = None  # JAX's jax_test_dut flag in the child (plugin.TEST_DUT_ENV)
 
 
 @dataclass
@@ -122,8 +123,10 @@ def _run_once(job: Job, todo: list[str] | None, base: Path,
     stream, log_path = base.with_suffix(".jsonl"), base.with_suffix(".log")
     env = child_env(job.platform, job.generated_cases)
     env[plugin.STREAM_ENV] = str(stream)
-    for name in (plugin.SAMPLE_ENV, plugin.SHARD_ENV, plugin.SELECT_ENV):
+    for name in (plugin.SAMPLE_ENV, plugin.SHARD_ENV, plugin.SELECT_ENV, plugin.TEST_DUT_ENV):
         env.pop(name, None)
+    if job.test_dut:
+        env[plugin.TEST_DUT_ENV] = job.test_dut
     if todo is not None:
         select = base.with_suffix(".select")
         select.write_text("".join(k + "\n" for k in todo), encoding="utf-8")

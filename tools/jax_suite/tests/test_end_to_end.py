@@ -126,3 +126,31 @@ def test_file_that_does_not_import_is_an_error(tmp_path):
     result = run_job(Job(src, "tests/broken_test.py", "cpu", 1, 60))
     assert result.outcomes == {} and result.restarts == 0
     assert "no_such_module_here" in result.error
+
+
+GATED = '''
+from jax._src import test_util as jtu
+
+
+class Gated(jtu.JaxTestCase):
+    @jtu.run_on_devices("tpu")
+    def test_tpu_only(self):
+        pass
+
+    def test_reports_dut(self):
+        assert jtu.device_under_test() == "tpu", jtu.device_under_test()
+'''
+
+
+def test_test_dut_reaches_jax_device_gates(tmp_path):
+    """``--test-dut`` sets JAX's jax_test_dut: a test gated to that kind runs (on cpu it is
+    skipped), and device_under_test() reports it."""
+    from tools.jax_suite.outcomes import PASSED, SKIPPED
+    from tools.jax_suite.runner import Job, run_job
+    src = _src(tmp_path)
+    (src / "tests" / "gated_test.py").write_text(textwrap.dedent(GATED))
+    plain = run_job(Job(src, "tests/gated_test.py", "cpu", 1, 120))
+    assert plain.outcomes["Gated::test_tpu_only"].status == SKIPPED
+    told = run_job(Job(src, "tests/gated_test.py", "cpu", 1, 120, test_dut="tpu"))
+    assert {k: o.status for k, o in told.outcomes.items()} == {
+        "Gated::test_tpu_only": PASSED, "Gated::test_reports_dut": PASSED}
