@@ -302,9 +302,37 @@ class Executable:
     def num_outputs(self) -> int:
         return len(self.result_types)
 
+    @functools.cached_property
+    def shardings(self) -> tuple:
+        """``(parameter tiles, output tiles)``: how each argument and result of the entry is a
+        piece of a global value (``xla_core.spmd.sharding.TileAssignment``; replicated for
+        single-device programs)."""
+        from xla_core.spmd.sharding import entry_shardings
+        return entry_shardings(self.module, self.entry)
+
     def __repr__(self) -> str:
         return (f"<Executable {self.name} @{self.entry}: {self.num_replicas} replica(s) x "
                 f"{self.num_partitions} partition(s)>")
+
+
+def _partition(module: Module, program, entry: str) -> Module:
+    """The per-device program of a multi-partition ``module`` (``program`` is what the user
+    gave: a Module of theirs is copied, not rewritten). shard_map/pmap bodies become the
+    entry; programs needing automatic partitioning are UNIMPLEMENTED, bad shardings
+    INVALID_ARGUMENT."""
+    from xla_core.passes import PassContext
+    from xla_core.spmd import ShardingError, SpmdUnsupportedError
+    from xla_core.spmd.manual import ManualPartitionPass
+    if program is module:
+        from xla_core.ir_utils import clone_operation
+        module = Module(clone_operation(module.op, {}))
+    try:
+        ManualPartitionPass(entry=entry).run(module, PassContext())
+    except SpmdUnsupportedError as exc:
+        raise UnimplementedError(str(exc)) from exc
+    except ShardingError as exc:
+        raise ArgumentError(str(exc)) from exc
+    return module
 
 
 def _count(module: Module, given, name: str) -> int:
@@ -598,6 +626,8 @@ class Client(abc.ABC):
         else:
             raise ArgumentError(f"compile takes a stablehlo Module or its text, "
                                 f"got {type(program).__name__}")
+        if _count(module, options.num_partitions, "num_partitions") > 1:
+            module = _partition(module, program, resolve_entry(module, options.entry))
         executable = Executable(module, options)
         # The text and options as given: backends with a persistent cache key on them
         # (cheaper than printing the module again).

@@ -70,5 +70,9 @@ def initialize() -> None:
         return
     # Below the cpu backend's priority (0): installing OpenHLO must not change which backend
     # JAX picks by default; users select it with JAX_PLATFORMS=openhlo or jax.devices("openhlo").
+    # With JAX_PLATFORMS unset JAX starts every registered backend, and it warns about each
+    # one it does not know ("experimental") even when the program never uses it: being
+    # installed must not make every JAX program print a warning.
+    getattr(xla_bridge, "_nonexperimental_plugins", set()).add(PLATFORM)
     xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path, options=options)
     _registered = True

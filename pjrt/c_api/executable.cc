@@ -127,9 +127,10 @@ PJRT_Error* ExecutableOutputShardings(PJRT_Shardings_Args* a) {
   return nullptr;
 }
 PJRT_Error* ExecutableParameterShardings(PJRT_Shardings_Args* a) {
-  a->num_values = 0;  // NULL arrays: "not provided", jaxlib falls back to the program's
-  a->shardings = nullptr;
-  a->sharding_sizes = nullptr;
+  const Compiled& c = *AsExe(a->executable)->compiled;
+  a->num_values = c.parameter_sharding_ptrs.size();
+  a->shardings = c.parameter_sharding_ptrs.data();
+  a->sharding_sizes = c.parameter_sharding_sizes.data();
   return nullptr;
 }
 
@@ -186,45 +187,47 @@ PJRT_Error* LoadedExecute(void* p) {
                      "openhlo PJRT_LoadedExecutable_Execute: " + c.name + " runs on " +
                          std::to_string(expected) + " device(s), got " +
                          std::to_string(a->num_devices) + " argument list(s)");
-  std::vector<void*> inputs(a->num_args), outputs(c.output_types.size());
-  for (size_t d = 0; d < a->num_devices; ++d) {
+  const size_t num_devices = a->num_devices, num_args = a->num_args;
+  const size_t num_outputs = c.output_types.size();
+  std::vector<void*> inputs(num_devices * num_args), outputs(num_devices * num_outputs);
+  std::vector<std::unique_ptr<PJRT_Buffer>> results;
+  for (size_t d = 0; d < num_devices; ++d) {
     PJRT_Device* device = a->execute_device != nullptr ? a->execute_device : exe->devices[d];
-    for (size_t i = 0; i < a->num_args; ++i) {
+    for (size_t i = 0; i < num_args; ++i) {
       PJRT_Buffer* arg = a->argument_lists[d][i];
       if (arg->deleted)
         return MakeError(PJRT_FAILED_PRECONDITION, "openhlo PJRT_LoadedExecutable_Execute: argument " +
                                                        std::to_string(i) + " of " + c.name +
                                                        " was deleted");
-      inputs[i] = arg->data;
+      inputs[d * num_args + i] = arg->data;
     }
-    std::vector<PJRT_Buffer*> results;
-    for (size_t j = 0; j < outputs.size(); ++j) {
-      results.push_back(NewBuffer(c.output_types[j], c.output_dims[j].data(),
-                                  c.output_dims[j].size(), device));
-      outputs[j] = results.back()->data;
+    for (size_t j = 0; j < num_outputs; ++j) {
+      results.emplace_back(NewBuffer(c.output_types[j], c.output_dims[j].data(),
+                                     c.output_dims[j].size(), device));
+      outputs[d * num_outputs + j] = results.back()->data;
     }
-    PJRT_Error* error = nullptr;
-    if (FastPath* fast = c.fast.load(std::memory_order_acquire)) {
-      char message[4096];
-      int code = fast->run(fast->ctx, static_cast<int64_t>(a->num_args), inputs.data(),
-                           outputs.data(), message, sizeof message);
-      if (code != PJRT_OK)
-        error = MakeError(static_cast<PJRT_Error_Code>(code),
-                          std::string("openhlo execute: ") + message);
-    } else {
-      CallResult result;
-      cb.execute(&result, c.handle, static_cast<int64_t>(d), static_cast<int64_t>(a->num_args),
-                 inputs.data(), outputs.data());
-      error = Reported(result, "PJRT_LoadedExecutable_Execute");
-      if (error == nullptr) c.InstallFastPath(std::move(result.fast));
-    }
-    if (error != nullptr) {
-      for (PJRT_Buffer* r : results) delete r;
-      for (size_t k = 0; k < d; ++k)
-        for (size_t j = 0; j < outputs.size(); ++j) delete a->output_lists[k][j];
-      return error;
-    }
-    for (size_t j = 0; j < outputs.size(); ++j) a->output_lists[d][j] = results[j];
+  }
+  PJRT_Error* error = nullptr;
+  FastPath* fast = num_devices == 1 ? c.fast.load(std::memory_order_acquire) : nullptr;
+  if (fast != nullptr) {
+    char message[4096];
+    int code = fast->run(fast->ctx, static_cast<int64_t>(num_args), inputs.data(),
+                         outputs.data(), message, sizeof message);
+    if (code != PJRT_OK)
+      error = MakeError(static_cast<PJRT_Error_Code>(code),
+                        std::string("openhlo execute: ") + message);
+  } else {
+    // All devices in one call: their instances must run at once to meet in collectives.
+    CallResult result;
+    cb.execute(&result, c.handle, static_cast<int64_t>(num_devices),
+               static_cast<int64_t>(num_args), inputs.data(), outputs.data());
+    error = Reported(result, "PJRT_LoadedExecutable_Execute");
+    if (error == nullptr) c.InstallFastPath(std::move(result.fast));
+  }
+  if (error != nullptr) return error;  // `results` frees the output buffers
+  for (size_t d = 0; d < num_devices; ++d) {
+    for (size_t j = 0; j < num_outputs; ++j)
+      a->output_lists[d][j] = results[d * num_outputs + j].release();
     if (a->device_complete_events != nullptr) a->device_complete_events[d] = NewEvent(PJRT_OK, "");
   }
   return nullptr;

@@ -19,7 +19,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from pjrt.api import CompileOptions
-from pjrt.c_api.protos import decode_compile_options, encode_device_assignment
+from pjrt.c_api.protos import (decode_compile_options, encode_device_assignment,
+                               encode_op_sharding)
 from pjrt.errors import ErrorCode, UnimplementedError, error_code
 
 # PJRT_Buffer_Type values by numpy dtype name (section 3.5 of the design).
@@ -78,9 +79,10 @@ class _Runner:
         self.executable = executable
         self.params = [_Spec(t, numpy_dtype) for t in executable.parameter_types]
         self.results = [_Spec(t, numpy_dtype) for t in executable.result_types]
-        # Backends that can run an executable from C (the cpu backend's ``c_entry``) get
-        # asked until they say yes or no for good (see fast_entry).
-        self.fast_pending = hasattr(executable, "c_entry")
+        self.num_devices = executable.num_replicas * executable.num_partitions
+        # Backends that can run a single-device executable from C (the cpu backend's
+        # ``c_entry``) get asked until they say yes or no for good (see fast_entry).
+        self.fast_pending = hasattr(executable, "c_entry") and self.num_devices == 1
 
     def fast_entry(self):
         """``(run, release, context)`` for openhlo_offer_fast_path, or None for now: when
@@ -91,15 +93,27 @@ class _Runner:
         self.fast_pending = False
         return exe.c_entry()
 
-    def run(self, instance: int, inputs, outputs) -> None:
+    def run(self, num_devices: int, inputs, outputs) -> None:
+        """Run on ``num_devices`` argument lists at once: ``inputs[d * num_args + i]``,
+        results into ``outputs[d * num_outputs + j]``."""
         exe = self.executable
-        if exe.num_replicas * exe.num_partitions != 1:
-            raise UnimplementedError(
-                f"{exe.name}: {exe.num_replicas} replica(s) x {exe.num_partitions} "
-                f"partition(s); the PJRT plugin runs single-device programs only so far")
-        arrays = [spec.view(inputs[i]) for i, spec in enumerate(self.params)]
-        for j, (value, spec) in enumerate(zip(exe(*arrays), self.results)):
-            np.copyto(spec.view(outputs[j]), value, casting="no")
+        num_args, num_outputs = len(self.params), len(self.results)
+        if num_devices == 1 and self.num_devices == 1:
+            arrays = [spec.view(inputs[i]) for i, spec in enumerate(self.params)]
+            for j, (value, spec) in enumerate(zip(exe(*arrays), self.results)):
+                np.copyto(spec.view(outputs[j]), value, casting="no")
+            return
+        per_device = [[spec.view(inputs[d * num_args + i]) for i, spec in enumerate(self.params)]
+                      for d in range(num_devices)]
+        results, events = exe.execute_sharded(per_device, with_events=True)
+        for event in events:
+            event.wait()
+            if event.error() is not None:
+                raise event.error()
+        for d, buffers in enumerate(results):
+            for j, (buffer, spec) in enumerate(zip(buffers, self.results)):
+                np.copyto(spec.view(outputs[d * num_outputs + j]), buffer.to_numpy(),
+                          casting="no")
 
 
 def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
@@ -112,13 +126,16 @@ def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
         b = b.encode() if isinstance(b, str) else b
         return i64(len(b)) + b
     ids = [[d.id for d in row] for row in executable.device_assignment]
+    parameter_tiles, output_tiles = executable.executable.shardings
     out = [text(name), text(fingerprint), i64(executable.num_replicas),
            i64(executable.num_partitions), i64(sum(len(r) for r in ids))]
     out += [i64(i) for row in ids for i in row]
     out += [text(encode_device_assignment(ids)), i64(len(executable.result_types))]
-    for spec in _Runner(executable).results:
+    for spec, tiles in zip(_Runner(executable).results, output_tiles):
         out += [i64(pjrt_type(spec.dtype)), i64(len(spec.shape))] + [i64(d) for d in spec.shape]
-        out += [text("device"), text(b"")]  # memory kind; OpSharding b"" = replicated
+        out += [text("device"), text(encode_op_sharding(tiles))]  # memory kind, OpSharding
+    out.append(i64(len(parameter_tiles)))
+    out += [text(encode_op_sharding(tiles)) for tiles in parameter_tiles]
     return b"".join(out)
 
 
@@ -201,14 +218,14 @@ class Bridge:
             self._fail(ctx, exc, "compile")
             return 0
 
-    def _execute(self, ctx, handle, instance, num_args, inputs, outputs) -> None:
+    def _execute(self, ctx, handle, num_devices, num_args, inputs, outputs) -> None:
         try:
             runner = self._runners[handle]
             if num_args != len(runner.params):
                 raise UnimplementedError(
                     f"{runner.executable.name} takes {len(runner.params)} argument(s), "
                     f"got {num_args}")
-            runner.run(instance, inputs, outputs)
+            runner.run(num_devices, inputs, outputs)
             if runner.fast_pending:
                 self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, b"")

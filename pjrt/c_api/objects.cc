@@ -129,6 +129,9 @@ bool DecodeManifest(const std::string& bytes, Compiled* out) {
     out->output_kinds.push_back(r.Bytes());
     out->output_shardings.push_back(r.Bytes());
   }
+  int64_t num_parameters = r.Int();
+  for (int64_t i = 0; r.ok && i < num_parameters; ++i)
+    out->parameter_shardings.push_back(r.Bytes());
   if (!r.ok || r.pos != bytes.size() ||
       static_cast<int64_t>(out->device_ids.size()) != out->num_replicas * out->num_partitions)
     return false;
@@ -141,6 +144,10 @@ bool DecodeManifest(const std::string& bytes, Compiled* out) {
     out->sharding_ptrs.push_back(out->output_shardings[i].data());
     out->sharding_sizes.push_back(out->output_shardings[i].size());
     if (ElementSize(out->output_types[i]) == 0) return false;
+  }
+  for (const std::string& sharding : out->parameter_shardings) {
+    out->parameter_sharding_ptrs.push_back(sharding.data());
+    out->parameter_sharding_sizes.push_back(sharding.size());
   }
   return true;
 }

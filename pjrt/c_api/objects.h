@@ -53,7 +53,9 @@ typedef int64_t (*CompileFn)(void* ctx, const char* backend, size_t backend_size
                              const char* code, size_t code_size, const char* format,
                              size_t format_size, const char* options, size_t options_size,
                              int64_t num_devices);
-typedef void (*ExecuteFn)(void* ctx, int64_t handle, int64_t instance, int64_t num_args,
+// One call runs every device of a launch at once (collectives need them all running):
+// inputs[d * num_args + i], outputs[d * num_outputs + j].
+typedef void (*ExecuteFn)(void* ctx, int64_t handle, int64_t num_devices, int64_t num_args,
                           void* const* inputs, void* const* outputs);
 typedef void (*ReleaseFn)(int64_t handle);
 struct Callbacks {
@@ -132,12 +134,12 @@ struct Compiled {
   std::vector<int64_t> device_ids;  // replica-major, partition-minor
   std::vector<PJRT_Buffer_Type> output_types;
   std::vector<std::vector<int64_t>> output_dims;
-  std::vector<std::string> output_kinds, output_shardings;
+  std::vector<std::string> output_kinds, output_shardings, parameter_shardings;
   // Flattened views served to the metadata calls.
   std::vector<int64_t> flat_dims;
   std::vector<size_t> ranks;
-  std::vector<const char*> kind_ptrs, sharding_ptrs;
-  std::vector<size_t> kind_sizes, sharding_sizes;
+  std::vector<const char*> kind_ptrs, sharding_ptrs, parameter_sharding_ptrs;
+  std::vector<size_t> kind_sizes, sharding_sizes, parameter_sharding_sizes;
   // Set at most once (at compile, or by an execution once background codegen finished);
   // while null, executions go through Python.
   std::atomic<FastPath*> fast{nullptr};

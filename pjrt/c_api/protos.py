@@ -142,3 +142,20 @@ def encode_device_assignment(ids: list) -> bytes:
         packed = b"".join(_encode_varint(ids[r][p]) for r in range(replicas))
         out += _encode_len(3, _encode_len(1, packed))
     return out
+
+
+_OP_SHARDING_OTHER = 3  # xla.OpSharding.Type: REPLICATED 0, MAXIMAL 1, TUPLE 2, OTHER 3
+
+
+def encode_op_sharding(tiles) -> bytes:
+    """A tile assignment (``xla_core.spmd.sharding.TileAssignment``) -> ``xla.OpSharding``
+    bytes: 1 type, 3 tile_assignment_dimensions, 4 tile_assignment_devices (both packed),
+    6 replicate_on_last_tile_dim. Replicated is the empty message (type 0 is the default)."""
+    if tiles.replicated:
+        return b""
+    out = _encode_varint(1 << 3) + _encode_varint(_OP_SHARDING_OTHER)
+    out += _encode_len(3, b"".join(_encode_varint(d) for d in tiles.devices.shape))
+    out += _encode_len(4, b"".join(_encode_varint(int(d)) for d in tiles.devices.flat))
+    if tiles.replicate_on_last_tile_dim:
+        out += _encode_varint(6 << 3) + _encode_varint(1)
+    return out

@@ -16,6 +16,7 @@ PASSES.register("memory-schedule", "xla_core.buffers.scheduler:MemorySchedulePas
 PASSES.register("canonicalize", "xla_core.passes.canonicalize:CanonicalizePass")
 PASSES.register("transpose-folding", "xla_core.passes.transpose_folding:TransposeFoldingPass")
 PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
+PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
 
 
 def _default_pipeline() -> Pipeline:

@@ -21,8 +21,9 @@ import jax, jax.numpy as jnp
 """
 
 
-def run(body: str, **env) -> subprocess.CompletedProcess:
-    environ = dict(os.environ, JAX_PLATFORMS="openhlo", PYTHONPATH=ROOT, **env)
+def run(body: str, platform: str = "openhlo", **env) -> subprocess.CompletedProcess:
+    """Run ``body`` after PRELUDE with JAX_PLATFORMS=``platform``; asserts a clean exit."""
+    environ = dict(os.environ, JAX_PLATFORMS=platform, PYTHONPATH=ROOT, **env)
     proc = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)],
                           capture_output=True, text=True, env=environ, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

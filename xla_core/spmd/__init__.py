@@ -1,0 +1,15 @@
+"""SPMD: sharding annotations and the lowering of sharded programs to per-device programs.
+
+``sharding`` reads and writes the two spellings JAX emits (Shardy ``#sdy`` attributes and
+``mhlo.sharding`` strings) into one model: a ``Mesh`` of named axes and a ``TensorSharding``
+saying which mesh axes split each dimension. ``manual`` is the pass for programs whose work is
+all inside fully manual ``sdy.manual_computation``s (``shard_map``, ``pmap``): they need no
+propagation, only their bodies made the entry function. Automatic partitioning (propagation and
+the partitioner) is the SPMD issue's; until then programs that need it are refused clearly.
+"""
+from xla_core.spmd.sharding import (Mesh, ShardingError, SpmdUnsupportedError, TensorSharding,
+                                    entry_shardings, module_meshes, parse_mhlo_sharding,
+                                    parse_sdy_mesh, parse_sdy_sharding)
+
+__all__ = ["Mesh", "ShardingError", "SpmdUnsupportedError", "TensorSharding", "entry_shardings",
+           "module_meshes", "parse_mhlo_sharding", "parse_sdy_mesh", "parse_sdy_sharding"]
