@@ -50,6 +50,15 @@ def _options() -> dict:
 PRIORITY = -1
 
 
+def _allow_donation() -> None:
+    """JAX lowers ``donate_argnums`` only for platforms on its allowlist; the plugin consumes
+    donated buffers as PJRT defines (pjrt/c_api/executable.cc ``ReleaseDonated``)."""
+    from jax._src.interpreters import mlir
+    platforms = getattr(mlir, "_platforms_with_donation", None)
+    if isinstance(platforms, list) and PLATFORM not in platforms:
+        platforms.append(PLATFORM)
+
+
 def initialize() -> None:
     """Install our callbacks into the plugin library and register it with JAX.
 
@@ -74,5 +83,6 @@ def initialize() -> None:
     # one it does not know ("experimental") even when the program never uses it: being
     # installed must not make every JAX program print a warning.
     getattr(xla_bridge, "_nonexperimental_plugins", set()).add(PLATFORM)
+    _allow_donation()
     xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path, options=options)
     _registered = True

@@ -1,5 +1,6 @@
 // Compile and Execute through the Python callbacks, and the executables' metadata (served from
 // the manifest decoded at compile time, never from Python).
+#include <algorithm>
 #include <string>
 
 #include "impl.h"
@@ -172,6 +173,31 @@ PJRT_Error* LoadedGetDeviceAssignment(void* p) {
   return nullptr;
 }
 
+// Donated arguments are consumed by the execution, as PJRT defines donation: their memory is
+// freed and the framework sees them deleted. (Results get fresh memory rather than the donor's:
+// the executors may still read an argument after writing a result.)
+static void ReleaseDonated(const Compiled& c, const PJRT_LoadedExecutable_Execute_Args* a) {
+  if (c.donors.empty()) return;
+  const PJRT_ExecuteOptions* options = a->options;
+  const int64_t* kept = nullptr;
+  size_t num_kept = 0;
+  if (options != nullptr &&
+      options->struct_size >= OPENHLO_STRUCT_SIZE(PJRT_ExecuteOptions, num_non_donatable_input_indices)) {
+    kept = options->non_donatable_input_indices;
+    num_kept = options->num_non_donatable_input_indices;
+  }
+  for (int64_t index : c.donors) {
+    if (index < 0 || static_cast<size_t>(index) >= a->num_args ||
+        std::find(kept, kept + num_kept, index) != kept + num_kept)
+      continue;
+    for (size_t d = 0; d < a->num_devices; ++d) {
+      PJRT_Buffer* donated = a->argument_lists[d][index];
+      donated->Free();
+      donated->deleted = true;
+    }
+  }
+}
+
 PJRT_Error* LoadedExecute(void* p) {
   auto* a = Args<PJRT_LoadedExecutable_Execute_Args>(p);
   PJRT_LoadedExecutable* exe = a->executable;
@@ -225,6 +251,7 @@ PJRT_Error* LoadedExecute(void* p) {
     if (error == nullptr) c.InstallFastPath(std::move(result.fast));
   }
   if (error != nullptr) return error;  // `results` frees the output buffers
+  ReleaseDonated(c, a);
   for (size_t d = 0; d < num_devices; ++d) {
     for (size_t j = 0; j < num_outputs; ++j)
       a->output_lists[d][j] = results[d * num_outputs + j].release();

@@ -136,7 +136,21 @@ def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
         out += [text("device"), text(encode_op_sharding(tiles))]  # memory kind, OpSharding
     out.append(i64(len(parameter_tiles)))
     out += [text(encode_op_sharding(tiles)) for tiles in parameter_tiles]
+    donors = donor_parameters(executable.executable)
+    out += [i64(len(donors))] + [i64(i) for i in donors]
     return b"".join(out)
+
+
+# Argument attributes by which a program lets the caller donate the argument (JAX writes the
+# first when the donated buffer matches a result, the second otherwise).
+_DONOR_ATTRIBUTES = ("tf.aliasing_output", "jax.buffer_donor")
+
+
+def donor_parameters(executable) -> list:
+    """The entry parameters the program accepts as donated (their buffers are consumed)."""
+    func = executable.module.lookup(executable.entry)
+    return [i for i in range(len(executable.parameter_types))
+            if any(func.arg_attrs(i).get(name) is not None for name in _DONOR_ATTRIBUTES)]
 
 
 class Bridge:

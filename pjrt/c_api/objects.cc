@@ -132,6 +132,8 @@ bool DecodeManifest(const std::string& bytes, Compiled* out) {
   int64_t num_parameters = r.Int();
   for (int64_t i = 0; r.ok && i < num_parameters; ++i)
     out->parameter_shardings.push_back(r.Bytes());
+  int64_t num_donors = r.Int();
+  for (int64_t i = 0; r.ok && i < num_donors; ++i) out->donors.push_back(r.Int());
   if (!r.ok || r.pos != bytes.size() ||
       static_cast<int64_t>(out->device_ids.size()) != out->num_replicas * out->num_partitions)
     return false;

@@ -135,6 +135,7 @@ struct Compiled {
   std::vector<PJRT_Buffer_Type> output_types;
   std::vector<std::vector<int64_t>> output_dims;
   std::vector<std::string> output_kinds, output_shardings, parameter_shardings;
+  std::vector<int64_t> donors;  // parameters the program lets the caller donate
   // Flattened views served to the metadata calls.
   std::vector<int64_t> flat_dims;
   std::vector<size_t> ranks;

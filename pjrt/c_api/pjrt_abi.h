@@ -241,7 +241,18 @@ struct PJRT_LoadedExecutable_GetDeviceAssignment_Args {
   PJRT_HDR; PJRT_LoadedExecutable* executable; const char* serialized_bytes; size_t serialized_bytes_size;
   void* serialized_device_assignment; void (*serialized_device_assignment_deleter)(void*);
 };
-struct PJRT_ExecuteOptions;  // read only for nothing yet: collectives/callbacks are unsupported
+// Only the leading fields up to the donation list are declared: that is all we read, and only
+// when the caller's struct_size covers them (send/recv callbacks are unsupported).
+struct PJRT_ExecuteOptions {
+  PJRT_HDR;
+  void* send_callbacks;
+  void* recv_callbacks;
+  size_t num_send_ops;
+  size_t num_recv_ops;
+  int launch_id;
+  const int64_t* non_donatable_input_indices;
+  size_t num_non_donatable_input_indices;
+};
 struct PJRT_LoadedExecutable_Execute_Args {
   PJRT_HDR;
   PJRT_LoadedExecutable* executable;
@@ -371,6 +382,7 @@ OPENHLO_CHECK(PJRT_NamedValue, value_size, 56);
 static_assert(offsetof(PJRT_NamedValue, type) == 32 && offsetof(PJRT_NamedValue, int64_value) == 40,
               "PJRT_NamedValue");
 OPENHLO_CHECK(PJRT_Program, format_size, 48);
+OPENHLO_CHECK(PJRT_ExecuteOptions, num_non_donatable_input_indices, 72);
 OPENHLO_CHECK(PJRT_Buffer_MemoryLayout_Tiled, num_tiles, 56);
 OPENHLO_CHECK(PJRT_Buffer_MemoryLayout, type, 76);
 static_assert(sizeof(PJRT_Buffer_MemoryLayout) == 80, "PJRT_Buffer_MemoryLayout");

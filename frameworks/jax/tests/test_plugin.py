@@ -75,3 +75,28 @@ def test_interpreter_backend_option():
     """, OPENHLO_JAX_BACKEND="interpreter")
     assert proc.stdout.split()[0] == "openhlo-interpreter"
     assert "[0. 2. 4.]" in proc.stdout
+
+
+def test_donated_buffers_are_consumed():
+    run("""
+        import warnings
+        warnings.simplefilter("error")  # "Some donated buffers were not usable" would raise
+        step = jax.jit(lambda w, g: w - 0.5 * g, donate_argnums=0)
+        w = jax.device_put(np.arange(4, dtype=np.float32))
+        g = jax.device_put(np.ones(4, np.float32))
+        want = np.arange(4, dtype=np.float32)
+        for _ in range(3):  # the usual training-loop shape: params = step(params, grads)
+            old, w = w, step(w, g)
+            want = want - 0.5
+            assert old.is_deleted() and not g.is_deleted()
+            np.testing.assert_array_equal(np.asarray(w), want)
+        try:
+            np.asarray(old)
+        except RuntimeError as exc:
+            assert "deleted" in str(exc), exc
+        else:
+            raise AssertionError("a donated array could still be read")
+        # the same array twice: JAX keeps it (non-donatable), the result is still right
+        twice = jax.jit(lambda a, b: a + b, donate_argnums=0)
+        np.testing.assert_array_equal(np.asarray(twice(g, g)), [2, 2, 2, 2])
+    """)
