@@ -47,8 +47,8 @@ EXTENSIONS = [
         "pjrt.c_api._openhlo_pjrt",
         sorted(glob.glob("pjrt/c_api/*.cc")),
         language="c++",
-        extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
-        extra_link_args=["-Wl,--no-undefined"],
+        extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden", "-pthread"],
+        extra_link_args=["-Wl,--no-undefined", "-pthread"],
     ),
 ]
 

@@ -40,6 +40,7 @@ PJRT_Error* Deleted(const char* fn) {
 
 PJRT_Error* CopyTo(PJRT_Buffer* src, PJRT_Device* device, PJRT_Buffer** out, const char* fn) {
   if (src->deleted) return Deleted(fn);
+  if (PJRT_Error* failed = AwaitDefined(src, fn)) return failed;
   PJRT_Buffer* dst = NewBuffer(src->type, src->dims.data(), src->dims.size(), device);
   std::memcpy(dst->data, src->data, src->nbytes);
   *out = dst;
@@ -137,7 +138,9 @@ PJRT_Error* BufferUnsafePointer(void* p) {
   return nullptr;
 }
 PJRT_Error* BufferReadyEvent(void* p) {
-  Args<PJRT_Buffer_Pointer_Args>(p)->value = NewEvent(PJRT_OK, "");
+  auto* a = Args<PJRT_Buffer_Pointer_Args>(p);
+  const PJRT_Buffer* buffer = a->buffer;
+  a->value = buffer->defined != nullptr ? NewEvent(buffer->defined) : NewEvent(PJRT_OK, "");
   return nullptr;
 }
 
@@ -168,6 +171,9 @@ PJRT_Error* BufferToHostBuffer(void* p) {
     a->dst_size = src->nbytes;
     return nullptr;
   }
+  // Copied at once (the caller may read dst as soon as the event fires): wait for the
+  // execution computing the buffer, which runs on the dispatch thread without Python.
+  if (PJRT_Error* failed = AwaitDefined(src, "PJRT_Buffer_ToHostBuffer")) return failed;
   if (dst_strides == nullptr) {
     if (a->dst_size < src->nbytes)
       return MakeError(PJRT_INVALID_ARGUMENT, "openhlo PJRT_Buffer_ToHostBuffer: destination holds " +

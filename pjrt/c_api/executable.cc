@@ -198,6 +198,10 @@ static void ReleaseDonated(const Compiled& c, const PJRT_LoadedExecutable_Execut
   }
 }
 
+// Native executions touching at most this many bytes run inline on the caller's thread: for
+// them, handing over to the dispatch thread would cost more than the work (a few microseconds).
+constexpr size_t kInlineBytes = 64 << 10;
+
 PJRT_Error* LoadedExecute(void* p) {
   auto* a = Args<PJRT_LoadedExecutable_Execute_Args>(p);
   PJRT_LoadedExecutable* exe = a->executable;
@@ -217,6 +221,10 @@ PJRT_Error* LoadedExecute(void* p) {
   const size_t num_outputs = c.output_types.size();
   std::vector<void*> inputs(num_devices * num_args), outputs(num_devices * num_outputs);
   std::vector<std::unique_ptr<PJRT_Buffer>> results;
+  std::vector<std::shared_ptr<char>> held;              // kept alive by a queued run
+  std::vector<std::shared_ptr<Signal>> inputs_defined;  // producers of the inputs
+  size_t bytes = 0;
+  bool inputs_pending = false;
   for (size_t d = 0; d < num_devices; ++d) {
     PJRT_Device* device = a->execute_device != nullptr ? a->execute_device : exe->devices[d];
     for (size_t i = 0; i < num_args; ++i) {
@@ -226,36 +234,69 @@ PJRT_Error* LoadedExecute(void* p) {
                                                        std::to_string(i) + " of " + c.name +
                                                        " was deleted");
       inputs[d * num_args + i] = arg->data;
+      held.push_back(arg->storage);
+      bytes += arg->nbytes;
+      if (arg->defined != nullptr) {
+        inputs_defined.push_back(arg->defined);
+        inputs_pending |= !arg->defined->IsSet();
+      }
     }
     for (size_t j = 0; j < num_outputs; ++j) {
       results.emplace_back(NewBuffer(c.output_types[j], c.output_dims[j].data(),
                                      c.output_dims[j].size(), device));
       outputs[d * num_outputs + j] = results.back()->data;
+      held.push_back(results.back()->storage);
+      bytes += results.back()->nbytes;
     }
   }
-  PJRT_Error* error = nullptr;
   FastPath* fast = num_devices == 1 ? c.fast.load(std::memory_order_acquire) : nullptr;
-  if (fast != nullptr) {
-    char message[4096];
-    int code = fast->run(fast->ctx, static_cast<int64_t>(num_args), inputs.data(),
-                         outputs.data(), message, sizeof message);
-    if (code != PJRT_OK)
-      error = MakeError(static_cast<PJRT_Error_Code>(code),
-                        std::string("openhlo execute: ") + message);
+  std::shared_ptr<Signal> done;
+  if (fast != nullptr && (inputs_pending || bytes > kInlineBytes || !Dispatcher::Get().Idle())) {
+    done = std::make_shared<Signal>();
+    Dispatcher::Get().Push([compiled = exe->compiled, fast, inputs, outputs, held, inputs_defined,
+                            done, num_args] {
+      for (const std::shared_ptr<Signal>& input : inputs_defined) {
+        input->Wait();
+        if (input->code() != PJRT_OK)
+          return done->Set(input->code(), "openhlo execute: an input's execution failed: " +
+                                              input->message());
+      }
+      char message[4096];
+      int code = fast->run(fast->ctx, static_cast<int64_t>(num_args), inputs.data(),
+                           outputs.data(), message, sizeof message);
+      done->Set(static_cast<PJRT_Error_Code>(code),
+                code == PJRT_OK ? std::string() : std::string("openhlo execute: ") + message);
+    });
+    for (std::unique_ptr<PJRT_Buffer>& result : results) result->defined = done;
   } else {
-    // All devices in one call: their instances must run at once to meet in collectives.
-    CallResult result;
-    cb.execute(&result, c.handle, static_cast<int64_t>(num_devices),
-               static_cast<int64_t>(num_args), inputs.data(), outputs.data());
-    error = Reported(result, "PJRT_LoadedExecutable_Execute");
-    if (error == nullptr) c.InstallFastPath(std::move(result.fast));
+    for (size_t d = 0; d < num_devices; ++d)
+      for (size_t i = 0; i < num_args; ++i)
+        if (PJRT_Error* failed = AwaitDefined(a->argument_lists[d][i], "PJRT_LoadedExecutable_Execute"))
+          return failed;
+    PJRT_Error* error = nullptr;
+    if (fast != nullptr) {
+      char message[4096];
+      int code = fast->run(fast->ctx, static_cast<int64_t>(num_args), inputs.data(),
+                           outputs.data(), message, sizeof message);
+      if (code != PJRT_OK)
+        error = MakeError(static_cast<PJRT_Error_Code>(code),
+                          std::string("openhlo execute: ") + message);
+    } else {
+      // All devices in one call: their instances must run at once to meet in collectives.
+      CallResult result;
+      cb.execute(&result, c.handle, static_cast<int64_t>(num_devices),
+                 static_cast<int64_t>(num_args), inputs.data(), outputs.data());
+      error = Reported(result, "PJRT_LoadedExecutable_Execute");
+      if (error == nullptr) c.InstallFastPath(std::move(result.fast));
+    }
+    if (error != nullptr) return error;  // `results` frees the output buffers
   }
-  if (error != nullptr) return error;  // `results` frees the output buffers
   ReleaseDonated(c, a);
   for (size_t d = 0; d < num_devices; ++d) {
     for (size_t j = 0; j < num_outputs; ++j)
       a->output_lists[d][j] = results[d * num_outputs + j].release();
-    if (a->device_complete_events != nullptr) a->device_complete_events[d] = NewEvent(PJRT_OK, "");
+    if (a->device_complete_events != nullptr)
+      a->device_complete_events[d] = done != nullptr ? NewEvent(done) : NewEvent(PJRT_OK, "");
   }
   return nullptr;
 }

@@ -10,7 +10,8 @@
 namespace openhlo {
 
 extern const PJRT_Memory_FunctionTable kMemoryTable;
-PJRT_Event* NewEvent(PJRT_Error_Code code, std::string message);
+PJRT_Event* NewEvent(PJRT_Error_Code code, std::string message);  // already set
+PJRT_Event* NewEvent(std::shared_ptr<Signal> signal);
 
 // The two void functions of the API.
 void ErrorDestroyImpl(PJRT_Error_Destroy_Args* args);

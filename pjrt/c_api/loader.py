@@ -179,6 +179,8 @@ class Bridge:
         lib.openhlo_set_callbacks.restype = None
         lib.openhlo_offer_fast_path.argtypes = [ctypes.c_void_p] * 4
         lib.openhlo_offer_fast_path.restype = None
+        lib.openhlo_drain.argtypes = []
+        lib.openhlo_drain.restype = None
         self._fast = os.environ.get("OPENHLO_PJRT_FAST_PATH", "1") != "0"
         # Kept referenced: C holds bare pointers to these trampolines.
         self._callbacks = (_COMPILE_FN(self._compile), _EXECUTE_FN(self._execute),
@@ -188,6 +190,9 @@ class Bridge:
         atexit.register(self.detach)
 
     def detach(self) -> None:
+        # Executions still queued on the dispatch thread finish first: they run native code
+        # that interpreter shutdown may tear down (pjrt/c_api/dispatch.h).
+        self._lib.openhlo_drain()
         self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN())
         self._runners.clear()
 

@@ -80,9 +80,20 @@ PJRT_Buffer* NewBuffer(PJRT_Buffer_Type type, const int64_t* dims, size_t rank,
   for (size_t i = 0; i < rank; ++i) count *= static_cast<size_t>(dims[i]);
   buffer->nbytes = count * ElementSize(type);
   // aligned_alloc needs a multiple of the alignment; 64 also suits AVX-512 kernels.
-  buffer->data = static_cast<char*>(std::aligned_alloc(64, (buffer->nbytes + 63) / 64 * 64 + 64));
+  buffer->storage.reset(static_cast<char*>(std::aligned_alloc(64, (buffer->nbytes + 63) / 64 * 64 + 64)),
+                        std::free);
+  buffer->data = buffer->storage.get();
   buffer->device = device;
   return buffer;
+}
+
+PJRT_Error* AwaitDefined(const PJRT_Buffer* buffer, const char* fn) {
+  if (buffer->defined == nullptr) return nullptr;
+  buffer->defined->Wait();
+  if (buffer->defined->code() == PJRT_OK) return nullptr;
+  return MakeError(buffer->defined->code(), std::string("openhlo ") + fn +
+                                                ": the execution computing this buffer failed: " +
+                                                buffer->defined->message());
 }
 
 // ---- compile manifests -----------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "dispatch.h"
 #include "pjrt_abi.h"
 
 namespace openhlo {
@@ -100,10 +101,9 @@ struct PJRT_Client {
   std::vector<PJRT_Memory*> memories;
 };
 
-// ---- events: born ready, carrying the status of the work they stand for --------------------
+// ---- events: a handle on the Signal of the work they stand for ------------------------------
 struct PJRT_Event {
-  PJRT_Error_Code code = PJRT_OK;
-  std::string message;
+  std::shared_ptr<openhlo::Signal> signal;
 };
 
 // ---- buffers ---------------------------------------------------------------------------------
@@ -111,11 +111,15 @@ struct PJRT_Buffer {
   PJRT_Buffer_Type type = PJRT_T_INVALID;
   std::vector<int64_t> dims;
   size_t nbytes = 0;
-  char* data = nullptr;  // 64-byte aligned, dense row-major; freed by Delete or the destructor
+  // 64-byte aligned, dense row-major. Shared with queued executions that read or write it, so
+  // deleting the buffer (Delete, Destroy, donation) never pulls memory from under them.
+  std::shared_ptr<char> storage;
+  char* data = nullptr;  // storage.get(), or null once deleted
   PJRT_Device* device = nullptr;
   bool deleted = false;
-  void Free() { std::free(data); data = nullptr; }
-  ~PJRT_Buffer() { Free(); }
+  // Set when the contents are defined; null for buffers defined at creation.
+  std::shared_ptr<openhlo::Signal> defined;
+  void Free() { storage.reset(); data = nullptr; }
 };
 
 namespace openhlo {
@@ -124,6 +128,8 @@ namespace openhlo {
 size_t ElementSize(PJRT_Buffer_Type type);
 // A new dense buffer of `type`/`dims` on `device`; data uninitialized.
 PJRT_Buffer* NewBuffer(PJRT_Buffer_Type type, const int64_t* dims, size_t rank, PJRT_Device* device);
+// Waits until `buffer` is defined; its producer's error (naming `fn`) if that failed.
+PJRT_Error* AwaitDefined(const PJRT_Buffer* buffer, const char* fn);
 
 // ---- executables -----------------------------------------------------------------------------
 // What Client_Compile learns from the Python compile callback (its manifest), decoded once.

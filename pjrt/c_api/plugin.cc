@@ -59,29 +59,48 @@ PJRT_Error* PluginAttributes(void* p) {
 
 // ---- events ----------------------------------------------------------------------------------
 PJRT_Event* NewEvent(PJRT_Error_Code code, std::string message) {
+  return NewEvent(Signal::Done(code, std::move(message)));
+}
+PJRT_Event* NewEvent(std::shared_ptr<Signal> signal) {
   auto* event = new PJRT_Event;
-  event->code = code;
-  event->message = std::move(message);
+  event->signal = std::move(signal);
   return event;
 }
-static PJRT_Error* EventStatus(const PJRT_Event* event) {
-  return event->code == PJRT_OK ? nullptr : MakeError(event->code, event->message);
+static PJRT_Error* StatusError(PJRT_Error_Code code, const std::string& message) {
+  return code == PJRT_OK ? nullptr : MakeError(code, message);
+}
+static PJRT_Error* EventStatus(PJRT_Event* event) {
+  event->signal->Wait();
+  return StatusError(event->signal->code(), event->signal->message());
 }
 PJRT_Error* EventDestroy(void* p) { delete Args<PJRT_Event_Destroy_Args>(p)->event; return nullptr; }
-PJRT_Error* EventIsReady(void* p) { Args<PJRT_Event_IsReady_Args>(p)->is_ready = true; return nullptr; }
+PJRT_Error* EventIsReady(void* p) {
+  auto* a = Args<PJRT_Event_IsReady_Args>(p);
+  a->is_ready = a->event->signal->IsSet();
+  return nullptr;
+}
 PJRT_Error* EventError(void* p) { return EventStatus(Args<PJRT_Event_Destroy_Args>(p)->event); }
 PJRT_Error* EventAwait(void* p) { return EventStatus(Args<PJRT_Event_Destroy_Args>(p)->event); }
 PJRT_Error* EventOnReady(void* p) {
-  // Events are born ready, so the callback fires inline, exactly once; it owns the error.
+  // Fires exactly once: inline when already set, else on the thread that sets it (the
+  // dispatch thread); the callback owns the error it is given.
   auto* a = Args<PJRT_Event_OnReady_Args>(p);
-  a->callback(EventStatus(a->event), a->user_arg);
+  auto callback = a->callback;
+  void* user_arg = a->user_arg;
+  a->event->signal->OnSet([callback, user_arg](PJRT_Error_Code code, const std::string& message) {
+    callback(StatusError(code, message), user_arg);
+  });
   return nullptr;
 }
-PJRT_Error* EventCreate(void* p) { Args<PJRT_Event_Create_Args>(p)->event = NewEvent(PJRT_OK, ""); return nullptr; }
+// A framework-made event: unset until the framework sets it with Event_Set.
+PJRT_Error* EventCreate(void* p) {
+  Args<PJRT_Event_Create_Args>(p)->event = NewEvent(std::make_shared<Signal>());
+  return nullptr;
+}
 PJRT_Error* EventSet(void* p) {
   auto* a = Args<PJRT_Event_Set_Args>(p);
-  a->event->code = a->error_code;
-  a->event->message.assign(a->error_message ? a->error_message : "", a->error_message_size);
+  a->event->signal->Set(a->error_code,
+                        std::string(a->error_message ? a->error_message : "", a->error_message_size));
   return nullptr;
 }
 

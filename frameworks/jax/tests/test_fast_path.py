@@ -98,3 +98,33 @@ def test_fast_path_after_background_codegen(tmp_path):
         print("FIRST_CALL_SLOW", slow[0] > 0, "SWITCHED", slow[0] == before)
     """, OPENHLO_CPU_ASYNC_CODEGEN="1", OPENHLO_CACHE_DIR=str(tmp_path))
     assert "FIRST_CALL_SLOW True SWITCHED True" in proc.stdout, proc.stdout
+
+
+def test_large_native_executions_dispatch_asynchronously():
+    """Above the inline size, native executions go to the dispatch thread: the call returns
+    before the work is done, dependent calls queue in order, inputs may be dropped or donated
+    right after the call, and the numbers are numpy's."""
+    run("""
+        f = jax.jit(lambda a, b: jnp.tanh(a @ b) * 0.5)
+        rng = np.random.default_rng(1)
+        a = rng.standard_normal((384, 384)).astype(np.float32) * 0.05
+        b = rng.standard_normal((384, 384)).astype(np.float32) * 0.05
+        da, db = jax.device_put(a), jax.device_put(b)
+        f(da, db).block_until_ready()  # compiled with its kernels: the fast path from now on
+        x, not_ready = da, 0
+        want = a
+        for _ in range(12):  # a chain: each call reads the previous, still-queued, result
+            x = f(x, db)
+            not_ready += not x.is_ready()
+            want = np.tanh(want @ b) * 0.5
+        np.testing.assert_allclose(np.asarray(x), want, rtol=1e-4, atol=1e-6)
+        assert not_ready > 0, "every execution had finished when its call returned"
+        # an input dropped (and one donated) right after the call stays alive for the queued run
+        g = jax.jit(lambda a, b: jnp.tanh(a @ b) * 0.5, donate_argnums=0)
+        tmp = jax.device_put(a)
+        y = f(jax.device_put(a), db)
+        z = g(tmp, db)
+        del tmp
+        np.testing.assert_allclose(np.asarray(y), np.tanh(a @ b) * 0.5, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(z), np.tanh(a @ b) * 0.5, rtol=1e-4, atol=1e-6)
+    """, OPENHLO_CPU_ASYNC_CODEGEN="0")

@@ -1,0 +1,99 @@
+// Signals and the dispatch thread (see dispatch.h).
+#include "dispatch.h"
+
+#include <thread>
+#include <utility>
+
+namespace openhlo {
+
+std::shared_ptr<Signal> Signal::Done(PJRT_Error_Code code, std::string message) {
+  auto signal = std::make_shared<Signal>();
+  signal->Set(code, std::move(message));
+  return signal;
+}
+
+void Signal::Set(PJRT_Error_Code code, std::string message) {
+  std::vector<Callback> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (set_) return;  // set once; a second status is ignored
+    code_ = code;
+    message_ = std::move(message);
+    set_ = true;
+    callbacks.swap(callbacks_);
+  }
+  cv_.notify_all();
+  for (Callback& callback : callbacks) callback(code_, message_);
+}
+
+void Signal::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return set_; });
+}
+
+bool Signal::IsSet() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return set_;
+}
+
+void Signal::OnSet(Callback callback) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!set_) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback(code_, message_);
+}
+
+Dispatcher& Dispatcher::Get() {
+  static Dispatcher* dispatcher = new Dispatcher;  // leaked on purpose (see dispatch.h)
+  return *dispatcher;
+}
+
+Dispatcher::Dispatcher() { std::thread([this] { Loop(); }).detach(); }
+
+void Dispatcher::Push(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(work));
+  }
+  wake_.notify_one();
+}
+
+bool Dispatcher::Idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.empty() && !running_;
+}
+
+void Dispatcher::Drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [this] { return queue_.empty() && !running_; });
+}
+
+void Dispatcher::Loop() {
+  for (;;) {
+    std::function<void()> work;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] { return !queue_.empty(); });
+      work = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = true;
+    }
+    work();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = false;
+      if (queue_.empty()) idle_.notify_all();
+    }
+  }
+}
+
+}  // namespace openhlo
+
+// Called from Python's atexit (pjrt/c_api/loader.py) before the callbacks are detached.
+extern "C" __attribute__((visibility("default"))) void openhlo_drain() {
+  openhlo::Dispatcher::Get().Drain();
+}

@@ -1,0 +1,66 @@
+// Asynchronous execution: completion signals and the dispatch thread.
+//
+// JAX dispatches asynchronously: an execution returns its result buffers at once and the
+// framework waits only when it reads them. Executions that run natively (a backend's fast
+// path, no Python) and are not tiny go to one dispatch thread, in launch order, so a queued
+// execution always finds its inputs computed by the ones queued before it. Each result buffer
+// carries the Signal of the execution that defines it; reading it waits for that signal.
+#ifndef OPENHLO_PJRT_C_API_DISPATCH_H_
+#define OPENHLO_PJRT_C_API_DISPATCH_H_
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pjrt_abi.h"
+
+namespace openhlo {
+
+// A completion set once (with a status) by whoever does the work; waiters block or register
+// callbacks, which run on the setting thread (never under the signal's lock).
+class Signal {
+ public:
+  using Callback = std::function<void(PJRT_Error_Code, const std::string&)>;
+  static std::shared_ptr<Signal> Done(PJRT_Error_Code code = PJRT_OK, std::string message = "");
+  void Set(PJRT_Error_Code code, std::string message);
+  void Wait();
+  bool IsSet();
+  void OnSet(Callback callback);  // at once if already set
+  // Only after the signal is set (Wait or IsSet first).
+  PJRT_Error_Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool set_ = false;
+  PJRT_Error_Code code_ = PJRT_OK;
+  std::string message_;
+  std::vector<Callback> callbacks_;
+};
+
+// One thread running queued work in order. Never destroyed: jaxlib may release objects after
+// the interpreter began to exit; Drain() (called from Python's atexit) empties it first.
+class Dispatcher {
+ public:
+  static Dispatcher& Get();
+  void Push(std::function<void()> work);
+  bool Idle();   // nothing queued or running
+  void Drain();  // blocks until idle
+
+ private:
+  Dispatcher();
+  void Loop();
+  std::mutex mu_;
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<void()>> queue_;
+  bool running_ = false;
+};
+
+}  // namespace openhlo
+
+#endif  // OPENHLO_PJRT_C_API_DISPATCH_H_
