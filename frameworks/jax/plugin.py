@@ -2,7 +2,8 @@
 
 JAX finds this module through the ``jax_plugins`` entry point (pyproject.toml) and calls
 ``initialize()`` at its first backend access. Options, read from the environment:
-``OPENHLO_JAX_BACKEND`` (``cpu``, the default, or ``interpreter``) and
+``OPENHLO_JAX_BACKEND`` (``cpu``, the default, ``interpreter``, or any backend registered
+with pjrt, a vendor's included) and
 ``OPENHLO_JAX_NUM_DEVICES`` (default 1). JAX's ``jax_pjrt_client_create_options`` config
 (``"backend:interpreter;num_devices:2"``) overrides them per client.
 """
@@ -35,10 +36,13 @@ def decode_program(code: bytes, format: str) -> str:
 
 
 def make_client(backend: str, num_devices: int):
+    """A client of any registered pjrt backend (ours or a vendor's, found by name in the
+    ``openhlo.backends`` registry); ``num_devices`` goes to its factory unless it is 1, so
+    backends with a fixed device count need not take the option."""
     import pjrt
-    if backend == "cpu":
-        return pjrt.make_client("cpu", num_devices=num_devices)
-    return pjrt.make_client(backend)
+    if num_devices == 1:
+        return pjrt.make_client(backend)
+    return pjrt.make_client(backend, num_devices=num_devices)
 
 
 def _options() -> dict:
