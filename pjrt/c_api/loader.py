@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import os
 import struct
+import time
 import traceback
 from typing import Callable, Optional
 
@@ -260,6 +261,17 @@ class Bridge:
     def _release(self, handle) -> None:
         self._runners.pop(handle, None)
 
+    def wait_optimized(self, timeout: Optional[float] = None) -> bool:
+        """Wait until every live executable's background-compiled kernels are in place;
+        False when ``timeout`` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for runner in list(self._runners.values()):
+            wait = getattr(runner.executable, "wait_optimized", None)
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if wait is not None and not wait(left):
+                return False
+        return True
+
 
 _BRIDGE: Optional[Bridge] = None
 
@@ -277,3 +289,11 @@ def install(decode_program: Callable[[bytes, str], str],
     if _BRIDGE is None:
         _BRIDGE = Bridge(ctypes.CDLL(path), decode_program, make_client)
     return path
+
+
+def wait_optimized(timeout: Optional[float] = None) -> bool:
+    """Wait until the generated kernels of every executable compiled through the plugin so
+    far are in place (True at once when the plugin is not installed); False when ``timeout``
+    seconds passed first. The call after that still runs in Python and hands the executable
+    to the C fast path where it can take it; later calls run there."""
+    return _BRIDGE is None or _BRIDGE.wait_optimized(timeout)

@@ -24,8 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runners", required=True)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    use_cache_root(args.cache_root)
-    runners = {name: RUNNER_CLASSES[name]() for name in args.runners.split(",")}
+    names = args.runners.split(",")
+    use_cache_root(args.cache_root, names)
+    runners = {name: RUNNER_CLASSES[name]() for name in names}
     for runner in runners.values():
         runner.setup()
     times: dict[str, dict] = {}

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from tools.bench.runners import RUNNERS
+from tools.bench.runners import OPTIONAL_RUNNERS, RUNNER_CLASSES, RUNNERS
 from tools.bench.workloads import WORKLOADS
 from tools.diagnostics import CliError
 
@@ -21,7 +21,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--workloads", metavar="A,B", default=",".join(WORKLOADS),
                    help=f"comma-separated subset of: {', '.join(WORKLOADS)}")
     p.add_argument("--runners", metavar="A,B", default=",".join(RUNNERS),
-                   help=f"comma-separated subset of: {', '.join(RUNNERS)}")
+                   help=f"comma-separated subset of: {', '.join(RUNNER_CLASSES)} (default: "
+                        f"all but {', '.join(OPTIONAL_RUNNERS)}; jax_plugin is openhlo "
+                        "through JAX's PJRT plugin, jax.devices('openhlo'))")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     p.add_argument("--png", metavar="PATH", help="also draw the ratios to XLA (bar chart)")
     p.add_argument("--quick", action="store_true",
@@ -50,7 +52,7 @@ def bench_command(args: argparse.Namespace) -> int:
     from tools.bench.report import add_ratios, format_report, summarize
     from tools.bench.suite import run_suite
     workloads = _names(args.workloads, WORKLOADS, "workload")
-    runners = _names(args.runners, RUNNERS, "runner")
+    runners = _names(args.runners, RUNNER_CLASSES, "runner")
     if args.save_programs:
         from tools.bench.programs import save_programs
         written = save_programs(args.save_programs, workloads, quick=args.quick)

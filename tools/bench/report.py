@@ -4,12 +4,18 @@ Works on the JSON-ready dict of ``suite.run_suite`` (so a saved ``--json`` file 
 reported again). A runner's ratio to XLA is its median time over ``xla``'s on the same
 workload; its ratio to the best peer is its time over the fastest *other* runner's. Only
 runners whose results matched count; a mismatch or an error is listed as a failure.
+``jax_plugin`` is ``openhlo`` reached through JAX: it is no peer of ``openhlo`` (nor the
+reverse), and its ratio to ``openhlo`` (``vs_openhlo``) is the plugin's overhead.
 """
 from __future__ import annotations
 
 import math
 
 PEER_LABEL = "best peer"
+# A runner that is another one's runtime reached another way -> that runner: not its peer,
+# and its ratio to it is reported (the issue 5 bar: the plugin within 10% of the runtime).
+SAME_RUNTIME = {"jax_plugin": "openhlo"}
+PLUGIN_BAR = 1.10
 
 
 def geomean(values) -> float | None:
@@ -27,14 +33,19 @@ def _ok_times(record: dict) -> dict[str, float]:
 
 
 def add_ratios(report: dict) -> None:
-    """Fill ``vs_xla``, ``vs_best_peer``, ``gflops``, ``gbps`` of every timed result."""
+    """Fill ``vs_xla``, ``vs_best_peer``, ``gflops``, ``gbps`` of every timed result, and
+    ``vs_openhlo`` of ``jax_plugin``'s (see SAME_RUNTIME)."""
     for record in report["workloads"]:
         times = _ok_times(record)
         for name, seconds in times.items():
             result = record["results"][name]
             if "xla" in times:
                 result["vs_xla"] = seconds / times["xla"]
-            peers = [t for other, t in times.items() if other != name]
+            runtime = SAME_RUNTIME.get(name, name)
+            if runtime != name and runtime in times:
+                result[f"vs_{runtime}"] = seconds / times[runtime]
+            peers = [t for other, t in times.items()
+                     if SAME_RUNTIME.get(other, other) != runtime]
             if peers:
                 result["vs_best_peer"] = seconds / min(peers)
             result["gflops"] = record["flops"] / seconds / 1e9
@@ -46,7 +57,7 @@ def summarize(report: dict) -> dict:
     summary: dict = {"runners": {}, "failures": []}
     for runner in report["runners"]:
         entry = {}
-        for key in ("vs_xla", "vs_best_peer"):
+        for key in ("vs_xla", "vs_best_peer", *_same_runtime_keys(runner)):
             pairs = [(r["results"][runner][key], r["name"]) for r in report["workloads"]
                      if key in r["results"].get(runner, {})]
             if pairs:
@@ -61,6 +72,10 @@ def summarize(report: dict) -> dict:
                                             "status": result["status"],
                                             "message": result["message"]})
     return summary
+
+
+def _same_runtime_keys(runner: str) -> tuple[str, ...]:
+    return (f"vs_{SAME_RUNTIME[runner]}",) if runner in SAME_RUNTIME else ()
 
 
 def _ms(seconds) -> str:
@@ -119,12 +134,15 @@ def format_report(report: dict) -> str:
     summary = report["summary"]
     for runner, entry in summary["runners"].items():
         parts = []
-        for key, label in (("vs_xla", "vs xla"), ("vs_best_peer", f"vs {PEER_LABEL}")):
+        keys = (("vs_xla", "vs xla"), ("vs_best_peer", f"vs {PEER_LABEL}"),
+                *((k, k.replace("_", " ")) for k in _same_runtime_keys(runner)))
+        for key, label in keys:
             if key in entry and not (runner == "xla" and key == "vs_xla"):
                 e = entry[key]
                 parts.append(f"{label}: geomean {e['geomean']:.2f}x, max {e['max']:.2f}x "
                              f"({e['max_workload']}), n={e['count']}")
         lines.append(f"  {runner:<12} " + ("; ".join(parts) if parts else "no timings"))
+    lines += _same_runtime_lines(report)
     if summary["failures"]:
         lines += ["", (f"FAILURES ({len(summary['failures'])}): wrong results are failures, "
                        "not times")]
@@ -145,3 +163,21 @@ def _kernels_ready(report: dict) -> list[str]:
              "kernels) and builds the generated kernels in the background; times are measured "
              "after they are in place, which was (ms from the compile call): "
              + ", ".join(f"{name} {seconds * 1e3:.0f}" for name, seconds in ready))]
+
+
+def _same_runtime_lines(report: dict) -> list[str]:
+    """Per workload, each SAME_RUNTIME runner's time over its runtime's direct call."""
+    lines = []
+    for runner, runtime in SAME_RUNTIME.items():
+        key = f"vs_{runtime}"
+        pairs = [(record["name"], record["results"][runner][key])
+                 for record in report["workloads"] if key in record["results"].get(runner, {})]
+        if not pairs:
+            continue
+        over = [name for name, ratio in pairs if ratio > PLUGIN_BAR]
+        lines += ["", f"{runner} over {runtime} (the same runtime, called through JAX; "
+                      f"bar {PLUGIN_BAR:.2f}x): "
+                      + ", ".join(f"{name} {ratio:.2f}x" for name, ratio in pairs)
+                      + f"; geomean {geomean(r for _, r in pairs):.2f}x"
+                      + (f"; over the bar: {', '.join(over)}" if over else "")]
+    return lines

@@ -1,4 +1,4 @@
-"""The four runners of ``openhlo bench`` and the compilation caches they use.
+"""The runners of ``openhlo bench`` and the compilation caches they use.
 
 Every runner takes the workload's numpy inputs and returns numpy outputs (numpy in, numpy
 out: what a user of each stack pays per call). ``prepare`` compiles one workload and
@@ -14,6 +14,12 @@ reports the compile time and the peak memory the runner can tell:
   time = first call - second call (it compiles lazily, on the first call). Memory for both:
   arguments + the peak of bytes held by PyTorch's CPU allocator during one call, from the
   profiler's allocation events.
+* ``jax_plugin`` (not run unless asked for): the openhlo runtime again, reached through
+  JAX's PJRT plugin (frameworks/jax): ``jax.jit`` on ``jax.devices("openhlo")``, inputs
+  placed there once with ``device_put``, each call ending in ``block_until_ready`` (jax
+  arrays out: the figure is what a JAX user pays per call, set against ``openhlo``'s
+  direct call); compile time = ``lowered.compile()`` on that device (after ``openhlo``'s
+  compile of the same program, its kernels come from the cache); memory: n/a.
 
 ``use_cache_root`` points all three persistent compilation caches (OpenHLO's kernel cache,
 JAX's compilation cache, TorchInductor's cache) at one folder, so a fresh folder gives
@@ -26,18 +32,34 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from tools.bench.workloads import Instance
 
-RUNNERS = ("openhlo", "xla", "torch_eager", "inductor")
+RUNNERS = ("openhlo", "xla", "torch_eager", "inductor")   # the default selection
+OPTIONAL_RUNNERS = ("jax_plugin",)                          # run when named
 
 
-def use_cache_root(root: str) -> None:
-    """Send every compilation cache to subfolders of ``root``; call before compiling.
+def _jax_platforms(runners: Iterable[str]) -> str:
+    """cpu first (the default device, where the reference results are computed), then the
+    openhlo plugin when ``jax_plugin`` runs and the plugin library is built (else that
+    runner's setup says why it cannot run)."""
+    if "jax_plugin" not in runners:
+        return "cpu"
+    from frameworks.jax import plugin
+    from pjrt.c_api import loader
+    if loader.library_path() is None:
+        return "cpu"
+    plugin.initialize()  # the jax_plugins entry point does it too, where installed
+    return f"cpu,{plugin.PLATFORM}"
+
+
+def use_cache_root(root: str, runners: Iterable[str] = ()) -> None:
+    """Send every compilation cache to subfolders of ``root``; call before compiling, and
+    before JAX starts its backends (``runners``: the names run, which decide them).
 
     The hardware calibration (a measurement of the machine, not a compiled artifact) is
     copied along so a cold compile does not include re-measuring the machine.
@@ -50,7 +72,7 @@ def use_cache_root(root: str) -> None:
         os.makedirs(os.path.dirname(calibrate.cache_path()), exist_ok=True)
         shutil.copyfile(known, calibrate.cache_path())
     import jax
-    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_platforms", _jax_platforms(runners))
     jax.config.update("jax_compilation_cache_dir", os.path.join(root, "jax"))
     # cache every executable, however quick to compile or small
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
@@ -77,11 +99,15 @@ def _timed(fn):
     return value, time.perf_counter() - start
 
 
-def _warm_up_program():
+def _warm_up_instance() -> Instance:
     """An unrelated tiny program: compiling it pays a runner's one-time costs (imports,
     native libraries, backend start), which belong to no workload's compile time."""
     import jax.numpy as jnp
-    return lower(Instance((np.zeros(7, np.float32),), lambda x: (jnp.sin(x) * 2,), None))
+    return Instance((np.zeros(7, np.float32),), lambda x: (jnp.sin(x) * 2,), None)
+
+
+def _warm_up_program():
+    return lower(_warm_up_instance())
 
 
 class OpenHLORunner:
@@ -126,6 +152,48 @@ class XlaRunner:
         jitted(*inputs)  # its own compile (a persistent-cache hit by now), not timed
         return Prepared(lambda: [np.asarray(o) for o in jitted(*inputs)], seconds,
                         lambda: peak)
+
+
+class JaxPluginRunner:
+    """The openhlo runtime through JAX: ``JAX_PLATFORMS=openhlo``'s path, next to ``openhlo``.
+
+    Its kernels are waited for as ``openhlo``'s are (``exe.wait_optimized()`` there,
+    ``loader.wait_optimized()`` here); the timing's warm-up calls then hand the executable
+    to the plugin's C fast path where the program can take it.
+    """
+    name = "jax_plugin"
+    compiles = True
+
+    def setup(self) -> None:
+        import jax
+
+        from frameworks.jax import plugin
+        from pjrt.c_api import loader
+        if loader.library_path() is None:
+            raise RuntimeError("pjrt/c_api/_openhlo_pjrt*.so is not built (pip install .)")
+        self.device = jax.devices(plugin.PLATFORM)[0]  # registered by use_cache_root
+        self._prepare(_warm_up_instance())
+
+    def prepare(self, instance: Instance, lowered) -> Prepared:
+        return self._prepare(instance)
+
+    def _prepare(self, instance: Instance) -> Prepared:
+        import jax
+
+        from pjrt.c_api import loader
+        inputs = [jax.device_put(a, self.device) for a in instance.inputs]
+        jitted = jax.jit(instance.jax_fn)
+        lowered = jitted.lower(*inputs)  # as xla: tracing and lowering not timed
+        start = time.perf_counter()
+        lowered.compile()
+        seconds = time.perf_counter() - start
+        jitted(*inputs)  # the jit's own compile (cache hits by now), not timed
+        loader.wait_optimized()
+        optimized = time.perf_counter() - start
+
+        def call():
+            return jax.block_until_ready(jitted(*inputs))
+        return Prepared(call, seconds, lambda: None, optimized)
 
 
 @contextlib.contextmanager
@@ -205,4 +273,4 @@ class InductorRunner(_TorchRunner):
 
 
 RUNNER_CLASSES = {cls.name: cls for cls in
-                  (OpenHLORunner, XlaRunner, TorchEagerRunner, InductorRunner)}
+                  (OpenHLORunner, XlaRunner, TorchEagerRunner, InductorRunner, JaxPluginRunner)}

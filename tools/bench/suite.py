@@ -141,7 +141,7 @@ def run_suite(workloads: list[str], runners: list[str], *, quick: bool = False,
     budget = budget if budget is not None else (0.2 if quick else 2.0)
     cache_root = tempfile.mkdtemp(prefix="openhlo-bench-")
     try:
-        use_cache_root(cache_root)
+        use_cache_root(cache_root, runners)
         active = {}
         for name in runners:
             step = time.perf_counter()

@@ -55,6 +55,25 @@ def test_ratios_and_summary():
     assert summary["failures"] == []
 
 
+def test_jax_plugin_is_openhlo_again_not_its_peer():
+    report = _report({"a": {"openhlo": 1.0, "jax_plugin": 1.2, "xla": 2.0},
+                      "b": {"openhlo": 1.0, "jax_plugin": 1.05, "xla": 0.5}})
+    add_ratios(report)
+    a, b = (w["results"] for w in report["workloads"])
+    assert a["jax_plugin"]["vs_openhlo"] == pytest.approx(1.2)
+    assert "vs_openhlo" not in a["openhlo"] and "vs_openhlo" not in a["xla"]
+    assert a["openhlo"]["vs_best_peer"] == 0.5        # xla; not jax_plugin (the same runtime)
+    assert a["jax_plugin"]["vs_best_peer"] == pytest.approx(0.6)
+    assert b["xla"]["vs_best_peer"] == 0.5            # both openhlo runners count for xla
+    report["summary"] = summary = summarize(report)
+    plugin = summary["runners"]["jax_plugin"]["vs_openhlo"]
+    assert plugin["geomean"] == pytest.approx(math.sqrt(1.2 * 1.05))
+    assert plugin["max"] == pytest.approx(1.2) and plugin["max_workload"] == "a"
+    text = format_report(report)
+    assert "jax_plugin over openhlo" in text and "a 1.20x, b 1.05x" in text
+    assert "over the bar: a" in text
+
+
 def test_failures_do_not_count_as_times():
     report = _report({"a": {"openhlo": 2.0, "xla": 1.0}, "b": {"openhlo": 3.0, "xla": 1.0}},
                      failures=[("b", "openhlo", "mismatch")])
