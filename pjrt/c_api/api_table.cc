@@ -109,6 +109,8 @@ OPENHLO_EXPORT void openhlo_report(void* ctx, int code, const char* data, size_t
 // Called by the compile or execute callback, before it returns: the executable may from now on
 // run through `run` without Python (see FastPath in objects.h).
 OPENHLO_EXPORT void openhlo_offer_fast_path(void* ctx, openhlo::FastRunFn run,
-                                            openhlo::FastReleaseFn release, void* fast_ctx) {
-  static_cast<openhlo::CallResult*>(ctx)->fast.reset(new openhlo::FastPath{run, release, fast_ctx});
+                                            openhlo::FastReleaseFn release, void* fast_ctx,
+                                            openhlo::FastFreeResultFn free_result) {
+  static_cast<openhlo::CallResult*>(ctx)->fast.reset(
+      new openhlo::FastPath{run, release, free_result, fast_ctx});
 }

@@ -42,7 +42,7 @@ PJRT_Error* CopyTo(PJRT_Buffer* src, PJRT_Device* device, PJRT_Buffer** out, con
   if (src->deleted) return Deleted(fn);
   if (PJRT_Error* failed = AwaitDefined(src, fn)) return failed;
   PJRT_Buffer* dst = NewBuffer(src->type, src->dims.data(), src->dims.size(), device);
-  std::memcpy(dst->data, src->data, src->nbytes);
+  std::memcpy(dst->data(), src->data(), src->nbytes);
   *out = dst;
   return nullptr;
 }
@@ -72,9 +72,9 @@ PJRT_Error* ClientBufferFromHostBuffer(void* p) {
   }
   if (a->byte_strides == nullptr ||
       std::equal(dense.begin(), dense.end(), a->byte_strides))
-    std::memcpy(buffer->data, a->data, buffer->nbytes);
+    std::memcpy(buffer->data(), a->data, buffer->nbytes);
   else if (buffer->nbytes > 0)
-    CopyStrided(static_cast<const char*>(a->data), a->byte_strides, buffer->data, dense.data(),
+    CopyStrided(static_cast<const char*>(a->data), a->byte_strides, buffer->data(), dense.data(),
                 buffer->dims, buffer->dims.size(), elem);
   a->buffer = buffer;
   a->done_with_host_buffer = NewEvent(PJRT_OK, "");
@@ -134,7 +134,9 @@ PJRT_Error* BufferIsOnCpu(void* p) { Args<PJRT_Buffer_Bool_Args>(p)->value = fal
 PJRT_Error* BufferUnsafePointer(void* p) {
   auto* a = Args<PJRT_Buffer_UnsafePointer_Args>(p);
   if (a->buffer->deleted) return Deleted("PJRT_Buffer_UnsafePointer");
-  a->buffer_pointer = reinterpret_cast<uintptr_t>(a->buffer->data);
+  // A result still being computed has no memory yet: it is handed over when done.
+  if (PJRT_Error* failed = AwaitDefined(a->buffer, "PJRT_Buffer_UnsafePointer")) return failed;
+  a->buffer_pointer = reinterpret_cast<uintptr_t>(a->buffer->data());
   return nullptr;
 }
 PJRT_Error* BufferReadyEvent(void* p) {
@@ -179,11 +181,11 @@ PJRT_Error* BufferToHostBuffer(void* p) {
       return MakeError(PJRT_INVALID_ARGUMENT, "openhlo PJRT_Buffer_ToHostBuffer: destination holds " +
                                                   std::to_string(a->dst_size) + " bytes, need " +
                                                   std::to_string(src->nbytes));
-    std::memcpy(a->dst, src->data, src->nbytes);
+    std::memcpy(a->dst, src->data(), src->nbytes);
   } else if (src->nbytes > 0) {
     size_t elem = ElementSize(src->type);
     std::vector<int64_t> dense = DenseStrides(src->dims, elem);
-    CopyStrided(src->data, dense.data(), static_cast<char*>(a->dst), dst_strides, src->dims,
+    CopyStrided(src->data(), dense.data(), static_cast<char*>(a->dst), dst_strides, src->dims,
                 src->dims.size(), elem);
   }
   a->event = NewEvent(PJRT_OK, "");

@@ -198,6 +198,23 @@ static void ReleaseDonated(const Compiled& c, const PJRT_LoadedExecutable_Execut
   }
 }
 
+// Runs a native path on the inputs' memory (defined by now) and hands its results to `out`.
+static PJRT_Error_Code RunFast(const FastPath& fast, const std::vector<std::shared_ptr<Contents>>& in,
+                               const std::vector<std::shared_ptr<Contents>>& out,
+                               std::string* message) {
+  std::vector<void*> inputs, memory(out.size()), owners(out.size());
+  for (const std::shared_ptr<Contents>& contents : in) inputs.push_back(contents->data);
+  char text[4096];
+  int code = fast.run(fast.ctx, static_cast<int64_t>(inputs.size()), inputs.data(), memory.data(),
+                      owners.data(), text, sizeof text);
+  if (code != PJRT_OK) {
+    *message = std::string("openhlo execute: ") + text;
+    return static_cast<PJRT_Error_Code>(code);
+  }
+  for (size_t j = 0; j < out.size(); ++j) out[j]->Adopt(memory[j], fast.free_result, owners[j]);
+  return PJRT_OK;
+}
+
 // Native executions touching at most this many bytes run inline on the caller's thread: for
 // them, handing over to the dispatch thread would cost more than the work (a few microseconds).
 constexpr size_t kInlineBytes = 64 << 10;
@@ -219,10 +236,10 @@ PJRT_Error* LoadedExecute(void* p) {
                          std::to_string(a->num_devices) + " argument list(s)");
   const size_t num_devices = a->num_devices, num_args = a->num_args;
   const size_t num_outputs = c.output_types.size();
-  std::vector<void*> inputs(num_devices * num_args), outputs(num_devices * num_outputs);
-  std::vector<std::unique_ptr<PJRT_Buffer>> results;
-  std::vector<std::shared_ptr<char>> held;              // kept alive by a queued run
+  FastPath* fast = num_devices == 1 ? c.fast.load(std::memory_order_acquire) : nullptr;
+  std::vector<std::shared_ptr<Contents>> in(num_devices * num_args), out;
   std::vector<std::shared_ptr<Signal>> inputs_defined;  // producers of the inputs
+  std::vector<std::unique_ptr<PJRT_Buffer>> results;
   size_t bytes = 0;
   bool inputs_pending = false;
   for (size_t d = 0; d < num_devices; ++d) {
@@ -233,8 +250,7 @@ PJRT_Error* LoadedExecute(void* p) {
         return MakeError(PJRT_FAILED_PRECONDITION, "openhlo PJRT_LoadedExecutable_Execute: argument " +
                                                        std::to_string(i) + " of " + c.name +
                                                        " was deleted");
-      inputs[d * num_args + i] = arg->data;
-      held.push_back(arg->storage);
+      in[d * num_args + i] = arg->contents;
       bytes += arg->nbytes;
       if (arg->defined != nullptr) {
         inputs_defined.push_back(arg->defined);
@@ -242,30 +258,26 @@ PJRT_Error* LoadedExecute(void* p) {
       }
     }
     for (size_t j = 0; j < num_outputs; ++j) {
+      // A native run hands its results over; the Python path writes into memory we allocate.
       results.emplace_back(NewBuffer(c.output_types[j], c.output_dims[j].data(),
-                                     c.output_dims[j].size(), device));
-      outputs[d * num_outputs + j] = results.back()->data;
-      held.push_back(results.back()->storage);
+                                     c.output_dims[j].size(), device, /*allocate=*/fast == nullptr));
+      out.push_back(results.back()->contents);
       bytes += results.back()->nbytes;
     }
   }
-  FastPath* fast = num_devices == 1 ? c.fast.load(std::memory_order_acquire) : nullptr;
   std::shared_ptr<Signal> done;
   if (fast != nullptr && (inputs_pending || bytes > kInlineBytes || !Dispatcher::Get().Idle())) {
     done = std::make_shared<Signal>();
-    Dispatcher::Get().Push([compiled = exe->compiled, fast, inputs, outputs, held, inputs_defined,
-                            done, num_args] {
+    Dispatcher::Get().Push([compiled = exe->compiled, fast, in, out, inputs_defined, done] {
       for (const std::shared_ptr<Signal>& input : inputs_defined) {
         input->Wait();
         if (input->code() != PJRT_OK)
           return done->Set(input->code(), "openhlo execute: an input's execution failed: " +
                                               input->message());
       }
-      char message[4096];
-      int code = fast->run(fast->ctx, static_cast<int64_t>(num_args), inputs.data(),
-                           outputs.data(), message, sizeof message);
-      done->Set(static_cast<PJRT_Error_Code>(code),
-                code == PJRT_OK ? std::string() : std::string("openhlo execute: ") + message);
+      std::string message;
+      PJRT_Error_Code code = RunFast(*fast, in, out, &message);
+      done->Set(code, std::move(message));
     });
     for (std::unique_ptr<PJRT_Buffer>& result : results) result->defined = done;
   } else {
@@ -273,23 +285,22 @@ PJRT_Error* LoadedExecute(void* p) {
       for (size_t i = 0; i < num_args; ++i)
         if (PJRT_Error* failed = AwaitDefined(a->argument_lists[d][i], "PJRT_LoadedExecutable_Execute"))
           return failed;
-    PJRT_Error* error = nullptr;
     if (fast != nullptr) {
-      char message[4096];
-      int code = fast->run(fast->ctx, static_cast<int64_t>(num_args), inputs.data(),
-                           outputs.data(), message, sizeof message);
-      if (code != PJRT_OK)
-        error = MakeError(static_cast<PJRT_Error_Code>(code),
-                          std::string("openhlo execute: ") + message);
+      std::string message;
+      PJRT_Error_Code code = RunFast(*fast, in, out, &message);
+      if (code != PJRT_OK) return MakeError(code, message);
     } else {
       // All devices in one call: their instances must run at once to meet in collectives.
+      std::vector<void*> inputs, outputs;
+      for (const std::shared_ptr<Contents>& contents : in) inputs.push_back(contents->data);
+      for (const std::shared_ptr<Contents>& contents : out) outputs.push_back(contents->data);
       CallResult result;
       cb.execute(&result, c.handle, static_cast<int64_t>(num_devices),
                  static_cast<int64_t>(num_args), inputs.data(), outputs.data());
-      error = Reported(result, "PJRT_LoadedExecutable_Execute");
-      if (error == nullptr) c.InstallFastPath(std::move(result.fast));
+      if (PJRT_Error* error = Reported(result, "PJRT_LoadedExecutable_Execute"))
+        return error;  // `results` frees the output buffers
+      c.InstallFastPath(std::move(result.fast));
     }
-    if (error != nullptr) return error;  // `results` frees the output buffers
   }
   ReleaseDonated(c, a);
   for (size_t d = 0; d < num_devices; ++d) {

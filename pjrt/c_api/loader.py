@@ -86,7 +86,8 @@ class _Runner:
         self.fast_pending = hasattr(executable, "c_entry") and self.num_devices == 1
 
     def fast_entry(self):
-        """``(run, release, context)`` for openhlo_offer_fast_path, or None for now: when
+        """``(run, release, context, free_result)`` for openhlo_offer_fast_path, or None for
+        now: when
         kernels still compile in the background the question stays open for later calls."""
         exe = self.executable
         if not self.fast_pending or not exe.wait_optimized(0):
@@ -178,7 +179,7 @@ class Bridge:
         lib.openhlo_report.restype = None
         lib.openhlo_set_callbacks.argtypes = [_COMPILE_FN, _EXECUTE_FN, _RELEASE_FN]
         lib.openhlo_set_callbacks.restype = None
-        lib.openhlo_offer_fast_path.argtypes = [ctypes.c_void_p] * 4
+        lib.openhlo_offer_fast_path.argtypes = [ctypes.c_void_p] * 5
         lib.openhlo_offer_fast_path.restype = None
         lib.openhlo_drain.argtypes = []
         lib.openhlo_drain.restype = None

@@ -71,18 +71,26 @@ size_t ElementSize(PJRT_Buffer_Type type) {
   }
 }
 
+void Contents::Adopt(void* memory, FastFreeResultFn free_result, void* owner) {
+  data = static_cast<char*>(memory);
+  storage = std::shared_ptr<char>(data, [free_result, owner](char*) { free_result(owner); });
+}
+
 PJRT_Buffer* NewBuffer(PJRT_Buffer_Type type, const int64_t* dims, size_t rank,
-                       PJRT_Device* device) {
+                       PJRT_Device* device, bool allocate) {
   auto* buffer = new PJRT_Buffer;
   buffer->type = type;
   buffer->dims.assign(dims, dims + rank);
   size_t count = 1;
   for (size_t i = 0; i < rank; ++i) count *= static_cast<size_t>(dims[i]);
   buffer->nbytes = count * ElementSize(type);
-  // aligned_alloc needs a multiple of the alignment; 64 also suits AVX-512 kernels.
-  buffer->storage.reset(static_cast<char*>(std::aligned_alloc(64, (buffer->nbytes + 63) / 64 * 64 + 64)),
-                        std::free);
-  buffer->data = buffer->storage.get();
+  buffer->contents = std::make_shared<Contents>();
+  if (allocate) {
+    // aligned_alloc needs a multiple of the alignment; 64 also suits AVX-512 kernels.
+    buffer->contents->storage.reset(
+        static_cast<char*>(std::aligned_alloc(64, (buffer->nbytes + 63) / 64 * 64 + 64)), std::free);
+    buffer->contents->data = buffer->contents->storage.get();
+  }
   buffer->device = device;
   return buffer;
 }

@@ -31,15 +31,19 @@ PJRT_Error* MakeError(PJRT_Error_Code code, std::string message);
 // Results travel back through openhlo_report(ctx, code, data, size): code 0 with the payload
 // (a compile manifest), or an error code with its message.
 // A backend's native path for one executable: runs it on raw host pointers without Python
-// (the cpu backend's is pjrt/plugins/cpu/native/executor_bindings.cc `c_run`). `run` returns
-// a PJRT_Error_Code and on failure writes a NUL-terminated message; `release(ctx)` is called
-// once, when the executable dies.
-typedef int (*FastRunFn)(void* ctx, int64_t num_args, void* const* inputs, void* const* outputs,
-                         char* message, size_t message_size);
+// (the cpu backend's is pjrt/plugins/cpu/native/executor_bindings.cc `c_run`). `run` reads the
+// arguments in place (never writing them) and hands over each result as memory plus an owner
+// (no copy): results[j] stays valid until free_result(owners[j]). It returns a PJRT_Error_Code
+// and on failure writes a NUL-terminated message (and hands over nothing); `release(ctx)` is
+// called once, when the executable dies.
+typedef int (*FastRunFn)(void* ctx, int64_t num_args, void* const* inputs, void** results,
+                         void** owners, char* message, size_t message_size);
 typedef void (*FastReleaseFn)(void* ctx);
+typedef void (*FastFreeResultFn)(void* owner);
 struct FastPath {
   FastRunFn run;
   FastReleaseFn release;
+  FastFreeResultFn free_result;
   void* ctx;
   ~FastPath() { release(ctx); }
 };
@@ -107,27 +111,39 @@ struct PJRT_Event {
 };
 
 // ---- buffers ---------------------------------------------------------------------------------
+namespace openhlo {
+// A buffer's memory: dense row-major bytes, 64-byte aligned when we allocate them. Shared with
+// queued executions that read it or fill it in (a result is handed over when it is computed),
+// so deleting the buffer (Delete, Destroy, donation) never pulls memory from under them.
+struct Contents {
+  std::shared_ptr<char> storage;
+  char* data = nullptr;
+  void Adopt(void* memory, FastFreeResultFn free_result, void* owner);
+};
+}  // namespace openhlo
+
 struct PJRT_Buffer {
   PJRT_Buffer_Type type = PJRT_T_INVALID;
   std::vector<int64_t> dims;
   size_t nbytes = 0;
-  // 64-byte aligned, dense row-major. Shared with queued executions that read or write it, so
-  // deleting the buffer (Delete, Destroy, donation) never pulls memory from under them.
-  std::shared_ptr<char> storage;
-  char* data = nullptr;  // storage.get(), or null once deleted
+  std::shared_ptr<openhlo::Contents> contents;  // null once deleted
   PJRT_Device* device = nullptr;
   bool deleted = false;
-  // Set when the contents are defined; null for buffers defined at creation.
+  // Set when the contents are defined; null for buffers defined at creation. Read `data()`
+  // only once defined (AwaitDefined).
   std::shared_ptr<openhlo::Signal> defined;
-  void Free() { storage.reset(); data = nullptr; }
+  char* data() const { return contents != nullptr ? contents->data : nullptr; }
+  void Free() { contents.reset(); }
 };
 
 namespace openhlo {
 
 // Byte width of a buffer type, or 0 for types the plugin cannot hold.
 size_t ElementSize(PJRT_Buffer_Type type);
-// A new dense buffer of `type`/`dims` on `device`; data uninitialized.
-PJRT_Buffer* NewBuffer(PJRT_Buffer_Type type, const int64_t* dims, size_t rank, PJRT_Device* device);
+// A new dense buffer of `type`/`dims` on `device`: its memory allocated (uninitialized), or
+// left empty for an execution to hand over (`allocate` false).
+PJRT_Buffer* NewBuffer(PJRT_Buffer_Type type, const int64_t* dims, size_t rank, PJRT_Device* device,
+                       bool allocate = true);
 // Waits until `buffer` is defined; its producer's error (naming `fn`) if that failed.
 PJRT_Error* AwaitDefined(const PJRT_Buffer* buffer, const char* fn);
 

@@ -158,8 +158,9 @@ class CpuExecutable(LoadedExecutable):
         return self._upgrade is None or self._upgrade.wait(timeout)
 
     def c_entry(self):
-        """``(run, release, context)`` addresses of a C function that runs this executable
-        on raw host pointers without Python (for the PJRT C-API plugin, pjrt/c_api), or None:
+        """``(run, release, context, free_result)`` addresses of a C function that runs this
+        executable on raw host pointers without Python, handing its results over without a
+        copy (for the PJRT C-API plugin, pjrt/c_api/objects.h ``FastPath``), or None:
         programs with interpreter fallbacks, several devices, or kernels still compiling in
         the background (ask again once ``wait_optimized(0)``)."""
         program = self.program  # read once: an upgrade may swap it

@@ -111,6 +111,7 @@ Storage::Storage(size_t bytes) : nbytes(bytes) {
 }
 
 Storage::~Storage() {
+  if (!owned) return;
   if (nbytes >= kCacheMinBytes) {
     block_cache().give(data, rounded_size(nbytes, alignment_for(nbytes)));
   } else {

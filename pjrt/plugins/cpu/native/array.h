@@ -48,11 +48,16 @@ inline std::vector<int64_t> row_major_strides(const Shape& shape) {
   return strides;
 }
 
-// 64-byte aligned bytes; freed when the last Array referring to them goes away.
+// 64-byte aligned bytes; freed when the last Array referring to them goes away. Borrowed
+// storage is someone else's memory (a PJRT caller's argument buffer): never freed here and
+// never written (kernels take over only owned storage for in-place results).
 struct Storage {
+  struct Borrowed {};
   void* data = nullptr;
   size_t nbytes = 0;
+  bool owned = true;
   explicit Storage(size_t bytes);
+  Storage(void* external, size_t bytes, Borrowed) : data(external), nbytes(bytes), owned(false) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

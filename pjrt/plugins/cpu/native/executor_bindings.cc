@@ -110,8 +110,13 @@ bool runs_without_python(const Program& program) {
 }
 
 // Status codes as PJRT_Error_Code: 0 ok, 3 invalid argument, 13 internal.
-int c_run(void* ctx, int64_t num_args, void* const* inputs, void* const* outputs, char* message,
-          size_t message_size) {
+// Zero-copy both ways: arguments are borrowed (the caller's memory, never written: in-place
+// kernels take over owned storage only), and results are handed over as they are, each with
+// an owner the caller frees with c_free_result once done with the memory. A result that is an
+// argument itself (a program returning its parameter) is copied, since the caller may free
+// the argument first.
+int c_run(void* ctx, int64_t num_args, void* const* inputs, void** results, void** owners,
+          char* message, size_t message_size) {
   const Executable& exe = **static_cast<const std::shared_ptr<const Executable>*>(ctx);
   auto fail = [&](int code, const std::string& text) {
     std::snprintf(message, message_size, "%s", text.c_str());
@@ -121,18 +126,29 @@ int c_run(void* ctx, int64_t num_args, void* const* inputs, void* const* outputs
     return fail(3, exe.name + " takes " + std::to_string(exe.param_specs.size()) +
                        " argument(s), got " + std::to_string(num_args));
   try {
-    // Copied in: the executor may reuse a parameter's storage for a result (in-place
-    // kernels), and the caller's buffers must stay as they are.
     std::vector<Array> args(exe.param_specs.size());
     for (size_t i = 0; i < args.size(); ++i) {
       const TensorSpec& spec = exe.param_specs[i];
-      args[i] = allocate(spec.dtype, spec.shape);
-      if (args[i].nbytes() > 0) std::memcpy(args[i].raw(), inputs[i], args[i].nbytes());
+      size_t nbytes = static_cast<size_t>(num_elements(spec.shape)) * dtype_size(spec.dtype);
+      args[i] = Array{spec.dtype, spec.shape,
+                      std::make_shared<Storage>(inputs[i], nbytes, Storage::Borrowed{})};
     }
-    std::vector<Array> results = run_executable(exe, std::move(args), ExecContext{},
-                                                SharedPyObject());
-    for (size_t j = 0; j < results.size(); ++j)
-      if (results[j].nbytes() > 0) std::memcpy(outputs[j], results[j].raw(), results[j].nbytes());
+    std::vector<Array> out = run_executable(exe, std::move(args), ExecContext{},
+                                            SharedPyObject());
+    std::vector<std::unique_ptr<Array>> handed(out.size());
+    for (size_t j = 0; j < out.size(); ++j) {
+      Array result = std::move(out[j]);
+      if (!result.storage->owned) {
+        Array copy = allocate(result.dtype, result.shape);
+        if (copy.nbytes() > 0) std::memcpy(copy.raw(), result.raw(), copy.nbytes());
+        result = std::move(copy);
+      }
+      handed[j] = std::make_unique<Array>(std::move(result));
+    }
+    for (size_t j = 0; j < handed.size(); ++j) {
+      results[j] = handed[j]->raw();
+      owners[j] = handed[j].release();
+    }
     return 0;
   } catch (const ExecError& e) {  // worded as the Python path reports it (ExecutionError)
     return fail(13, std::string("ExecutionError: ") + e.what());
@@ -140,6 +156,8 @@ int c_run(void* ctx, int64_t num_args, void* const* inputs, void* const* outputs
     return fail(13, exe.name + ": " + e.what());
   }
 }
+
+void c_free_result(void* owner) { delete static_cast<Array*>(owner); }
 
 void c_release(void* ctx) { delete static_cast<std::shared_ptr<const Executable>*>(ctx); }
 
@@ -255,15 +273,16 @@ void bind_executor(py::module_& m) {
       }))
       .def_readonly("name", &Executable::name)
       .def("c_entry", [](std::shared_ptr<const Executable> exe) -> py::object {
-        // (run, release, context) as addresses for the PJRT plugin library, which must call
-        // release(context) once; None when the program needs Python (callbacks, tokens).
+        // (run, release, context, free_result) as addresses for the PJRT plugin library,
+        // which must call release(context) once and free_result on each result owner; None when the program needs Python (callbacks, tokens).
         for (bool token : exe->param_is_token) if (token) return py::none();
         for (bool token : exe->result_is_token) if (token) return py::none();
         if (!runs_without_python(*exe->main)) return py::none();
         auto* ctx = new std::shared_ptr<const Executable>(std::move(exe));
         return py::make_tuple(reinterpret_cast<uintptr_t>(&c_run),
                               reinterpret_cast<uintptr_t>(&c_release),
-                              reinterpret_cast<uintptr_t>(ctx));
+                              reinterpret_cast<uintptr_t>(ctx),
+                              reinterpret_cast<uintptr_t>(&c_free_result));
       })
       .def("run", [](std::shared_ptr<Executable> exe, py::sequence args, py::object host_state,
                      int64_t replica_id, int64_t partition_id) {
