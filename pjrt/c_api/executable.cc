@@ -1,6 +1,7 @@
 // Compile and Execute through the Python callbacks, and the executables' metadata (served from
 // the manifest decoded at compile time, never from Python).
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "impl.h"
@@ -198,15 +199,21 @@ static void ReleaseDonated(const Compiled& c, const PJRT_LoadedExecutable_Execut
   }
 }
 
-// Runs a native path on the inputs' memory (defined by now) and hands its results to `out`.
-static PJRT_Error_Code RunFast(const FastPath& fast, const std::vector<std::shared_ptr<Contents>>& in,
+// Runs a native path on the inputs' memory (defined by now), hands its results to `out` and
+// records how long it took.
+static PJRT_Error_Code RunFast(Compiled& c, const FastPath& fast,
+                               const std::vector<std::shared_ptr<Contents>>& in,
                                const std::vector<std::shared_ptr<Contents>>& out,
                                std::string* message) {
   std::vector<void*> inputs, memory(out.size()), owners(out.size());
   for (const std::shared_ptr<Contents>& contents : in) inputs.push_back(contents->data);
   char text[4096];
+  auto start = std::chrono::steady_clock::now();
   int code = fast.run(fast.ctx, static_cast<int64_t>(inputs.size()), inputs.data(), memory.data(),
                       owners.data(), text, sizeof text);
+  c.last_run_nanos.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start).count(),
+                         std::memory_order_relaxed);
   if (code != PJRT_OK) {
     *message = std::string("openhlo execute: ") + text;
     return static_cast<PJRT_Error_Code>(code);
@@ -215,9 +222,12 @@ static PJRT_Error_Code RunFast(const FastPath& fast, const std::vector<std::shar
   return PJRT_OK;
 }
 
-// Native executions touching at most this many bytes run inline on the caller's thread: for
-// them, handing over to the dispatch thread would cost more than the work (a few microseconds).
+// Native executions run inline on the caller's thread when they are small: at most this many
+// bytes, and their previous run took at most kInlineNanos. Handing such work to the dispatch
+// thread would cost more than the work (a few microseconds); a long loop over small arrays
+// is not small, and goes asynchronous from its second run on.
 constexpr size_t kInlineBytes = 64 << 10;
+constexpr int64_t kInlineNanos = 50'000;
 
 PJRT_Error* LoadedExecute(void* p) {
   auto* a = Args<PJRT_LoadedExecutable_Execute_Args>(p);
@@ -266,7 +276,9 @@ PJRT_Error* LoadedExecute(void* p) {
     }
   }
   std::shared_ptr<Signal> done;
-  if (fast != nullptr && (inputs_pending || bytes > kInlineBytes || !Dispatcher::Get().Idle())) {
+  bool small = bytes <= kInlineBytes &&
+               c.last_run_nanos.load(std::memory_order_relaxed) <= kInlineNanos;
+  if (fast != nullptr && (inputs_pending || !small || !Dispatcher::Get().Idle())) {
     done = std::make_shared<Signal>();
     Dispatcher::Get().Push([compiled = exe->compiled, fast, in, out, inputs_defined, done] {
       for (const std::shared_ptr<Signal>& input : inputs_defined) {
@@ -276,7 +288,7 @@ PJRT_Error* LoadedExecute(void* p) {
                                               input->message());
       }
       std::string message;
-      PJRT_Error_Code code = RunFast(*fast, in, out, &message);
+      PJRT_Error_Code code = RunFast(*compiled, *fast, in, out, &message);
       done->Set(code, std::move(message));
     });
     for (std::unique_ptr<PJRT_Buffer>& result : results) result->defined = done;
@@ -287,7 +299,7 @@ PJRT_Error* LoadedExecute(void* p) {
           return failed;
     if (fast != nullptr) {
       std::string message;
-      PJRT_Error_Code code = RunFast(*fast, in, out, &message);
+      PJRT_Error_Code code = RunFast(c, *fast, in, out, &message);
       if (code != PJRT_OK) return MakeError(code, message);
     } else {
       // All devices in one call: their instances must run at once to meet in collectives.

@@ -166,6 +166,7 @@ struct Compiled {
   // Set at most once (at compile, or by an execution once background codegen finished);
   // while null, executions go through Python.
   std::atomic<FastPath*> fast{nullptr};
+  std::atomic<int64_t> last_run_nanos{0};  // of the native path, to choose inline or queued
   void InstallFastPath(std::unique_ptr<FastPath> offered);
   ~Compiled();
 };
