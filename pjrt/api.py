@@ -315,24 +315,36 @@ class Executable:
                 f"{self.num_partitions} partition(s)>")
 
 
-def _partition(module: Module, program, entry: str) -> Module:
+def _partition(module: Module, program, entry: str, num_partitions: int) -> Module:
     """The per-device program of a multi-partition ``module`` (``program`` is what the user
-    gave: a Module of theirs is copied, not rewritten). shard_map/pmap bodies become the
-    entry; programs needing automatic partitioning are UNIMPLEMENTED, bad shardings
+    gave: a Module of theirs is copied, not rewritten), by xla_core's ``spmd`` pipeline:
+    shard_map/pmap bodies become the entry, other sharded programs are propagated and
+    partitioned. What the partitioner does not support is UNIMPLEMENTED, bad shardings
     INVALID_ARGUMENT."""
-    from xla_core.passes import PassContext
+    from xla_core.passes import PassContext, Pipeline, parse_pass_list
     from xla_core.spmd import ShardingError, SpmdUnsupportedError
-    from xla_core.spmd.manual import ManualPartitionPass
     if program is module:
         from xla_core.ir_utils import clone_operation
         module = Module(clone_operation(module.op, {}))
+    pipeline = Pipeline("spmd", parse_pass_list(
+        f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
+        f"sharding-propagation{{entry={entry} num-devices={num_partitions}}},"
+        f"spmd-partition{{entry={entry} num-devices={num_partitions}}}"))
     try:
-        ManualPartitionPass(entry=entry).run(module, PassContext())
+        pipeline.run(module, PassContext())
     except SpmdUnsupportedError as exc:
         raise UnimplementedError(str(exc)) from exc
     except ShardingError as exc:
         raise ArgumentError(str(exc)) from exc
     return module
+
+
+def _global_shape(local_shape, tiles) -> tuple:
+    """The shape of the global value whose pieces, laid out by ``tiles``, have
+    ``local_shape``."""
+    if tiles.replicated:
+        return tuple(local_shape)
+    return tuple(n * t for n, t in zip(local_shape, tiles.tile_dims))
 
 
 def _count(module: Module, given, name: str) -> int:
@@ -453,6 +465,37 @@ class LoadedExecutable(abc.ABC):
         results, event = self.execute(arrays, with_event=True)
         event.wait()
         return [buffer.to_numpy() for buffer in results]
+
+    def execute_global(self, *arrays) -> list:
+        """Numpy convenience for a partitioned program (one replica): cut each global
+        argument into the pieces its parameter sharding gives each device, run on every
+        device, wait, and put each result's pieces back together by its output sharding."""
+        from xla_core.spmd.layout import assemble, split
+        self._check_live()
+        if self.num_replicas != 1:
+            raise ArgumentError(f"{self.name} runs on {self.num_replicas} replicas; "
+                                f"execute_global takes partitioned programs only")
+        params, results = self.executable.shardings
+        if len(arrays) != len(params):
+            raise ArgumentError(f"@{self.executable.entry} takes {len(params)} argument(s), "
+                                f"got {len(arrays)}")
+        for i, (array, tiles, local) in enumerate(zip(arrays, params,
+                                                      self.executable.parameter_types)):
+            if np.shape(array) != _global_shape(local.shape, tiles):
+                raise ArgumentError(f"argument {i} of @{self.executable.entry}: expected a "
+                                    f"global array of shape {_global_shape(local.shape, tiles)}"
+                                    f", got one of shape {np.shape(array)}")
+        count = self.num_partitions
+        pieces = [split(np.asarray(a), tiles, count) for a, tiles in zip(arrays, params)]
+        outputs, events = self.execute_sharded([[p[d] for p in pieces] for d in range(count)],
+                                               with_events=True)
+        for event in events:
+            event.wait()
+        glued = []
+        for k, (tiles, local) in enumerate(zip(results, self.executable.result_types)):
+            glued.append(assemble([out[k].to_numpy() for out in outputs], tiles,
+                                  _global_shape(local.shape, tiles)))
+        return glued
 
     @abc.abstractmethod
     def _execute(self, args_per_device: list, devices: list) -> tuple:
@@ -626,8 +669,10 @@ class Client(abc.ABC):
         else:
             raise ArgumentError(f"compile takes a stablehlo Module or its text, "
                                 f"got {type(program).__name__}")
-        if _count(module, options.num_partitions, "num_partitions") > 1:
-            module = _partition(module, program, resolve_entry(module, options.entry))
+        num_partitions = _count(module, options.num_partitions, "num_partitions")
+        if num_partitions > 1:
+            module = _partition(module, program, resolve_entry(module, options.entry),
+                                num_partitions)
         executable = Executable(module, options)
         # The text and options as given: backends with a persistent cache key on them
         # (cheaper than printing the module again).

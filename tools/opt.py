@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import sys
 
@@ -44,6 +45,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--explain-fusion", action="store_true",
                    help="print every fusion decision and refusal (logger openhlo.fusion) "
                         "on stderr")
+    p.add_argument("--explain-sharding", action="store_true",
+                   help="print the sharding sharding-propagation gives each value and where it "
+                        "came from (logger openhlo.spmd) on stderr")
+    p.add_argument("--num-devices", type=int, metavar="N",
+                   help="the device count the SPMD passes partition for (sharding-propagation, "
+                        "spmd-partition; default: the module's mhlo.num_partitions)")
     p.add_argument("-o", "--output", metavar="OUT", help="write the module here, not to stdout")
     p.set_defaults(handler=opt_command)
 
@@ -70,7 +77,8 @@ def _process(text: str, filename: str, pipeline, args: argparse.Namespace) -> st
         from xla_core.passes import PassContext
         ctx = PassContext(timing=args.timing, print_after_all=args.print_after_all,
                           disabled=frozenset(args.disable_pass), dump=sys.stderr)
-        with explaining_fusion(sys.stderr if args.explain_fusion else None):
+        with explaining_fusion(sys.stderr if args.explain_fusion else None), \
+                explaining("openhlo.spmd", sys.stderr if args.explain_sharding else None):
             pipeline.run(module, ctx)
         if args.timing:
             sys.stderr.write(ctx.timing_report() + "\n")
@@ -90,23 +98,43 @@ def _memory_report(module) -> None:
 def _pipeline(args):
     from xla_core.passes import Pipeline, make_pipeline, parse_pass_list
     if args.passes is not None:
-        return Pipeline("opt", parse_pass_list(args.passes))
-    if args.pipeline is not None:
-        return make_pipeline(args.pipeline)
-    if args.disable_pass or args.print_after_all or args.timing or args.explain_fusion:
-        raise CliError("--disable-pass, --print-after-all, --timing and --explain-fusion "
-                       "need --passes or --pipeline")
-    return None
+        pipeline = Pipeline("opt", parse_pass_list(args.passes))
+    elif args.pipeline is not None:
+        pipeline = make_pipeline(args.pipeline)
+    else:
+        if (args.disable_pass or args.print_after_all or args.timing or args.explain_fusion
+                or args.explain_sharding or args.num_devices is not None):
+            raise CliError("--disable-pass, --print-after-all, --timing, --explain-fusion, "
+                           "--explain-sharding and --num-devices need --passes or --pipeline")
+        return None
+    if args.num_devices is not None:
+        if args.num_devices < 1:
+            raise CliError(f"--num-devices must be positive, got {args.num_devices}")
+        pipeline.passes = [_with_devices(p, args.num_devices) for p in pipeline.passes]
+    return pipeline
 
 
-@contextlib.contextmanager
+def _with_devices(p, count: int):
+    """``p`` partitioning for ``count`` devices, if it is an SPMD pass taking a count."""
+    if any(f.name == "num_devices" for f in dataclasses.fields(p)):
+        return dataclasses.replace(p, num_devices=count)
+    return p
+
+
 def explaining_fusion(stream):
     """Route the ``openhlo.fusion`` logger's INFO lines (every fusion decision and refusal)
     to ``stream`` while passes run; None: leave the logger alone."""
+    return explaining("openhlo.fusion", stream)
+
+
+@contextlib.contextmanager
+def explaining(name: str, stream):
+    """Route logger ``name``'s INFO lines to ``stream`` while passes run; None: leave the
+    logger alone."""
     if stream is None:
         yield
         return
-    logger = logging.getLogger("openhlo.fusion")
+    logger = logging.getLogger(name)
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(message)s"))
     old_level = logger.level

@@ -38,6 +38,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--entry", default=None,
                    help="function to run (default: @main, else the only function)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random arguments (default 0)")
+    p.add_argument("--num-devices", type=int, metavar="N",
+                   help="partition a sharded program for N devices and run it there: global "
+                        "arguments are cut by the argument shardings, results put back "
+                        "together by the result shardings")
     add_opt_level_argument(p)
     p.add_argument("--profile", action="store_true",
                    help="cpu backend: print the time of each instruction on stderr")
@@ -62,21 +66,39 @@ def run_command(args: argparse.Namespace) -> int:
     text, filename = read_source(args.file, args.sources)
     module = parse_module(text, filename)
     apply_opt_level(args)
-    client = make_client(args.backend)
-    exe = client.compile(module, entry=args.entry)
+    if args.num_devices is None:
+        exe = make_client(args.backend).compile(module, entry=args.entry)
+        types, result_types = exe.parameter_types, exe.result_types
+    else:  # the executable's types are a device's pieces: show the global ones
+        exe = _partitioned(module, args)
+        signature = module.lookup(exe.executable.entry).type
+        types, result_types = list(signature.inputs), list(signature.results)
     if args.inputs:
-        inputs = load_inputs(args.inputs, exe.parameter_types, exe.entry)
+        inputs = load_inputs(args.inputs, types, exe.entry)
     else:
-        inputs = random_arguments(exe.parameter_types, args.seed)
+        inputs = random_arguments(types, args.seed)
     if args.profile:
         results = _profiled(exe, inputs, args.backend)
+    elif args.num_devices is not None:
+        results = exe.execute_global(*inputs)
     else:
         results = exe(*inputs)
     if args.output:
         save_results(args.output, results)
     else:
-        sys.stdout.write(format_results(results, exe.result_types))
+        sys.stdout.write(format_results(results, result_types))
     return 0
+
+
+def _partitioned(module, args):
+    from pjrt.api import CompileOptions
+    if args.num_devices < 1:
+        raise CliError(f"--num-devices must be positive, got {args.num_devices}")
+    if args.profile:
+        raise CliError("--profile runs on one device; it cannot be used with --num-devices")
+    client = make_client(args.backend, num_devices=args.num_devices)
+    return client.compile(module, CompileOptions(num_partitions=args.num_devices),
+                          entry=args.entry)
 
 
 def load_inputs(path: str, types: list[Type], entry: str) -> list:

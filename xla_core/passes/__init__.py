@@ -17,6 +17,8 @@ PASSES.register("canonicalize", "xla_core.passes.canonicalize:CanonicalizePass")
 PASSES.register("transpose-folding", "xla_core.passes.transpose_folding:TransposeFoldingPass")
 PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
 PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
+PASSES.register("sharding-propagation", "xla_core.spmd.propagation:ShardingPropagationPass")
+PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")
 
 
 def _default_pipeline() -> Pipeline:
@@ -50,9 +52,18 @@ def _cpu_pipeline() -> Pipeline:
         "fusion,dce,memory-schedule"))
 
 
+def _spmd_pipeline() -> Pipeline:
+    """Global sharded program -> per-device program: shard_map/pmap programs by spmd-manual;
+    the others are inlined (propagation and partitioning see one function), propagated and
+    partitioned. Each later pass skips a module an earlier one partitioned."""
+    return Pipeline("spmd", parse_pass_list(
+        "spmd-manual{leave-automatic=true},inline,sharding-propagation,spmd-partition"))
+
+
 PIPELINES.register("default", _default_pipeline)
 PIPELINES.register("cpu-opt", _cpu_opt_pipeline)
 PIPELINES.register("cpu", _cpu_pipeline)
+PIPELINES.register("spmd", _spmd_pipeline)
 
 __all__ = ["PASSES", "PIPELINES", "Pass", "PassContext", "PassError", "PassRecord", "Pipeline",
            "make_pass", "make_pipeline", "parse_pass_list"]

@@ -4,8 +4,10 @@
 ``mhlo.sharding`` strings) into one model: a ``Mesh`` of named axes and a ``TensorSharding``
 saying which mesh axes split each dimension. ``manual`` is the pass for programs whose work is
 all inside fully manual ``sdy.manual_computation``s (``shard_map``, ``pmap``): they need no
-propagation, only their bodies made the entry function. Automatic partitioning (propagation and
-the partitioner) is the SPMD issue's; until then programs that need it are refused clearly.
+propagation, only their bodies made the entry function. The other sharded programs go through
+``propagation`` (pass ``sharding-propagation``: a sharding for every value, with its origin) and
+``partitioner`` (pass ``spmd-partition``: local shapes and collectives; ``reshard`` plans the
+collectives between layouts). ``layout`` splits global arrays into pieces and puts them back.
 """
 from xla_core.spmd.sharding import (Mesh, ShardingError, SpmdUnsupportedError, TensorSharding,
                                     entry_shardings, module_meshes, parse_mhlo_sharding,

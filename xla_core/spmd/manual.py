@@ -12,8 +12,9 @@ After the pass the entry function takes and returns one device's pieces, and eac
 and result carries the ``sdy.sharding`` of the global value it is a piece of (what a runtime
 reports as the executable's parameter and output shardings); the module is marked
 ``openhlo.spmd_partitioned``. Programs that need more (ops on global values outside a manual
-computation, partially manual axes, sharded arguments with no manual computation) raise
-``SpmdUnsupportedError``: they need the automatic partitioner.
+computation, partially manual axes) raise ``SpmdUnsupportedError``; sharded programs with no
+manual computation are refused too, unless ``leave-automatic`` leaves them to the automatic
+partitioner (``sharding-propagation`` and ``spmd-partition``, the ``spmd`` pipeline).
 """
 from __future__ import annotations
 
@@ -31,13 +32,17 @@ from xla_core.spmd.sharding import (ShardingError, SpmdUnsupportedError, TensorS
 
 PARTITIONED = "openhlo.spmd_partitioned"
 MANUAL = "sdy.manual_computation"
-NEEDS_PARTITIONER = "needs the automatic SPMD partitioner, which is not implemented yet"
+NEEDS_PARTITIONER = ("needs the automatic SPMD partitioner around or inside manual computations, "
+                     "which is not implemented")
 
 
 @dataclass(frozen=True)
 class ManualPartitionPass(Pass):
     name = "spmd-manual"
     entry: str = "main"
+    # leave programs without manual computations to the automatic partitioner (the spmd
+    # pipeline) instead of refusing sharded ones
+    leave_automatic: bool = False
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         if PARTITIONED in module.attributes or not module.has_function(self.entry):
@@ -45,7 +50,8 @@ class ManualPartitionPass(Pass):
         func = module.lookup(self.entry)
         manual = [op for op in func.body.operations if op.name == MANUAL]
         if not manual:
-            _check_replicated_signature(module, func)
+            if not self.leave_automatic:
+                _check_replicated_signature(module, func)
             return False
         _Lowering(module, func).run(manual)
         module.attributes[PARTITIONED] = UnitAttr()
@@ -66,9 +72,9 @@ def _check_replicated_signature(module: Module, func: Func) -> None:
             where = f"@{func.name} {kind} {i}"
             if not value_tiles(attrs(i), meshes, t.shape, where).replicated:
                 raise SpmdUnsupportedError(
-                    f"{where} is sharded ({_sharding_text(attrs(i))}): partitioning a program "
-                    f"that is not a shard_map/pmap {NEEDS_PARTITIONER}; use shard_map, or "
-                    f"replicated inputs and outputs")
+                    f"{where} is sharded ({_sharding_text(attrs(i))}): a program that is not "
+                    f"a shard_map/pmap needs the automatic SPMD partitioner: run the spmd "
+                    f"pipeline (sharding-propagation, spmd-partition)")
 
 
 def _sharding_text(attrs: DictAttr) -> str:

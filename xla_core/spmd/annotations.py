@@ -1,0 +1,210 @@
+"""The sharding annotations propagation writes and the partitioner reads.
+
+A value's sharding is a tuple with one entry per dimension: the mesh axes splitting that
+dimension, major to minor (``(("x",), ())`` = dimension 0 split over ``x``). Every sharded
+value of one program lives on one mesh (``MeshInfo``): the module's single ``sdy.mesh``, or,
+for a GSPMD-spelled program (``mhlo.sharding`` strings), a one-axis mesh ``@mesh <["gspmd"=N]>``
+that this module adds, since the GSPMD tile assignments JAX emits for a 1-D mesh
+(``{devices=[1,8]<=[8]}``) are exactly shardings over one axis of size N.
+
+On the entry function the annotations are, per op, ``sdy.sharding =
+#sdy.sharding_per_value<[...]>`` (one sharding per result) and ``openhlo.sharding_origin``
+(why propagation chose it), per argument and result the ``sdy.sharding`` attribute. Sharding
+constraints are ``sdy.sharding_constraint`` ops (GSPMD ``custom_call @Sharding`` is rewritten
+into one).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from stablehlo.ir.attributes import DictAttr, IntegerAttr, OpaqueAttr, StringAttr
+from stablehlo.ir.core import Func, Module, Operation
+
+from xla_core.spmd.sharding import (Mesh, ShardingError, SpmdUnsupportedError, TensorSharding,
+                                    module_meshes, parse_mhlo_sharding, parse_sdy_sharding,
+                                    parse_sdy_sharding_list)
+
+GSPMD_AXIS = "gspmd"
+PER_VALUE = "sdy.sharding"
+ORIGIN = "openhlo.sharding_origin"
+CONSTRAINT = "sdy.sharding_constraint"
+
+
+@dataclass(frozen=True)
+class MeshInfo:
+    name: str
+    mesh: Mesh
+
+    def tiles(self, dims) -> int:
+        return math.prod(self.mesh.axis_size(a) for axes in dims for a in axes)
+
+    def local_shape(self, dims, shape) -> tuple:
+        return tuple(extent // math.prod(self.mesh.axis_size(a) for a in axes)
+                     for axes, extent in zip(dims, shape))
+
+    def check(self, dims, shape, where: str) -> None:
+        TensorSharding(self.name, tuple(dims)).check(self.mesh, shape, where)
+
+    def text(self, dims) -> str:
+        """``<@mesh, [{"x"}, {}]>``, the per-value form."""
+        return str(TensorSharding(self.name, tuple(dims)))[len("#sdy.sharding"):]
+
+    def sharding_attr(self, dims) -> OpaqueAttr:
+        return OpaqueAttr(str(TensorSharding(self.name, tuple(dims))))
+
+    def groups(self, axes) -> np.ndarray:
+        """Replica groups (logical device ids) of the devices that differ only in ``axes``,
+        each group ordered by ``axes`` major to minor: the groups of a collective over them."""
+        devices = self.mesh.devices()
+        picked = [self.mesh.names.index(a) for a in axes]
+        rest = [i for i in range(devices.ndim) if i not in picked]
+        size = math.prod(self.mesh.axis_size(a) for a in axes)
+        return devices.transpose(rest + picked).reshape(-1, size)
+
+    def coordinates(self) -> dict:
+        """Logical device id -> its index along each mesh axis (by name)."""
+        devices = self.mesh.devices()
+        return {int(devices[index]): dict(zip(self.mesh.names, index))
+                for index in np.ndindex(devices.shape)}
+
+
+def replicated(rank: int) -> tuple:
+    return ((),) * rank
+
+
+def has_shardings(module: Module, func: Func) -> bool:
+    """Whether the program says anything about shardings (a mesh, a sharded argument or
+    result, a sharding on an op). A multi-partition program that says nothing is taken as
+    already per-device (hand-written collectives) and left alone."""
+    if any(op.name == "sdy.mesh" for op in module.body.operations):
+        return True
+    attrs = [func.arg_attrs(i) for i in range(len(func.type.inputs))]
+    attrs += [func.result_attrs(i) for i in range(len(func.type.results))]
+    attrs += [op.attributes for op in func.body.operations]
+    return any(a.get(key) is not None for a in attrs for key in ("sdy.sharding", "mhlo.sharding"))
+
+
+def module_mesh(module: Module, func: Func, num_devices: int) -> MeshInfo:
+    """The one mesh of the program (see the module docstring); adds ``@mesh`` for GSPMD
+    programs. ``num_devices`` (0: the module's ``mhlo.num_partitions``) sizes it when no
+    value is sharded."""
+    meshes = module_meshes(module)
+    if len(meshes) > 1:
+        raise SpmdUnsupportedError(f"a program on {len(meshes)} meshes "
+                                   f"({', '.join('@' + m for m in meshes)})")
+    if meshes:
+        name, mesh = next(iter(meshes.items()))
+        info = MeshInfo(name, mesh)
+    else:
+        info = MeshInfo("mesh", Mesh(((GSPMD_AXIS, _gspmd_size(module, func, num_devices)),)))
+        mesh_op = Operation("sdy.mesh", attributes={
+            "sym_name": StringAttr("mesh"),
+            "mesh": OpaqueAttr(f'#sdy.mesh<["{GSPMD_AXIS}"={info.mesh.size}]>')})
+        mesh_op.parent = module.body
+        module.body.operations.insert(0, mesh_op)
+    expected = num_devices or _num_partitions(module)
+    if expected and info.mesh.size != expected:
+        raise ShardingError(f"mesh @{info.name} {info.mesh} has {info.mesh.size} device(s) but "
+                            f"the program is partitioned for {expected}")
+    return info
+
+
+def _num_partitions(module: Module) -> int:
+    attr = module.attributes.get("mhlo.num_partitions")
+    return attr.value if isinstance(attr, IntegerAttr) else 0
+
+
+def _gspmd_size(module: Module, func: Func, num_devices: int) -> int:
+    sizes = set()
+    for op in func.op.walk():
+        text = _mhlo_text(op.attributes)
+        if text is not None and op.results:
+            sizes.add(_tile_count(text, op.results[0].type.shape))
+    for i, t in enumerate(func.type.inputs):
+        text = _mhlo_text(func.arg_attrs(i))
+        if text is not None:
+            sizes.add(_tile_count(text, t.shape))
+    for i, t in enumerate(func.type.results):
+        text = _mhlo_text(func.result_attrs(i))
+        if text is not None:
+            sizes.add(_tile_count(text, t.shape))
+    sizes.discard(1)
+    if len(sizes) > 1:
+        raise SpmdUnsupportedError(f"mhlo.sharding annotations over different device counts "
+                                   f"{sorted(sizes)}")
+    if sizes:
+        return sizes.pop()
+    return num_devices or _num_partitions(module) or 1
+
+
+def _mhlo_text(attrs) -> str | None:
+    attr = attrs.get("mhlo.sharding")
+    if attr is None:
+        return None
+    return attr.value if isinstance(attr, StringAttr) else str(attr)
+
+
+def _tile_count(text: str, shape) -> int:
+    tiles = parse_mhlo_sharding(text, len(shape))
+    return 1 if tiles.replicated else int(tiles.devices.size)
+
+
+def read_dims(info: MeshInfo, attrs, shape, where: str):
+    """The dims of an ``sdy.sharding`` / ``mhlo.sharding`` attribute dict entry, checked
+    against ``shape``; None when it has neither."""
+    sdy = attrs.get("sdy.sharding")
+    if sdy is not None:
+        sharding = parse_sdy_sharding(sdy.text if isinstance(sdy, OpaqueAttr) else str(sdy))
+        return _checked(info, sharding, shape, where)
+    text = _mhlo_text(attrs)
+    if text is None:
+        return None
+    return _checked(info, gspmd_sharding(info, text, len(shape), where), shape, where)
+
+
+def _checked(info: MeshInfo, sharding: TensorSharding, shape, where: str) -> tuple:
+    if sharding.mesh_name != info.name:
+        raise ShardingError(f"{where}: sharding {sharding} names unknown mesh "
+                            f"@{sharding.mesh_name} (meshes: @{info.name})")
+    sharding.check(info.mesh, shape, where)
+    return tuple(sharding.dims)
+
+
+def gspmd_sharding(info: MeshInfo, text: str, rank: int, where: str) -> TensorSharding:
+    """A GSPMD tile assignment as a sharding on the one-axis mesh: replicated, or one
+    dimension split over all devices in order."""
+    tiles = parse_mhlo_sharding(text, rank)
+    if tiles.replicated:
+        return TensorSharding(info.name, replicated(rank))
+    split = [d for d, n in enumerate(tiles.tile_dims) if n > 1]
+    if (tiles.replicate_on_last_tile_dim or len(split) != 1
+            or tiles.devices.ravel().tolist() != list(range(info.mesh.size))):
+        raise SpmdUnsupportedError(f"{where}: mhlo.sharding {text!r} (only replicated and one "
+                                   f"dimension split over devices 0..N-1 in order)")
+    dims = tuple((GSPMD_AXIS,) if d == split[0] else () for d in range(rank))
+    return TensorSharding(info.name, dims)
+
+
+def op_dims(info: MeshInfo, op: Operation) -> list:
+    """The per-result shardings propagation stored on ``op``."""
+    if op.name == CONSTRAINT:
+        sharding = parse_sdy_sharding(op.attributes["sharding"].text)
+        return [_checked(info, sharding, op.results[0].type.shape, op.where())]
+    attr = op.attributes.get(PER_VALUE)
+    if attr is None:
+        raise ShardingError(f"{op.where()} has no sharding: run sharding-propagation first")
+    shardings = parse_sdy_sharding_list(attr.text)
+    if len(shardings) != len(op.results):
+        raise ShardingError(f"{op.where()}: {len(shardings)} sharding(s) for "
+                            f"{len(op.results)} result(s)")
+    return [_checked(info, s, r.type.shape, f"{op.where()} result {r.index}")
+            for s, r in zip(shardings, op.results)]
+
+
+def with_sharding(attrs: DictAttr, info: MeshInfo, dims) -> DictAttr:
+    items = [(k, v) for k, v in attrs.items if k not in ("sdy.sharding", "mhlo.sharding")]
+    items.append(("sdy.sharding", info.sharding_attr(dims)))
+    return DictAttr(tuple(items))

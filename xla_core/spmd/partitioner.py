@@ -1,0 +1,344 @@
+"""spmd-partition: rewrite a propagated global program into the per-device program.
+
+Input: the entry function after ``sharding-propagation`` (every op's results carry
+``sdy.sharding``); a program without any sharding (no mesh, no annotation) is taken as already
+per-device and left alone, as propagation leaves it. Output: an entry function of the same
+name whose arguments and results are one device's pieces (local shapes), each still carrying
+the ``sdy.sharding`` of the global value it is a piece of; the module is marked
+``openhlo.spmd_partitioned`` (as ``spmd-manual`` does), so the runtime splits arguments and
+reports shardings the same way for both.
+
+Each global value has a home piece (the local value and the layout it was computed in);
+consumers ask for it in the layout they need and ``_reshard`` builds (and caches per value and
+layout) the collectives: see ``reshard.py``. Per op:
+- elementwise ops, constraints, transpose, broadcast_in_dim: operands resharded to the
+  result's layout mapped back (``rules.py``), the op run on the pieces;
+- reshape: local when the result's layout maps back to an operand layout that maps forward to
+  it again; else the operand is gathered whole, reshaped, and the result sliced;
+- dot_general: contracting dims split alike on both sides stay split: the local dot gives
+  partial sums, added up by an ``all_reduce`` over those axes, or a ``reduce_scatter`` when
+  the result is split over them; other operand dims are resharded to the result's layout;
+- reduce: reduced dims stay split when the init is the reducer's identity (local reduce, then
+  ``all_reduce`` with the same reducer); otherwise they are gathered first;
+- anything else runs on whole (replicated) operands.
+Collectives use ``use_global_device_ids`` (not all_to_all) and channel handles 1, 2, ... with
+replica groups over logical device ids, as XLA emits them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stablehlo.builder import Builder
+from stablehlo.ir.attributes import ArrayAttr, StructAttr, UnitAttr, dense, i64_attr
+from stablehlo.ir.core import Func, Module, Operation, Value
+from stablehlo.ir.types import I32, TensorType, numpy_dtype
+
+from xla_core.ir_utils import clone_region
+from xla_core.passes.base import Pass, PassContext
+from xla_core.spmd import reshard, rules
+from xla_core.spmd.annotations import (CONSTRAINT, ORIGIN, PER_VALUE, MeshInfo, has_shardings,
+                                       module_mesh, op_dims, read_dims, replicated,
+                                       with_sharding)
+from xla_core.spmd.manual import PARTITIONED
+from xla_core.spmd.sharding import SpmdUnsupportedError
+
+_IDENTITIES = {"stablehlo.add": 0, "stablehlo.or": 0, "stablehlo.xor": 0,
+               "stablehlo.multiply": 1, "stablehlo.and": 1}
+
+
+@dataclass(frozen=True)
+class SpmdPartitionPass(Pass):
+    name = "spmd-partition"
+    entry: str = "main"
+    num_devices: int = 0
+
+    def run(self, module: Module, ctx: PassContext) -> bool:
+        if PARTITIONED in module.attributes or not module.has_function(self.entry):
+            return False
+        func = module.lookup(self.entry)
+        if not has_shardings(module, func):
+            return False
+        info = module_mesh(module, func, self.num_devices)
+        _Partitioner(module, func, info).run()
+        module.attributes[PARTITIONED] = UnitAttr()
+        return True
+
+
+class _Partitioner:
+    def __init__(self, module: Module, func: Func, info: MeshInfo):
+        self.module = module
+        self.func = func
+        self.info = info
+        self.b = Builder(Module())
+        self.home: dict = {}  # global value -> (local value, dims)
+        self.cache: dict = {}  # (global value, dims) -> local value
+        self.channel = 0
+        self.partition_index = None
+
+    # -- the function ------------------------------------------------------------------
+
+    def run(self) -> None:
+        func, info = self.func, self.info
+        args = func.body.arguments
+        arg_dims = [self._annotation(func.arg_attrs(i), a.type, f"argument {i}")
+                    for i, a in enumerate(args)]
+        returned = func.body.terminator.operands
+        res_dims = [self._annotation(func.result_attrs(i), v.type, f"result {i}")
+                    for i, v in enumerate(returned)]
+        with self.b.function(func.name, [self._local_type(a.type, d)
+                                         for a, d in zip(args, arg_dims)]) as (new, pieces):
+            for arg, piece, dims in zip(args, pieces, arg_dims):
+                self.home[arg] = (piece, dims)
+            for op in func.body.operations[:-1]:
+                self._op(op)
+            self.b.return_(*[self._reshard(v, d) for v, d in zip(returned, res_dims)])
+        for key, value in func.op.attributes.items():
+            if key not in ("function_type", "arg_attrs", "res_attrs", "sym_name"):
+                new.op.attributes[key] = value
+        new.op.attributes["arg_attrs"] = ArrayAttr(tuple(
+            with_sharding(func.arg_attrs(i), info, d) for i, d in enumerate(arg_dims)))
+        new.op.attributes["res_attrs"] = ArrayAttr(tuple(
+            with_sharding(func.result_attrs(i), info, d) for i, d in enumerate(res_dims)))
+        body = self.module.body.operations
+        new.op.parent = self.module.body
+        body[body.index(func.op)] = new.op
+
+    def _annotation(self, attrs, t, what: str) -> tuple:
+        dims = read_dims(self.info, attrs, t.shape, f"@{self.func.name} {what}")
+        return dims if dims is not None else replicated(len(t.shape))
+
+    def _local_type(self, t, dims) -> TensorType:
+        return TensorType(self.info.local_shape(dims, t.shape), t.element_type, t.encoding)
+
+    # -- ops ---------------------------------------------------------------------------
+
+    def _op(self, op: Operation) -> None:
+        name = op.name
+        if name == CONSTRAINT:
+            dims = op_dims(self.info, op)[0]
+            self.home[op.results[0]] = (self._reshard(op.operands[0], dims), dims)
+            return
+        if not op.results:
+            self._whole(op)
+            return
+        outs = op_dims(self.info, op)
+        if rules.is_elementwise(op):
+            self._mapped(op, outs[0], [outs[0] if len(v.type.shape) else () for v in op.operands])
+        elif name == "stablehlo.transpose":
+            perm = list(op.attributes["permutation"].values)
+            self._mapped(op, outs[0], [rules.transpose_backward(outs[0], perm)])
+        elif name == "stablehlo.broadcast_in_dim":
+            mapping = list(op.attributes["broadcast_dimensions"].values)
+            self._mapped(op, outs[0], [rules.broadcast_backward(
+                outs[0], op.operands[0].type.shape, op.results[0].type.shape, mapping)])
+        elif name == "stablehlo.reshape":
+            self._reshape(op, outs[0])
+        elif name == "stablehlo.dot_general":
+            self._dot(op, outs[0])
+        elif name == "stablehlo.reduce":
+            self._reduce(op, outs[0])
+        else:
+            self._whole(op)
+
+    def _mapped(self, op: Operation, out, targets) -> None:
+        """Run ``op`` on its operands in layouts ``targets``; its result is laid out ``out``."""
+        operands = [self._reshard(v, t) for v, t in zip(op.operands, targets)]
+        self._emit(op, operands, [out] * len(op.results))
+
+    def _emit(self, op: Operation, operands, outs, regions=()) -> list:
+        attrs = {k: v for k, v in op.attributes.items() if k not in (PER_VALUE, ORIGIN)}
+        types = [self._local_type(r.type, d) for r, d in zip(op.results, outs)]
+        new = self.b.op(op.name, operands, types, attrs, regions)
+        for result, piece, dims in zip(op.results, new.results, outs):
+            self.home[result] = (piece, tuple(dims))
+        return new.results
+
+    def _reshape(self, op: Operation, out) -> None:
+        source, result = op.operands[0].type.shape, op.results[0].type.shape
+        size = self.info.mesh.axis_size
+        target = rules.reshape_map(out, result, source, size)
+        if rules.reshape_map(target, source, result, size) == tuple(out):
+            self._mapped(op, out, [target])
+            return
+        # no layout of the operand reshapes locally into ``out``: reshape the whole value
+        self._mapped(op, replicated(len(result)), [replicated(len(source))])
+
+    def _dot(self, op: Operation, out) -> None:
+        lb, rb, lc, rc, _, _ = rules.dot_dims(op)
+        lhs_at, rhs_at = rules.dot_result_positions(op)
+        have_l = self._layout(op.operands[0])
+        have_r = self._layout(op.operands[1])
+        partial, scatter = [], {}
+        for d, e in zip(lc, rc):
+            axes = have_l[d]
+            if not axes or axes != have_r[e]:
+                continue
+            hit = [r for r, o in enumerate(out) if set(axes) & set(o)]
+            if not hit:
+                partial.append((d, e, axes))
+            elif (len(hit) == 1 and hit[0] not in scatter
+                  and tuple(out[hit[0]][-len(axes):]) == tuple(axes)):
+                partial.append((d, e, axes))
+                scatter[hit[0]] = axes
+        computed = [tuple(o[:len(o) - len(scatter.get(r, ()))]) for r, o in enumerate(out)]
+        lhs_t = [computed[lhs_at[d]] if d in lhs_at else () for d in range(len(have_l))]
+        rhs_t = [computed[rhs_at[d]] if d in rhs_at else () for d in range(len(have_r))]
+        for d, e, axes in partial:
+            lhs_t[d] = axes
+            rhs_t[e] = axes
+        operands = [self._reshard(op.operands[0], lhs_t), self._reshard(op.operands[1], rhs_t)]
+        (x,) = self._emit(op, operands, [computed])
+        scattered = {a for axes in scatter.values() for a in axes}
+        summed = [a for _, _, axes in partial for a in axes if a not in scattered]
+        if summed:
+            x = self._all_reduce(x, summed, "stablehlo.add")
+        for r, axes in scatter.items():
+            pieces = len(self._groups(axes)[0])
+            x = self._collective("stablehlo.reduce_scatter", x, axes,
+                                 {"scatter_dimension": i64_attr(r)},
+                                 _scaled(x.type, r, 1, pieces), [self._adder(x.type)])
+        self.home[op.results[0]] = (x, tuple(out))
+
+    def _reduce(self, op: Operation, out) -> None:
+        n = len(op.operands) // 2
+        reduced = sorted(op.attributes["dimensions"].values)
+        have = self._layout(op.operands[0])
+        target = list(rules.reduce_backward(out, len(have), set(reduced)))
+        summed = []
+        if n == 1 and self._identity_init(op):
+            used = {a for axes in out for a in axes}
+            for d in reduced:
+                if have[d] and not used & set(have[d]):
+                    target[d] = have[d]
+                    summed += list(have[d])
+        operands = [self._reshard(v, target) for v in op.operands[:n]]
+        operands += [self._reshard(v, ()) for v in op.operands[n:]]
+        results = self._emit(op, operands, [out] * n, [clone_region(op.regions[0], {})])
+        if summed:
+            x = self._all_reduce(results[0], summed, op.regions[0])
+            self.home[op.results[0]] = (x, tuple(out))
+
+    def _identity_init(self, op: Operation) -> bool:
+        """Whether the reduce's init is its reducer's identity (partial reductions of the
+        pieces then combine to the whole one)."""
+        block = op.regions[0].block
+        init = op.operands[1].owner
+        if len(block.operations) != 2 or getattr(init, "name", None) != "stablehlo.constant":
+            return False
+        reducer = block.operations[0].name
+        value = init.attributes["value"].array
+        if reducer in _IDENTITIES:
+            return bool(np.all(value == _IDENTITIES[reducer]))
+        if reducer in ("stablehlo.maximum", "stablehlo.minimum"):
+            kind = np.finfo if value.dtype.kind == "f" else np.iinfo
+            limit = kind(value.dtype).min if reducer == "stablehlo.maximum" else \
+                kind(value.dtype).max
+            infinite = -np.inf if reducer == "stablehlo.maximum" else np.inf
+            return bool(np.all((value == limit) | (value == infinite)))
+        return False
+
+    def _whole(self, op: Operation) -> None:
+        """An op without a partitioning rule: run on whole values on every device."""
+        inside = {v for inner in op.walk() for v in inner.results}
+        inside |= {a for inner in op.walk() for r in inner.regions for blk in r.blocks
+                   for a in blk.arguments}
+        for inner in list(op.walk())[1:]:
+            if any(v not in inside for v in inner.operands):
+                raise SpmdUnsupportedError(f"{op.where()}: a region using values from outside "
+                                           f"it (partitioning such ops is not implemented)")
+        operands = [self._reshard(v, replicated(len(v.type.shape))) for v in op.operands]
+        self._emit(op, operands, [replicated(len(r.type.shape)) for r in op.results],
+                   [clone_region(r, {}) for r in op.regions])
+
+    # -- resharding --------------------------------------------------------------------
+
+    def _layout(self, value: Value) -> tuple:
+        return self.home[value][1]
+
+    def _reshard(self, value: Value, target) -> Value:
+        piece, have = self.home[value]
+        target = tuple(tuple(axes) for axes in target)
+        if have == target:
+            return piece
+        key = (value, target)
+        if key not in self.cache:
+            info = self.info
+            steps, _ = reshard.plan(have, target, piece.type.shape,
+                                    np.dtype(numpy_dtype(piece.type.element_type)).itemsize,
+                                    info.mesh.axis_size)
+            self.cache[key] = self._apply(piece, steps)
+        return self.cache[key]
+
+    def _apply(self, x: Value, steps) -> Value:
+        slices = {}
+        for step in steps:
+            if step[0] == "all_to_all":
+                _, i, j, a = step
+                n = self.info.mesh.axis_size(a)
+                x = self._collective("stablehlo.all_to_all", x, (a,), {
+                    "split_dimension": i64_attr(j), "concat_dimension": i64_attr(i),
+                    "split_count": i64_attr(n)}, _scaled(x.type, j, 1, n, i, n), global_ids=False)
+            elif step[0] == "all_gather":
+                _, i, axes = step
+                n = len(self._groups(axes)[0])
+                x = self._collective("stablehlo.all_gather", x, axes,
+                                     {"all_gather_dim": i64_attr(i)}, _scaled(x.type, i, n, 1))
+            else:
+                slices[step[1]] = step[2]
+        return self._slice(x, slices) if slices else x
+
+    def _slice(self, x: Value, slices: dict) -> Value:
+        """Each device cuts its part: ``slices`` maps a dim to the axes newly splitting it."""
+        b, info = self.b, self.info
+        if self.partition_index is None:
+            self.partition_index = b.convert(b.partition_id(), I32)
+        zero = b.constant(np.int32(0))
+        shape = list(x.type.shape)
+        starts = []
+        for d, extent in enumerate(x.type.shape):
+            if d not in slices:
+                starts.append(zero)
+                continue
+            shape[d] = extent // len(self._groups(slices[d])[0])
+            table = reshard.slice_offsets(info.coordinates(), slices[d], shape[d],
+                                          info.mesh.axis_size)
+            entry = b.dynamic_slice(b.constant(table), [self.partition_index], [1])
+            starts.append(b.reshape(entry, ()))
+        return b.dynamic_slice(x, starts, shape)
+
+    def _groups(self, axes) -> np.ndarray:
+        return self.info.groups(tuple(axes))
+
+    def _collective(self, name: str, x: Value, axes, attrs: dict, result: TensorType,
+                    regions=(), global_ids: bool = True) -> Value:
+        self.channel += 1
+        attrs = dict(attrs)
+        attrs["replica_groups"] = dense(self._groups(axes).astype(np.int64))
+        attrs["channel_handle"] = StructAttr("channel_handle",
+                                             (("handle", self.channel), ("type", 1)))
+        if global_ids:
+            attrs["use_global_device_ids"] = UnitAttr()
+        return self.b.op(name, [x], [result], attrs, regions).results[0]
+
+    def _all_reduce(self, x: Value, axes, reducer) -> Value:
+        region = clone_region(reducer, {}) if not isinstance(reducer, str) else \
+            self._adder(x.type)
+        return self._collective("stablehlo.all_reduce", x, axes, {}, x.type, [region])
+
+    def _adder(self, t: TensorType):
+        scalar = TensorType((), t.element_type)
+        return self.b.region([scalar, scalar],
+                             lambda lhs, rhs: self.b.op("stablehlo.add", [lhs, rhs]).result)
+
+
+def _scaled(t: TensorType, dim: int, mul: int, div: int, dim2=None, mul2: int = 1) -> TensorType:
+    shape = list(t.shape)
+    shape[dim] = shape[dim] * mul // div
+    if dim2 is not None:
+        shape[dim2] *= mul2
+    return TensorType(tuple(shape), t.element_type, t.encoding)
+
+
+__all__ = ["SpmdPartitionPass"]
