@@ -393,6 +393,8 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
     red = shape[:len(dims)]
     kept = shape[len(dims):]
     ncols, nred = _size(kept), _size(red)
+    if ncols == 0:  # nothing to compute: the executor handles empty results
+        raise NotGeneratable("a reduction with no columns")
     cb = min(_COLUMNS, ncols)
     blocks = -(-ncols // cb)
     rows, elems = _classify(k, shape, kept)

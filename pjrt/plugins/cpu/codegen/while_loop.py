@@ -25,7 +25,7 @@ import numpy as np
 from stablehlo.ir.core import Operation
 
 from pjrt.plugins.cpu.codegen.abi import KERNEL_SIGNATURE
-from pjrt.plugins.cpu.codegen.scalar import elem_name, literal
+from pjrt.plugins.cpu.codegen.scalar import NotGeneratable, elem_name, literal
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -38,10 +38,6 @@ _UNARY_FLOAT = {"stablehlo.exponential": "exp", "stablehlo.log": "log", "stableh
                 "stablehlo.sqrt": "sqrt", "stablehlo.sine": "sin", "stablehlo.cosine": "cos"}
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 _SYMBOL = "openhlo_kernel"
-
-
-class NotGeneratable(Exception):
-    """The region has something the generator does not handle (a reason for the log)."""
 
 
 def _ctype(type) -> str:

@@ -115,3 +115,40 @@ def test_cheap_or_single_use_operands_are_not_buffered():
     loops = _loops(source)
     # mean and rsqrt are per-row scalars: no division or square root inside a loop over a row
     assert not any("/" in b or "sqrt" in b for b in loops)
+
+
+def test_column_reduction_of_an_empty_value_compiles_and_runs():
+    """A fused column sum with no columns (jnp.delete left nothing): the generator refuses it
+    and the fusion runs op by op, instead of the compile failing."""
+    text = """
+func.func @main(%x: tensor<3x0xf32>) -> tensor<0xf32> {
+  %e = stablehlo.exponential %x : tensor<3x0xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [0]
+      : (tensor<3x0xf32>, tensor<f32>) -> tensor<0xf32>
+  func.return %s : tensor<0xf32>
+}"""
+    check_against_interpreter(text, [np.zeros((3, 0), np.float32)], generated=False)
+
+
+def test_while_loop_over_an_element_type_the_loop_generator_lacks():
+    """A bf16 loop: the loop generator refuses the type and the executor runs the loop."""
+    import ml_dtypes
+    text = """
+func.func @main(%x: tensor<4xbf16>) -> tensor<4xbf16> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<4xbf16>
+    cond {
+      %n = stablehlo.constant dense<3> : tensor<i32>
+      %lt = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %i1 = stablehlo.add %i, %one : tensor<i32>
+      %v1 = stablehlo.add %v, %v : tensor<4xbf16>
+      stablehlo.return %i1, %v1 : tensor<i32>, tensor<4xbf16>
+    }
+  func.return %r#1 : tensor<4xbf16>
+}"""
+    x = np.array([1.0, -2.0, 0.5, 3.0], ml_dtypes.bfloat16)
+    check_against_interpreter(text, [x], generated=False)
