@@ -2,6 +2,7 @@
 
     openhlo run FILE.mlir [--backend NAME] [--inputs ARGS.npz] [--output OUT.npz]
     openhlo opt FILE.mlir [--passes=a,b] [--pipeline=NAME] [--generic] [-o OUT]
+    openhlo sharding FILE.mlir --num-devices N [--png DIR] [--ranges]
     openhlo conformance PATH... [--backend NAME] [--json OUT] [--jobs N] [--timeout S]
     openhlo bench-text [PATH...]
     openhlo bench-runtime [--backend NAME] [--json OUT]
@@ -26,7 +27,7 @@ from tools.diagnostics import CliError, format_error
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tools import bench_runtime, bench_text, opt, run
+    from tools import bench_runtime, bench_text, opt, run, sharding_view
     from tools.bench import command as bench
     from tools.conformance import command as conformance
     from tools.jax_suite import command as jax_suite
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true",
                         help="show the Python traceback of errors (for debugging OpenHLO)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (run, opt, conformance, bench_text, bench_runtime, bench, jax_suite):
+    for module in (run, opt, sharding_view, conformance, bench_text, bench_runtime, bench,
+                   jax_suite):
         module.add_parser(subparsers)
     return parser
 

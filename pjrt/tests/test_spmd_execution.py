@@ -95,10 +95,11 @@ def test_two_manual_computations_on_a_2d_mesh():
 
 def test_runtime_reports_codes_and_device_count():
     client = pjrt.make_client("cpu", num_devices=4)
-    with pytest.raises(UnimplementedError, match="automatic SPMD partitioner"):
-        client.compile(PSUM_ROWS.replace("%0 = sdy", "%n = stablehlo.negate %arg0 : "
-                                         "tensor<8x3xf32>\n  %0 = sdy"),
-                       pjrt.CompileOptions(num_partitions=4))
+    # a dim split over a free axis ("a") major to a manual one ("b"): no piece to run on
+    free_major = MESH_2D + PSUM_ROWS[len(MESH_1D):].replace(
+        '{"x"}', '{"a", "b"}').replace('manual_axes={"a", "b"}', 'manual_axes={"b"}')
+    with pytest.raises(UnimplementedError, match="free axes major to manual"):
+        client.compile(free_major, pjrt.CompileOptions(num_partitions=4))
     with pytest.raises(ArgumentError, match="need 4 devices"):
         pjrt.make_client("cpu", num_devices=2).compile(PSUM_ROWS,
                                                        pjrt.CompileOptions(num_partitions=4))

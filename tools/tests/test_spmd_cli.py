@@ -47,3 +47,28 @@ def test_run_takes_global_arguments_and_returns_global_results(capsys, tmp_path)
         np.testing.assert_allclose(out["out0"], np.tanh(a @ b), rtol=1e-5, atol=1e-6)
     printed = run_cli(capsys, "run", path, "--backend", "cpu", "--num-devices", "4")
     assert printed.code == 0 and printed.out.startswith("out0: tensor<8x8xf32>")
+
+
+def test_sharding_draws_arguments_and_results(capsys, tmp_path):
+    import importlib.util
+
+    from xla_core.spmd.visualize import read_text as parse_boxes
+    path = tmp_path / "p.mlir"
+    path.write_text(PROGRAM)
+    png = ["--png", tmp_path / "png"] if importlib.util.find_spec("matplotlib") else []
+    r = run_cli(capsys, "sharding", path, "--num-devices", "4", *png)
+    assert r.code == 0, r.err
+    blocks = {}
+    for chunk in r.out.split("\n"):
+        if chunk.endswith("]") and ": shape" in chunk:
+            name = chunk.split(":")[0]
+            blocks[name] = []
+        else:
+            blocks[name].append(chunk)
+    # %a: columns over "x" (devices 0..3 left to right); %b and the result: rows over "x"
+    assert parse_boxes("\n".join(blocks["arg0"])) == [["0", "1", "2", "3"]]
+    assert parse_boxes("\n".join(blocks["arg1"])) == [["0"], ["1"], ["2"], ["3"]]
+    assert parse_boxes("\n".join(blocks["result0"])) == [["0"], ["1"], ["2"], ["3"]]
+    if png:
+        assert sorted(p.name for p in (tmp_path / "png").iterdir()) == \
+            ["arg0.png", "arg1.png", "result0.png"]

@@ -16,6 +16,7 @@ into one).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -202,6 +203,37 @@ def op_dims(info: MeshInfo, op: Operation) -> list:
                             f"{len(op.results)} result(s)")
     return [_checked(info, s, r.type.shape, f"{op.where()} result {r.index}")
             for s, r in zip(shardings, op.results)]
+
+
+MANUAL_COMPUTATION = "sdy.manual_computation"
+
+
+def manual_dims(info: MeshInfo, op: Operation) -> tuple:
+    """``(operand dims, result dims)`` of an ``sdy.manual_computation`` as its body sees the
+    pieces: split over the manual axes as ``in_shardings``/``out_shardings`` say, whole
+    along the other (free) axes. A dim split over a free axis major to a manual one has no
+    such piece (refused)."""
+    manual = set(re.findall(r'"([^"]+)"', op.attributes["manual_axes"].text))
+    out = []
+    for key, values in (("in_shardings", op.operands), ("out_shardings", op.results)):
+        shardings = parse_sdy_sharding_list(op.attributes[key].text)
+        if len(shardings) != len(values):
+            raise ShardingError(f"{op.where()}: {len(shardings)} {key} for {len(values)} "
+                                f"value(s)")
+        side = []
+        for j, (sharding, value) in enumerate(zip(shardings, values)):
+            dims = _checked(info, sharding, value.type.shape, f"{op.where()} {key}[{j}]")
+            kept = []
+            for d, axes in enumerate(dims):
+                prefix = tuple(a for a in axes if a in manual)
+                if tuple(axes[:len(prefix)]) != prefix:
+                    raise SpmdUnsupportedError(
+                        f"{op.where()} {key}[{j}] dim {d} is split over free axes major to "
+                        f"manual ones ({', '.join(axes)}): not implemented")
+                kept.append(prefix)
+            side.append(tuple(kept))
+        out.append(side)
+    return tuple(out)
 
 
 def with_sharding(attrs: DictAttr, info: MeshInfo, dims) -> DictAttr:

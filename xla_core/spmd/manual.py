@@ -12,9 +12,10 @@ After the pass the entry function takes and returns one device's pieces, and eac
 and result carries the ``sdy.sharding`` of the global value it is a piece of (what a runtime
 reports as the executable's parameter and output shardings); the module is marked
 ``openhlo.spmd_partitioned``. Programs that need more (ops on global values outside a manual
-computation, partially manual axes) raise ``SpmdUnsupportedError``; sharded programs with no
-manual computation are refused too, unless ``leave-automatic`` leaves them to the automatic
-partitioner (``sharding-propagation`` and ``spmd-partition``, the ``spmd`` pipeline).
+computation, partially manual axes) raise ``SpmdUnsupportedError``, and so do sharded programs
+with no manual computation, unless ``leave-automatic`` leaves all of these to the automatic
+partitioner (``sharding-propagation`` and ``spmd-partition``, the ``spmd`` pipeline), which runs
+manual computations in place (see ``partitioner``).
 """
 from __future__ import annotations
 
@@ -53,9 +54,30 @@ class ManualPartitionPass(Pass):
             if not self.leave_automatic:
                 _check_replicated_signature(module, func)
             return False
+        if self.leave_automatic and not _all_manual(module, func, manual):
+            return False  # the automatic partitioner runs the manual computations in place
         _Lowering(module, func).run(manual)
         module.attributes[PARTITIONED] = UnitAttr()
         return True
+
+
+def manual_axes_of(op: Operation) -> tuple:
+    return parse_manual_axes(op.attributes["manual_axes"].text)
+
+
+def _all_manual(module: Module, func: Func, manual: list) -> bool:
+    """Whether all the work is in manual computations over every (non-trivial) mesh axis."""
+    if any(op.name not in (MANUAL, "func.return") for op in func.body.operations):
+        return False
+    meshes = module_meshes(module)
+    for op in manual:
+        axes = set(manual_axes_of(op))
+        for sharding in parse_sdy_sharding_list(op.attributes["in_shardings"].text) + \
+                parse_sdy_sharding_list(op.attributes["out_shardings"].text):
+            mesh = mesh_of(meshes, sharding, op.where())
+            if any(size > 1 and n not in axes for n, size in mesh.axes):
+                return False
+    return True
 
 
 def _check_replicated_signature(module: Module, func: Func) -> None:
@@ -208,4 +230,4 @@ class _Lowering:
         return DictAttr(tuple(items))
 
 
-__all__ = ["ManualPartitionPass", "PARTITIONED"]
+__all__ = ["MANUAL", "ManualPartitionPass", "PARTITIONED", "manual_axes_of"]

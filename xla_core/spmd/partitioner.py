@@ -18,8 +18,18 @@ layout) the collectives: see ``reshard.py``. Per op:
 - dot_general: contracting dims split alike on both sides stay split: the local dot gives
   partial sums, added up by an ``all_reduce`` over those axes, or a ``reduce_scatter`` when
   the result is split over them; other operand dims are resharded to the result's layout;
+- convolution (no feature/batch groups): the same, with the input batch dim and the kernel
+  output feature dim mapping to the result and the input/kernel feature dims contracting;
+  a spatial dim split on the input stays split when the window keeps its extent (stride 1,
+  "same" padding): each piece is extended by halos from its neighbours
+  (``collective_permute``) and convolved without padding on that dim; other spatial dims
+  are computed whole and cut to the result's layout after; a spatial dim the window spans
+  whole (a kernel gradient) split alike on both sides is summed like a contracting dim, the
+  input pieces extended by halos;
 - reduce: reduced dims stay split when the init is the reducer's identity (local reduce, then
   ``all_reduce`` with the same reducer); otherwise they are gathered first;
+- sdy.manual_computation (shard_map, also partially manual: manual on some mesh axes): its
+  body runs in place on pieces split over the manual axes, whole along the free ones;
 - anything else runs on whole (replicated) operands.
 Collectives use ``use_global_device_ids`` (not all_to_all) and channel handles 1, 2, ... with
 replica groups over logical device ids, as XLA emits them.
@@ -38,9 +48,9 @@ from stablehlo.ir.types import I32, TensorType, numpy_dtype
 from xla_core.ir_utils import clone_region
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import reshard, rules
-from xla_core.spmd.annotations import (CONSTRAINT, ORIGIN, PER_VALUE, MeshInfo, has_shardings,
-                                       module_mesh, op_dims, read_dims, replicated,
-                                       with_sharding)
+from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
+                                       MeshInfo, has_shardings, manual_dims, module_mesh,
+                                       op_dims, read_dims, replicated, with_sharding)
 from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
@@ -120,6 +130,9 @@ class _Partitioner:
             dims = op_dims(self.info, op)[0]
             self.home[op.results[0]] = (self._reshard(op.operands[0], dims), dims)
             return
+        if name == MANUAL_COMPUTATION:
+            self._manual(op)
+            return
         if not op.results:
             self._whole(op)
             return
@@ -135,7 +148,8 @@ class _Partitioner:
                 outs[0], op.operands[0].type.shape, op.results[0].type.shape, mapping)])
         elif name == "stablehlo.reshape":
             self._reshape(op, outs[0])
-        elif name == "stablehlo.dot_general":
+        elif name in ("stablehlo.dot_general", "stablehlo.convolution") and \
+                rules.contraction(op) is not None:
             self._dot(op, outs[0])
         elif name == "stablehlo.reduce":
             self._reduce(op, outs[0])
@@ -147,8 +161,9 @@ class _Partitioner:
         operands = [self._reshard(v, t) for v, t in zip(op.operands, targets)]
         self._emit(op, operands, [out] * len(op.results))
 
-    def _emit(self, op: Operation, operands, outs, regions=()) -> list:
-        attrs = {k: v for k, v in op.attributes.items() if k not in (PER_VALUE, ORIGIN)}
+    def _emit(self, op: Operation, operands, outs, regions=(), attrs=None) -> list:
+        attrs = {**{k: v for k, v in op.attributes.items() if k not in (PER_VALUE, ORIGIN)},
+                 **(attrs or {})}
         types = [self._local_type(r.type, d) for r, d in zip(op.results, outs)]
         new = self.b.op(op.name, operands, types, attrs, regions)
         for result, piece, dims in zip(op.results, new.results, outs):
@@ -166,12 +181,12 @@ class _Partitioner:
         self._mapped(op, replicated(len(result)), [replicated(len(source))])
 
     def _dot(self, op: Operation, out) -> None:
-        lb, rb, lc, rc, _, _ = rules.dot_dims(op)
-        lhs_at, rhs_at = rules.dot_result_positions(op)
+        lhs_at, rhs_at, pairs = rules.contraction(op)
+        mapped = set(lhs_at.values()) | set(rhs_at.values())
         have_l = self._layout(op.operands[0])
         have_r = self._layout(op.operands[1])
         partial, scatter = [], {}
-        for d, e in zip(lc, rc):
+        for d, e in pairs:
             axes = have_l[d]
             if not axes or axes != have_r[e]:
                 continue
@@ -182,14 +197,38 @@ class _Partitioner:
                   and tuple(out[hit[0]][-len(axes):]) == tuple(axes)):
                 partial.append((d, e, axes))
                 scatter[hit[0]] = axes
-        computed = [tuple(o[:len(o) - len(scatter.get(r, ()))]) for r, o in enumerate(out)]
+        # result dims no operand dim maps to (a convolution's windowed spatial dims) are
+        # computed whole, then cut to ``out``
+        computed = [tuple(o[:len(o) - len(scatter.get(r, ()))]) if r in mapped else ()
+                    for r, o in enumerate(out)]
+        conv = op.name == "stablehlo.convolution"
+        halo = rules.conv_halo(op) if conv else {}
+        sums = rules.conv_window_sums(op) if conv else {}
+        lhs_shape = op.operands[0].type.shape
+        for d, (r, lo, hi, _) in halo.items():
+            pieces = self.info.tiles((computed[r],))
+            if max(lo, hi) > lhs_shape[d] // pieces:
+                computed[r] = ()  # a halo wider than a piece: computed on the whole dim
+        for d, (_, lo, hi, _) in sums.items():
+            split = [p for p in partial if p[0] == d]
+            if split and max(lo, hi) > lhs_shape[d] // self.info.tiles((split[0][2],)):
+                partial.remove(split[0])  # a halo wider than a piece: summed whole
         lhs_t = [computed[lhs_at[d]] if d in lhs_at else () for d in range(len(have_l))]
         rhs_t = [computed[rhs_at[d]] if d in rhs_at else () for d in range(len(have_r))]
         for d, e, axes in partial:
             lhs_t[d] = axes
             rhs_t[e] = axes
         operands = [self._reshard(op.operands[0], lhs_t), self._reshard(op.operands[1], rhs_t)]
-        (x,) = self._emit(op, operands, [computed])
+        attrs = None
+        windowed = {d: (lo, hi, i) for d, (_, lo, hi, i) in {**halo, **sums}.items()}
+        if any(lhs_t[d] for d in windowed):
+            padding = op.attributes["padding"].array.reshape(-1, 2).astype(np.int64)
+            for d, (lo, hi, i) in windowed.items():
+                if lhs_t[d]:
+                    operands[0] = self._halo(operands[0], d, lhs_t[d], lo, hi)
+                    padding[i] = (0, 0)
+            attrs = {"padding": dense(padding)}
+        (x,) = self._emit(op, operands, [computed], attrs=attrs)
         scattered = {a for axes in scatter.values() for a in axes}
         summed = [a for _, _, axes in partial for a in axes if a not in scattered]
         if summed:
@@ -199,7 +238,10 @@ class _Partitioner:
             x = self._collective("stablehlo.reduce_scatter", x, axes,
                                  {"scatter_dimension": i64_attr(r)},
                                  _scaled(x.type, r, 1, pieces), [self._adder(x.type)])
-        self.home[op.results[0]] = (x, tuple(out))
+        have = tuple(tuple(o) if r in scatter else c for r, (o, c) in enumerate(zip(out, computed)))
+        self.home[op.results[0]] = (x, have)
+        if have != tuple(out):
+            self.home[op.results[0]] = (self._reshard(op.results[0], out), tuple(out))
 
     def _reduce(self, op: Operation, out) -> None:
         n = len(op.operands) // 2
@@ -220,6 +262,33 @@ class _Partitioner:
             x = self._all_reduce(results[0], summed, op.regions[0])
             self.home[op.results[0]] = (x, tuple(out))
 
+    def _halo(self, x: Value, d: int, axes, lo: int, hi: int) -> Value:
+        """``x`` (a piece split along ``d`` over ``axes``) extended by the ``lo`` last rows of
+        the previous piece and the ``hi`` first rows of the next one, exchanged with
+        ``collective_permute``s; the first and last pieces get zeros there (the padding)."""
+        groups = self._groups(axes).tolist()
+        shape = list(x.type.shape)
+        n = shape[d]
+        parts = []
+        for rows, start, forward in ((lo, n - lo, True), (hi, 0, False)):
+            if not rows:
+                parts.append(None)
+                continue
+            begin = [0] * len(shape)
+            begin[d] = start
+            limit = list(shape)
+            limit[d] = start + rows
+            edge = self.b.slice(x, begin, limit)
+            pairs = [(g[i], g[i + 1]) if forward else (g[i + 1], g[i])
+                     for g in groups for i in range(len(g) - 1)]
+            self.channel += 1
+            parts.append(self.b.op("stablehlo.collective_permute", [edge], [edge.type], {
+                "source_target_pairs": dense(np.asarray(pairs, dtype=np.int64).reshape(-1, 2)),
+                "channel_handle": StructAttr("channel_handle",
+                                             (("handle", self.channel), ("type", 1)))}).result)
+        left, right = parts
+        return self.b.concatenate([p for p in (left, x, right) if p is not None], d)
+
     def _identity_init(self, op: Operation) -> bool:
         """Whether the reduce's init is its reducer's identity (partial reductions of the
         pieces then combine to the whole one)."""
@@ -239,11 +308,48 @@ class _Partitioner:
             return bool(np.all((value == limit) | (value == infinite)))
         return False
 
+    def _manual(self, op: Operation) -> None:
+        """A (fully or partially) manual computation: its body is already the per-device
+        program along the manual axes; it runs in place on pieces split over those axes as
+        ``in_shardings`` say and whole along the free ones (each free-axis replica computing
+        the same), its explicit collectives kept (renumbered after ours) and its sharding
+        constraints dropped."""
+        in_dims, out_dims = manual_dims(self.info, op)
+        block = op.regions[0].block
+        mapping = {}
+        for j, (operand, dims, arg) in enumerate(zip(op.operands, in_dims, block.arguments)):
+            piece = self._reshard(operand, dims)
+            if tuple(piece.type.shape) != tuple(arg.type.shape):
+                raise SpmdUnsupportedError(
+                    f"{op.where()}: body argument {j} has type {arg.type} but operand {j} cut "
+                    f"over the manual axes is {piece.type}")
+            mapping[arg] = piece
+        for inner in block.operations[:-1]:
+            if inner.name == CONSTRAINT:
+                mapping[inner.results[0]] = mapping[inner.operands[0]]
+                continue
+            attrs = dict(inner.attributes)
+            if "channel_handle" in attrs:
+                self.channel += 1
+                attrs["channel_handle"] = StructAttr("channel_handle",
+                                                     (("handle", self.channel), ("type", 1)))
+            regions = [_without_constraints(clone_region(r, mapping)) for r in inner.regions]
+            new = self.b.op(inner.name, [mapping[v] for v in inner.operands],
+                            [r.type for r in inner.results], attrs, regions)
+            mapping.update(zip(inner.results, new.results))
+        for result, value, dims in zip(op.results, block.terminator.operands, out_dims):
+            self.home[result] = (mapping[value], tuple(dims))
+
     def _whole(self, op: Operation) -> None:
         """An op without a partitioning rule: run on whole values on every device."""
         inside = {v for inner in op.walk() for v in inner.results}
         inside |= {a for inner in op.walk() for r in inner.regions for blk in r.blocks
                    for a in blk.arguments}
+        for inner in list(op.walk())[1:]:
+            if inner.name == MANUAL_COMPUTATION:
+                raise SpmdUnsupportedError(
+                    f"{inner.where()}: a manual computation (shard_map) nested in "
+                    f"{op.name}: partitioning it there is not implemented")
         for inner in list(op.walk())[1:]:
             if any(v not in inside for v in inner.operands):
                 raise SpmdUnsupportedError(f"{op.where()}: a region using values from outside "
@@ -331,6 +437,21 @@ class _Partitioner:
         scalar = TensorType((), t.element_type)
         return self.b.region([scalar, scalar],
                              lambda lhs, rhs: self.b.op("stablehlo.add", [lhs, rhs]).result)
+
+
+def _without_constraints(region):
+    """``region`` with its ``sdy.sharding_constraint`` ops removed (uses take the operand)."""
+    for block in region.blocks:
+        for inner in list(block.operations):
+            for sub in inner.regions:
+                _without_constraints(sub)
+            if inner.name == CONSTRAINT:
+                source = inner.operands[0]
+                for other in block.operations:
+                    other.operands = [source if v is inner.results[0] else v
+                                      for v in other.operands]
+                block.operations.remove(inner)
+    return region
 
 
 def _scaled(t: TensorType, dim: int, mul: int, div: int, dim2=None, mul2: int = 1) -> TensorType:

@@ -42,9 +42,10 @@ from stablehlo.ir.types import TensorType
 
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import rules
-from xla_core.spmd.annotations import (CONSTRAINT, ORIGIN, PER_VALUE, MeshInfo, gspmd_sharding,
-                                       has_shardings, module_mesh, op_dims, read_dims,
-                                       replicated, with_sharding)
+from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
+                                       MeshInfo, gspmd_sharding, has_shardings, manual_dims,
+                                       module_mesh, op_dims, read_dims, replicated,
+                                       with_sharding)
 from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
@@ -146,7 +147,10 @@ class _Propagation:
             if dims is not None and not value.is_block_argument and value not in self.decided:
                 self.decided[value] = _Decision(dims, f"{where} annotation", True)
         for op in self.ops:
-            if op.name == CONSTRAINT:
+            if op.name == MANUAL_COMPUTATION:  # its body fixes how its results are laid out
+                for r, dims in zip(op.results, manual_dims(self.info, op)[1]):
+                    self.decided[r] = _Decision(dims, "manual computation out_shardings", True)
+            elif op.name == CONSTRAINT:
                 dims = op_dims(self.info, op)[0]
                 self.decided[op.results[0]] = _Decision(dims, "sharding constraint", True)
             elif PER_VALUE in op.attributes:  # a sharding written on the op by the user
@@ -235,7 +239,8 @@ class _Propagation:
         if name == "stablehlo.reduce":
             reduced = set(op.attributes["dimensions"].values)
             return rules.reduce_forward(operands[0], reduced), "from operand 0 of reduce"
-        if name == "stablehlo.dot_general":
+        if name in ("stablehlo.dot_general", "stablehlo.convolution") and \
+                rules.contraction(op) is not None:
             return self._dot_forward(op, operands)
         return None
 
@@ -249,7 +254,7 @@ class _Propagation:
         lhs, rhs = operands
         if lhs is None and rhs is None:
             return None
-        lhs_pos, rhs_pos = rules.dot_result_positions(op)
+        lhs_pos, rhs_pos, _ = rules.contraction(op)
         rank = len(op.results[0].type.shape)
         proposals = []  # (rank key, result dim, axes, operand index)
         for index, (dims, positions) in enumerate(((lhs, lhs_pos), (rhs, rhs_pos))):
@@ -270,7 +275,7 @@ class _Propagation:
             sources.add(index)
         which = " and ".join(f"operand {i}" for i in sorted(sources)) or \
             "operands (no split dim reaches the result)"
-        return tuple(out), f"from {which} of dot_general"
+        return tuple(out), f"from {which} of {op.name.removeprefix('stablehlo.')}"
 
     def _from_result(self, op: Operation, i: int):
         """Dims proposed for operand ``i`` of ``op`` by ``op``'s (known) result sharding."""
@@ -279,6 +284,8 @@ class _Propagation:
         dims = self.decided[op.results[0]].dims
         operand = op.operands[i]
         name = op.name
+        if name == MANUAL_COMPUTATION:
+            return manual_dims(self.info, op)[0][i]
         if rules.is_elementwise(op) or name == CONSTRAINT:
             return dims if len(operand.type.shape) == len(dims) else None
         if name == "stablehlo.transpose":
@@ -293,14 +300,16 @@ class _Propagation:
         if name == "stablehlo.reduce" and i < len(op.operands) // 2:
             reduced = set(op.attributes["dimensions"].values)
             return rules.reduce_backward(dims, len(operand.type.shape), reduced)
-        if name == "stablehlo.dot_general":
+        if name in ("stablehlo.dot_general", "stablehlo.convolution") and \
+                rules.contraction(op) is not None:
             return self._dot_backward(op, i, dims)
         return None
 
     def _dot_backward(self, op: Operation, i: int, dims) -> tuple:
-        lb, rb, lc, rc, _, _ = rules.dot_dims(op)
-        positions = rules.dot_result_positions(op)[i]
+        lhs_pos, rhs_pos, pairs = rules.contraction(op)
+        positions = (lhs_pos, rhs_pos)[i]
         other = self._known(op.operands[1 - i])
+        lc, rc = [p[0] for p in pairs], [p[1] for p in pairs]
         mine, theirs = (lc, rc) if i == 0 else (rc, lc)
         out = [()] * len(op.operands[i].type.shape)
         for d, r in positions.items():

@@ -42,6 +42,87 @@ def dot_result_positions(op: Operation) -> tuple:
     return lhs, rhs
 
 
+def contraction(op: Operation):
+    """How a dot_general or convolution maps its operands' dims: ``(lhs positions, rhs
+    positions, contracting pairs)``, the positions mapping an operand dim to the result dim it
+    becomes and the pairs ``(lhs dim, rhs dim)`` summed over together. A convolution's spatial
+    dims are in neither (they are windowed: the partitioner keeps them whole); grouped
+    convolutions have no mapping (None)."""
+    if op.name == "stablehlo.dot_general":
+        _, _, lc, rc, _, _ = dot_dims(op)
+        lhs, rhs = dot_result_positions(op)
+        return lhs, rhs, list(zip(lc, rc))
+    if op.name == "stablehlo.convolution":
+        groups = [op.attributes.get(k) for k in ("feature_group_count", "batch_group_count")]
+        if any(g is not None and g.value != 1 for g in groups):
+            return None
+        dn = op.attributes["dimension_numbers"]
+        lhs = {dn.input_batch_dimension: dn.output_batch_dimension}
+        lhs.update({d: out for d, (out, _, _, _) in conv_halo(op).items()})
+        pairs = [(dn.input_feature_dimension, dn.kernel_input_feature_dimension)]
+        pairs += [(d, e) for d, (e, _, _, _) in conv_window_sums(op).items()]
+        return (lhs, {dn.kernel_output_feature_dimension: dn.output_feature_dimension}, pairs)
+    return None
+
+
+def _window(op: Operation, name: str, count: int, default: int) -> list:
+    attr = op.attributes.get(name)
+    return list(attr.values) if attr is not None else [default] * count
+
+
+def conv_window_sums(op: Operation) -> dict:
+    """The spatial dims of a convolution whose window spans the whole input dim (as in a
+    kernel gradient: the "kernel" is the output gradient): stride and dilations 1, no window
+    reversal, window and
+    input of the same extent. Splitting both alike gives partial sums of every output position
+    once each input piece has a halo of ``lo`` rows before and ``hi`` after.
+    ``{input dim: (kernel dim, lo, hi, index among the spatial dims)}``."""
+    dn = op.attributes["dimension_numbers"]
+    spatial = list(dn.input_spatial_dimensions)
+    count = len(spatial)
+    dilations = zip(_window(op, "window_strides", count, 1), _window(op, "lhs_dilation", count, 1),
+                    _window(op, "rhs_dilation", count, 1))
+    padding = op.attributes.get("padding")
+    pads = padding.array.reshape(-1, 2).tolist() if padding is not None else [[0, 0]] * count
+    lhs, rhs = op.operands[0].type.shape, op.operands[1].type.shape
+    reversal = _window(op, "window_reversal", count, False)
+    halo = conv_halo(op)
+    out = {}
+    for i, (d, steps) in enumerate(zip(spatial, dilations)):
+        if reversal[i] or d in halo:  # a halo dim maps to the result instead
+            continue  # a reversed window pairs a piece with another part of the input
+        e = dn.kernel_spatial_dimensions[i]
+        lo, hi = (int(p) for p in pads[i])
+        if steps == (1, 1, 1) and lhs[d] == rhs[e] and lo >= 0 and hi >= 0 and lhs[d] > 1:
+            out[d] = (e, lo, hi, i)
+    return out
+
+
+def conv_halo(op: Operation) -> dict:
+    """The spatial dims of a convolution that a split input can keep split, each device
+    extending its piece by a halo from its neighbours: stride 1, no input dilation, padding
+    ``(lo, hi)`` with ``lo + hi`` the (dilated) window extent less one, so the output dim has
+    the input's extent and output piece i needs input rows ``[i n - lo, (i + 1) n + hi)``.
+    ``{input dim: (output dim, lo, hi, index among the spatial dims)}``."""
+    dn = op.attributes["dimension_numbers"]
+    spatial = list(dn.input_spatial_dimensions)
+    count = len(spatial)
+    strides = _window(op, "window_strides", count, 1)
+    lhs_dilation = _window(op, "lhs_dilation", count, 1)
+    rhs_dilation = _window(op, "rhs_dilation", count, 1)
+    padding = op.attributes.get("padding")
+    pads = padding.array.reshape(-1, 2).tolist() if padding is not None else [[0, 0]] * count
+    kernel = op.operands[1].type.shape
+    out = {}
+    for i, d in enumerate(spatial):
+        lo, hi = (int(p) for p in pads[i])
+        window = (kernel[dn.kernel_spatial_dimensions[i]] - 1) * rhs_dilation[i]
+        if strides[i] == 1 and lhs_dilation[i] == 1 and lo >= 0 and hi >= 0 and \
+                lo + hi == window:
+            out[d] = (dn.output_spatial_dimensions[i], lo, hi, i)
+    return out
+
+
 def transpose_forward(dims, permutation) -> tuple:
     return tuple(dims[p] for p in permutation)
 
@@ -121,6 +202,7 @@ def reshape_map(dims, source, target, axis_size) -> tuple:
     return tuple(out)
 
 
-__all__ = ["broadcast_backward", "broadcast_forward", "dot_dims", "dot_result_positions",
+__all__ = ["broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
+           "conv_window_sums", "dot_dims", "dot_result_positions",
            "is_elementwise", "reduce_backward", "reduce_forward", "reshape_groups", "reshape_map",
            "transpose_backward", "transpose_forward"]

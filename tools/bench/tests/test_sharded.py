@@ -1,0 +1,30 @@
+"""``tools.bench.sharded``: the Megatron MLP and the data-parallel step on 8 devices through
+JAX on XLA and on the openhlo plugin: our results equal the unsharded ones, and our
+collectives move as many bytes per device as XLA's (the same all-reduces, before XLA's
+combiner merges the step's three into one)."""
+import importlib.util
+
+import pytest
+
+from pjrt.c_api.loader import library_path
+from tools.bench import sharded
+
+pytestmark = [
+    pytest.mark.skipif(library_path() is None, reason="pjrt/c_api/_openhlo_pjrt*.so is not built"),
+    pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")]
+
+
+def test_quick_sharded_bench():
+    rows = {r["workload"]: r for r in sharded.measure(steps=2, quick=True)}
+    assert set(rows) == {"megatron_mlp", "dp_train_step"}
+    for row in rows.values():
+        ours, xla = row["openhlo"], row["xla"]
+        assert ours["results_ok"], ours["max_abs_err"]
+        assert xla["results_ok"]
+        assert ours["step_s"] > 0 and xla["step_s"] > 0
+        assert {c["kind"] for c in ours["collectives"]} == {"all-reduce"}
+        assert ours["bytes_per_device"] == xla["bytes_per_device"]
+    # megatron: one all-reduce of the [batch, d] output; dp: loss and two gradients
+    assert len(rows["megatron_mlp"]["openhlo"]["collectives"]) == 1
+    assert len(rows["dp_train_step"]["openhlo"]["collectives"]) == 3
+    assert "megatron_mlp" in sharded.table(list(rows.values()))
