@@ -1,0 +1,8 @@
+"""PyTorch on OpenHLO: the ``openhlo`` torch.compile backend, export to StableHLO and the
+ATen-to-StableHLO lowering registry (see README.md)."""
+from frameworks.torch.backend import openhlo_backend
+from frameworks.torch.export import ExportedStableHLO, ExportError, export_to_stablehlo
+from frameworks.torch.lowering import LOWERINGS, Unsupported, lowers
+
+__all__ = ["openhlo_backend", "export_to_stablehlo", "ExportedStableHLO", "ExportError",
+           "LOWERINGS", "lowers", "Unsupported"]

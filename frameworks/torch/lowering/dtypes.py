@@ -1,0 +1,52 @@
+"""torch dtypes <-> StableHLO element types, and torch tensors <-> numpy arrays.
+
+bfloat16 has no numpy dtype of its own; it crosses as ``ml_dtypes.bfloat16`` through a
+16-bit view, which copies nothing.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import torch
+
+from stablehlo.ir.types import (BF16, F16, F32, F64, I1, I8, I16, I32, I64, UI8, UI16, UI32,
+                                UI64, TensorType, Type)
+
+from frameworks.torch.lowering.registry import Unsupported
+
+_ELEMENT_TYPES = {
+    torch.float32: F32, torch.float64: F64, torch.float16: F16, torch.bfloat16: BF16,
+    torch.bool: I1, torch.int8: I8, torch.int16: I16, torch.int32: I32, torch.int64: I64,
+    torch.uint8: UI8, torch.uint16: UI16, torch.uint32: UI32, torch.uint64: UI64,
+}
+_TORCH_DTYPES = {str(v): k for k, v in _ELEMENT_TYPES.items()}
+
+
+def element_type(dtype: torch.dtype) -> Type:
+    try:
+        return _ELEMENT_TYPES[dtype]
+    except KeyError:
+        raise Unsupported(f"dtype {dtype} has no StableHLO element type here") from None
+
+
+def torch_dtype(t: Type) -> torch.dtype:
+    """The torch dtype of a StableHLO element type (or of a tensor type's elements)."""
+    if isinstance(t, TensorType):
+        t = t.element_type
+    return _TORCH_DTYPES[str(t)]
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().contiguous()  # (np.ascontiguousarray would make 0-d arrays 1-d)
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def from_numpy(a: np.ndarray) -> torch.Tensor:
+    a = np.asarray(a)
+    if not a.flags.writeable or not a.flags.c_contiguous:  # torch warns on read-only memory
+        a = a.copy()
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)

@@ -1,0 +1,122 @@
+"""Lower a run of ATen FX nodes into one StableHLO function.
+
+The caller (the torch.compile backend, or export) decides which nodes to lower and what
+the function's parameters and results are; this module only walks the nodes in order,
+calls each node's rule from ``LOWERINGS`` and checks what it built against the node's
+FakeTensor. A node that cannot be lowered raises ``LoweringFailed`` naming the node, its
+op and the reason, so the caller can run it eagerly instead (or report it, for export).
+"""
+from __future__ import annotations
+
+import operator
+from typing import Callable, Sequence
+
+import torch
+from torch.fx.node import map_aggregate
+
+from stablehlo.builder import Builder
+from stablehlo.ir.core import Module, Value
+from stablehlo.ir.types import TensorType
+
+from frameworks.torch.lowering.context import LoweringContext
+from frameworks.torch.lowering.dtypes import element_type
+from frameworks.torch.lowering.registry import LOWERINGS, Unsupported
+
+
+class LoweringFailed(Exception):
+    def __init__(self, node: torch.fx.Node, reason: str):
+        super().__init__(f"cannot lower node '{node.name}' ({op_name(node)}): {reason}")
+        self.node = node
+        self.reason = reason
+
+
+def op_name(node: torch.fx.Node) -> str:
+    target = node.target
+    return str(target) if isinstance(target, torch._ops.OpOverload) else getattr(
+        target, "__name__", str(target))
+
+
+def tensor_type(val, concrete: Callable) -> TensorType:
+    """The StableHLO type of a FakeTensor, symbolic sizes replaced by their values."""
+    return TensorType(tuple(int(concrete(d)) for d in val.shape), element_type(val.dtype))
+
+
+def can_lower(node: torch.fx.Node) -> str | None:
+    """None if ``node`` has a rule, else why not (a cheap check made before lowering)."""
+    if node.target is operator.getitem:
+        return None
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return f"{op_name(node)} is not an ATen op"
+    if node.target not in LOWERINGS:
+        return "no lowering registered"
+    for used in [node, *node.all_input_nodes]:
+        vals = used.meta.get("val")
+        for val in vals if isinstance(vals, (tuple, list)) else [vals]:
+            if isinstance(val, torch.Tensor):
+                try:
+                    element_type(val.dtype)
+                except Unsupported as exc:
+                    return str(exc)
+    return None
+
+
+def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
+                input_types: Sequence[TensorType], outputs: Sequence[torch.fx.Node],
+                known: dict, concrete: Callable, *, name: str = "main",
+                constants: dict | None = None) -> Module:
+    """A module whose function ``name`` takes ``inputs`` (tensor nodes computed elsewhere,
+    of ``input_types``) and returns ``outputs``. ``known`` maps nodes with Python values
+    (symbolic sizes) to those values; ``constants`` maps tensor nodes to numpy arrays that
+    become ``stablehlo.constant``s."""
+    b = Builder()
+    b.record_locations = False  # the builder's caller would be this file, not the model
+    arg_types = list(input_types)
+    env = dict(known)
+    with b.function(name, arg_types) as (_, args):
+        env.update(zip(inputs, args))
+        for node, array in (constants or {}).items():
+            env[node] = b.constant(array, element_type(node.meta["val"].dtype))
+        for node in nodes:
+            env[node] = _lower_node(b, node, env, concrete)
+        results = [env[n] for n in outputs]
+        for node, value in zip(outputs, results):
+            if not isinstance(value, Value):
+                raise LoweringFailed(node, "its result is not a single tensor")
+        b.return_(*results)
+    return b.module
+
+
+def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable):
+    args = map_aggregate(node.args, lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+    kwargs = map_aggregate(node.kwargs,
+                           lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+    if node.target is operator.getitem:
+        return args[0][args[1]]
+    reason = can_lower(node)
+    if reason is not None:
+        raise LoweringFailed(node, reason)
+    ctx = LoweringContext(b, node, concrete)
+    try:
+        result = LOWERINGS.get(node.target)(ctx, *args, **kwargs)
+    except Unsupported as exc:
+        raise LoweringFailed(node, str(exc)) from exc
+    except LoweringFailed:
+        raise
+    except Exception as exc:  # a rule's bug must not take the model down; it is reported
+        raise LoweringFailed(node, f"{type(exc).__name__}: {exc}") from exc
+    _check_result(node, result, concrete)
+    return result
+
+
+def _check_result(node: torch.fx.Node, result, concrete: Callable) -> None:
+    """What a rule built must have the node's shape and dtype: a mismatch is a rule bug
+    that would otherwise give silently wrong results further down."""
+    val = node.meta.get("val")
+    pairs = zip(val, result) if isinstance(val, (tuple, list)) else [(val, result)]
+    for i, (v, r) in enumerate(pairs):
+        if not isinstance(v, torch.Tensor):
+            continue
+        expected = tensor_type(v, concrete)
+        if not isinstance(r, Value) or r.type != expected:
+            got = r.type if isinstance(r, Value) else type(r).__name__
+            raise LoweringFailed(node, f"rule built {got} for result {i}, torch says {expected}")

@@ -1,0 +1,250 @@
+"""Runs an ATen FX graph (AOTAutograd level) on an OpenHLO backend, op by op where needed.
+
+``GraphRunner(gm)`` is the boxed callable the torch.compile backend returns. On a call it
+looks up a ``Plan`` for the inputs' shapes, dtypes and symbolic-size values; a miss builds
+one and logs what changed since the previous inputs (Note [Specializing symbolic sizes]).
+
+A plan splits the graph into runs of nodes with a lowering rule (each compiled into one
+StableHLO program) separated by nodes without one, which run in eager PyTorch on CPU
+(Note [Eager fallback]). Every fallback is logged once per plan, naming the op and why.
+
+Note [Specializing symbolic sizes]
+    Dynamo turns a dim dynamic after its size changes once, so graphs arrive with SymInt
+    placeholders and FakeTensors of symbolic shapes. A plan binds each size symbol to the
+    value the real inputs give it and evaluates every symbolic size in the graph with those
+    bindings, so the StableHLO it builds has static shapes; new sizes give a new plan.
+
+Note [Eager fallback]
+    The simplest partition that is always correct: walk the nodes in graph order, grow the
+    current segment while nodes lower, close it at a node that does not. A rule that raises
+    at lowering time (an argument combination it does not handle) moves its node to the
+    eager side and the plan is rebuilt, so the graph still runs.
+"""
+from __future__ import annotations
+
+import logging
+import operator
+from typing import Sequence
+
+import sympy
+import torch
+from torch.fx.node import map_aggregate
+
+from frameworks.torch.lowering import (LoweringFailed, Unsupported, can_lower, lower_nodes,
+                                       op_name)
+from frameworks.torch.lowering.dtypes import from_numpy, to_numpy
+from frameworks.torch.lowering.graph import tensor_type
+
+logger = logging.getLogger("openhlo.torch")
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _signature(args: Sequence) -> tuple:
+    return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def describe_changes(old: tuple, new: tuple) -> str:
+    """What differs between two input signatures, e.g. ``input 0 shape (4, 8) -> (6, 8)``."""
+    changes = []
+    for i, (o, n) in enumerate(zip(old, new)):
+        if o == n:
+            continue
+        if isinstance(o, tuple) and isinstance(n, tuple):
+            if o[0] != n[0]:
+                changes.append(f"input {i} shape {o[0]} -> {n[0]}")
+            if o[1] != n[1]:
+                changes.append(f"input {i} dtype {o[1]} -> {n[1]}")
+        else:
+            changes.append(f"input {i} value {o} -> {n}")
+    if len(old) != len(new):
+        changes.append(f"{len(old)} -> {len(new)} inputs")
+    return ", ".join(changes)
+
+
+class Bindings:
+    """Values of a graph's size symbols for one set of real inputs."""
+
+    def __init__(self, placeholders: Sequence[torch.fx.Node], args: Sequence):
+        self.symbols: dict = {}
+        for node, arg in zip(placeholders, args):
+            val = node.meta.get("val")
+            if isinstance(val, torch.Tensor):
+                for dim, size in zip(val.shape, arg.shape):
+                    self._bind(dim, size)
+            else:
+                self._bind(val, arg)
+
+    def _bind(self, sym, value) -> None:
+        if isinstance(sym, _SYMBOLIC) and sympy.sympify(sym.node.expr).is_Symbol:
+            self.symbols[sympy.sympify(sym.node.expr)] = sympy.sympify(value)
+
+    def __call__(self, x):
+        """``x`` with its symbolic value evaluated (plain values pass through)."""
+        if not isinstance(x, _SYMBOLIC):
+            return x
+        value = sympy.sympify(x.node.expr).xreplace(self.symbols)
+        if value.free_symbols:  # data-dependent (unbacked) sizes are known only at run time
+            raise Unsupported(f"size {x} depends on {sorted(map(str, value.free_symbols))}, "
+                              f"which no input determines")
+        kind = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(x)]
+        return kind(value)
+
+
+class _Segment:
+    """One compiled run of nodes: its tensor inputs and outputs (FX nodes), its program."""
+
+    def __init__(self, inputs, outputs, executable):
+        self.inputs, self.outputs, self.executable = inputs, outputs, executable
+
+
+class Plan:
+    """A graph specialized to one input signature: compiled segments and eager nodes."""
+
+    def __init__(self, gm: torch.fx.GraphModule, args: Sequence, client, name: str):
+        self.graph = gm.graph
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.output = next(n for n in gm.graph.nodes if n.op == "output")
+        self.concrete = Bindings(self.placeholders, args)
+        self.known = self._symbolic_values()
+        # tensors the graph holds as attributes: inputs of the segments that use them
+        self.constants = {n: _fetch_attr(gm, n.target) for n in gm.graph.nodes
+                          if n.op == "get_attr"}
+        self.eager: dict = {}  # node -> why it runs in eager PyTorch
+        while True:
+            before = len(self.eager)
+            try:
+                self.steps = [self._compile(step, client, name) for step in self._partition()]
+                break
+            except LoweringFailed as exc:
+                self.eager.setdefault(exc.node, exc.reason)
+                if len(self.eager) == before:  # no node moved: retrying cannot help
+                    raise
+        for node, reason in self.eager.items():
+            logger.warning("openhlo: %s (node %s) runs in eager PyTorch: %s",
+                           op_name(node), node.name, reason)
+
+    def _symbolic_values(self) -> dict:
+        """Size inputs and nodes computing sizes (``sym_size``, SymInt arithmetic), evaluated
+        now."""
+        known = {}
+        for node in self.graph.nodes:
+            if node.op in ("placeholder", "call_function") and isinstance(
+                    node.meta.get("val"), _SYMBOLIC):
+                try:
+                    known[node] = self.concrete(node.meta["val"])
+                except Unsupported:
+                    continue  # computed at run time by the eager side
+        return known
+
+    def _lowerable(self, node: torch.fx.Node) -> bool:
+        if node in self.eager:
+            return False
+        if node.target is operator.getitem:
+            return self._lowerable(node.args[0])
+        reason = can_lower(node)
+        if reason is not None:
+            self.eager[node] = reason
+            return False
+        return True
+
+    def _partition(self) -> list:
+        """Runs of lowerable nodes (lists) and eager nodes, in graph order."""
+        steps, run = [], []
+        for node in self.graph.nodes:
+            if node.op != "call_function" or node in self.known:
+                continue
+            if self._lowerable(node):
+                run.append(node)
+                continue
+            if run:
+                steps.append(run)
+                run = []
+            steps.append(node)
+        if run:
+            steps.append(run)
+        return steps
+
+    def _compile(self, step, client, name: str):
+        if isinstance(step, torch.fx.Node):
+            return step
+        members = set(step)
+        inputs: dict = {}
+        for node in step:
+            for used in node.all_input_nodes:
+                if used in members or used in self.known:
+                    continue
+                if not isinstance(self._meta(used), torch.Tensor):
+                    raise LoweringFailed(node, f"its argument {used.name} is a Python value "
+                                               f"known only at run time")
+                inputs[used] = None
+        outputs = [n for n in step if any(u not in members for u in n.users)]
+        for node in outputs:
+            if not isinstance(node.meta.get("val"), torch.Tensor):
+                raise LoweringFailed(node, "its result, not one tensor, is used outside "
+                                           "compiled code")
+        types = [tensor_type(self._meta(n), self.concrete) for n in inputs]
+        module = lower_nodes(step, list(inputs), types, outputs, self.known, self.concrete,
+                             name=name)
+        try:
+            executable = client.compile(module) if outputs else None
+        except Exception as exc:  # a backend bug must not take the model down: run eagerly
+            reason = f"its compiled segment failed to compile: {type(exc).__name__}: {exc}"
+            self.eager.update((node, reason) for node in step)
+            raise LoweringFailed(step[0], reason) from exc
+        return _Segment(list(inputs), outputs, executable)
+
+    def _meta(self, node: torch.fx.Node):
+        return self.constants[node] if node in self.constants else node.meta["val"]
+
+    def run(self, args: Sequence):
+        env = dict(self.known)
+        env.update(self.constants)
+        env.update(zip(self.placeholders, args))
+        for step in self.steps:
+            if isinstance(step, _Segment):
+                if step.executable is None:
+                    continue
+                results = step.executable(*[to_numpy(env[n]) for n in step.inputs])
+                env.update(zip(step.outputs, map(from_numpy, results)))
+            else:
+                args_, kwargs = map_aggregate(
+                    (step.args, step.kwargs),
+                    lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+                env[step] = step.target(*args_, **kwargs)
+        return map_aggregate(self.output.args[0],
+                             lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+
+
+def _fetch_attr(gm: torch.fx.GraphModule, target: str):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class GraphRunner:
+    """A boxed callable running ``gm`` through OpenHLO; plans cached per input signature."""
+
+    def __init__(self, gm: torch.fx.GraphModule, client, name: str = "main"):
+        # An instance attribute: AOTAutograd wraps the backward compiler's result with
+        # functools.wraps, which copies __dict__ but not class attributes.
+        self._boxed_call = True
+        self.gm = gm
+        self.client = client
+        self.name = name
+        self.plans: dict = {}
+        self._last: tuple | None = None
+
+    def __call__(self, args: list) -> list:
+        args = list(args)
+        key = _signature(args)
+        plan = self.plans.get(key)
+        if plan is None:
+            if self._last is not None:
+                logger.info("openhlo: recompiling %s: %s", self.name,
+                            describe_changes(self._last, key))
+            plan = Plan(self.gm, args, self.client, self.name)
+            self.plans[key] = plan
+        self._last = key
+        return list(plan.run(args))
