@@ -88,6 +88,18 @@ def has_shardings(module: Module, func: Func) -> bool:
     return any(a.get(key) is not None for a in attrs for key in ("sdy.sharding", "mhlo.sharding"))
 
 
+def automatic_target(module: Module, entry: str, num_devices: int):
+    """``(entry function, its mesh)`` when automatic propagation and partitioning have work
+    to do on ``module``, else None: already partitioned, no such entry, or nothing sharded."""
+    from xla_core.spmd.manual import PARTITIONED
+    if PARTITIONED in module.attributes or not module.has_function(entry):
+        return None
+    func = module.lookup(entry)
+    if not has_shardings(module, func):
+        return None
+    return func, module_mesh(module, func, num_devices)
+
+
 def module_mesh(module: Module, func: Func, num_devices: int) -> MeshInfo:
     """The one mesh of the program (see the module docstring); adds ``@mesh`` for GSPMD
     programs. ``num_devices`` (0: the module's ``mhlo.num_partitions``) sizes it when no

@@ -48,9 +48,8 @@ from stablehlo.ir.types import I32, TensorType, numpy_dtype
 from xla_core.ir_utils import clone_region
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import reshard, rules
-from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
-                                       MeshInfo, has_shardings, manual_dims, module_mesh,
-                                       op_dims, read_dims, replicated, with_sharding)
+from xla_core.spmd.annotations import (automatic_target, CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
+                                       MeshInfo, manual_dims, op_dims, read_dims, replicated, with_sharding)
 from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
@@ -65,13 +64,10 @@ class SpmdPartitionPass(Pass):
     num_devices: int = 0
 
     def run(self, module: Module, ctx: PassContext) -> bool:
-        if PARTITIONED in module.attributes or not module.has_function(self.entry):
+        target = automatic_target(module, self.entry, self.num_devices)
+        if target is None:
             return False
-        func = module.lookup(self.entry)
-        if not has_shardings(module, func):
-            return False
-        info = module_mesh(module, func, self.num_devices)
-        _Partitioner(module, func, info).run()
+        _Partitioner(module, *target).run()
         module.attributes[PARTITIONED] = UnitAttr()
         return True
 

@@ -42,11 +42,10 @@ from stablehlo.ir.types import TensorType
 
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import rules
-from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
-                                       MeshInfo, gspmd_sharding, has_shardings, manual_dims,
-                                       module_mesh, op_dims, read_dims, replicated,
+from xla_core.spmd.annotations import (automatic_target, CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
+                                       MeshInfo, gspmd_sharding, manual_dims,
+                                       op_dims, read_dims, replicated,
                                        with_sharding)
-from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
 LOGGER = logging.getLogger("openhlo.spmd")
@@ -67,13 +66,10 @@ class ShardingPropagationPass(Pass):
     num_devices: int = 0
 
     def run(self, module: Module, ctx: PassContext) -> bool:
-        if PARTITIONED in module.attributes or not module.has_function(self.entry):
+        target = automatic_target(module, self.entry, self.num_devices)
+        if target is None:
             return False
-        func = module.lookup(self.entry)
-        if not has_shardings(module, func):
-            return False
-        info = module_mesh(module, func, self.num_devices)
-        _Propagation(module, func, info).run()
+        _Propagation(module, *target).run()
         if LOGGER.isEnabledFor(logging.INFO):
             for line in explain(module, self.entry):
                 LOGGER.info("sharding of @%s %s", self.entry, line)

@@ -51,13 +51,18 @@ print(json.dumps({k: np.asarray(v).tolist() for k, v in out.items()}))
 
 
 def test_collectives_and_layouts_match_xla():
-    ours = json.loads(run(PROGRAMS, OPENHLO_JAX_NUM_DEVICES=str(DEVICES)).stdout)
-    xla = json.loads(run(PROGRAMS, platform="cpu",
+    _assert_matches_xla(PROGRAMS, rtol=2e-5, atol=1e-5)
+
+
+def _assert_matches_xla(body: str, rtol: float = 1e-4, atol: float = 1e-4) -> None:
+    """``body`` prints a JSON dict of results: the same on our plugin and on XLA's CPU."""
+    ours = json.loads(run(body, OPENHLO_JAX_NUM_DEVICES=str(DEVICES)).stdout)
+    xla = json.loads(run(body, platform="cpu",
                          XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES}").stdout)
     assert ours.keys() == xla.keys()
     for name in xla:
-        np.testing.assert_allclose(np.array(ours[name]), np.array(xla[name]), rtol=2e-5,
-                                   atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(np.array(ours[name]), np.array(xla[name]), rtol=rtol,
+                                   atol=atol, err_msg=name)
 
 
 def test_automatically_partitioned_jit_matches_xla():
@@ -83,12 +88,7 @@ def test_automatically_partitioned_jit_matches_xla():
                           "col_sums": np.asarray(jax.jit(lambda a: a.sum(0))(x)).tolist(),
                           "grad": np.asarray(loss(w1, x, w2)).tolist()}))
     """
-    ours = json.loads(run(body, OPENHLO_JAX_NUM_DEVICES=str(DEVICES)).stdout)
-    xla = json.loads(run(body, platform="cpu",
-                         XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES}").stdout)
-    for name in xla:
-        np.testing.assert_allclose(np.array(ours[name]), np.array(xla[name]), rtol=1e-4,
-                                   atol=1e-4, err_msg=name)
+    _assert_matches_xla(body)
 
 
 def test_shard_map_mixed_with_automatic_partitioning_matches_xla():
@@ -114,12 +114,7 @@ def test_shard_map_mixed_with_automatic_partitioning_matches_xla():
             "mixed": np.asarray(jax.jit(lambda a: inner(a + 1).sum(0))(x)).tolist(),
             "partial": np.asarray(jax.jit(lambda p, q: jnp.tanh(partial(p, q)))(y, w)).tolist()}))
     """
-    ours = json.loads(run(body, OPENHLO_JAX_NUM_DEVICES=str(DEVICES)).stdout)
-    xla = json.loads(run(body, platform="cpu",
-                         XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES}").stdout)
-    for name in xla:
-        np.testing.assert_allclose(np.array(ours[name]), np.array(xla[name]), rtol=1e-4,
-                                   atol=1e-4, err_msg=name)
+    _assert_matches_xla(body)
 
 
 def test_unsupported_partitioning_is_refused_clearly():
