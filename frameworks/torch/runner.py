@@ -30,6 +30,7 @@ import sympy
 import torch
 from torch.fx.node import map_aggregate
 
+from frameworks.torch import sharding as _sharding
 from frameworks.torch.lowering import (LoweringFailed, Unsupported, can_lower, lower_nodes,
                                        op_name)
 from frameworks.torch.lowering.dtypes import from_numpy, to_numpy
@@ -101,9 +102,13 @@ class _Segment:
 class Plan:
     """A graph specialized to one input signature: compiled segments and eager nodes."""
 
-    def __init__(self, gm: torch.fx.GraphModule, args: Sequence, client, name: str):
+    def __init__(self, gm: torch.fx.GraphModule, args: Sequence, client, name: str,
+                 shardings: tuple | None = None):
         self.graph = gm.graph
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        # placeholder -> its Sharding (sharding.py): segments taking one run partitioned
+        self.shardings = {n: s for n, s in zip(self.placeholders, shardings or ())
+                          if s is not None}
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
         self.concrete = Bindings(self.placeholders, args)
         self.known = self._symbolic_values()
@@ -186,8 +191,17 @@ class Plan:
         types = [tensor_type(self._meta(n), self.concrete) for n in inputs]
         module = lower_nodes(step, list(inputs), types, outputs, self.known, self.concrete,
                              name=name)
+        sharded = [self.shardings.get(n) for n in inputs]
         try:
-            executable = client.compile(module) if outputs else None
+            if not outputs:
+                executable = None
+            elif any(sharded):
+                mesh = next(s.mesh for s in sharded if s is not None)
+                executable = _sharding.ShardedProgram(module, name, sharded, mesh)
+            else:
+                executable = client.compile(module)
+        except _sharding.ShardingError:  # the user's shardings, not a backend bug
+            raise
         except Exception as exc:  # a backend bug must not take the model down: run eagerly
             reason = f"its compiled segment failed to compile: {type(exc).__name__}: {exc}"
             self.eager.update((node, reason) for node in step)
@@ -206,7 +220,10 @@ class Plan:
                 if step.executable is None:
                     continue
                 results = step.executable(*[to_numpy(env[n]) for n in step.inputs])
-                env.update(zip(step.outputs, map(from_numpy, results)))
+                tensors = list(map(from_numpy, results))
+                if isinstance(step.executable, _sharding.ShardedProgram):
+                    step.executable.record_results(tensors)
+                env.update(zip(step.outputs, tensors))
             else:
                 args_, kwargs = map_aggregate(
                     (step.args, step.kwargs),
@@ -238,13 +255,16 @@ class GraphRunner:
 
     def __call__(self, args: list) -> list:
         args = list(args)
-        key = _signature(args)
+        shardings = _sharding.shardings_of(args)  # None unless mark_sharding was used
+        key = (_signature(args), shardings)
         plan = self.plans.get(key)
         if plan is None:
             if self._last is not None:
+                changes = [describe_changes(self._last[0], key[0]),
+                           _sharding.describe_changes(self._last[1], shardings)]
                 logger.info("openhlo: recompiling %s: %s", self.name,
-                            describe_changes(self._last, key))
-            plan = Plan(self.gm, args, self.client, self.name)
+                            ", ".join(filter(None, changes)))
+            plan = Plan(self.gm, args, self.client, self.name, shardings)
             self.plans[key] = plan
         self._last = key
         return list(plan.run(args))

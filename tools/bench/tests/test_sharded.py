@@ -1,7 +1,8 @@
 """``tools.bench.sharded``: the Megatron MLP and the data-parallel step on 8 devices through
 JAX on XLA and on the openhlo plugin: our results equal the unsharded ones, and our
 collectives move as many bytes per device as XLA's (the same all-reduces, before XLA's
-combiner merges the step's three into one)."""
+combiner merges the step's three into one); the same workloads written in PyTorch with
+mark_sharding under torch.compile(openhlo) too."""
 import importlib.util
 
 import pytest
@@ -27,4 +28,13 @@ def test_quick_sharded_bench():
     # megatron: one all-reduce of the [batch, d] output; dp: loss and two gradients
     assert len(rows["megatron_mlp"]["openhlo"]["collectives"]) == 1
     assert len(rows["dp_train_step"]["openhlo"]["collectives"]) == 3
+    # the PyTorch side (mark_sharding under torch.compile): the same collectives and bytes
+    for row in rows.values():
+        pt = row["openhlo_torch"]
+        assert pt["results_ok"], pt["max_abs_err"]
+        assert pt["step_s"] > 0
+        assert {c["kind"] for c in pt["collectives"]} == {"all-reduce"}
+        assert pt["bytes_per_device"] == row["xla"]["bytes_per_device"]
+    assert len(rows["megatron_mlp"]["openhlo_torch"]["collectives"]) == 1
+    assert len(rows["dp_train_step"]["openhlo_torch"]["collectives"]) == 3
     assert "megatron_mlp" in sharded.table(list(rows.values()))
