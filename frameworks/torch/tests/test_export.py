@@ -68,8 +68,3 @@ def test_unsupported_op_is_a_clear_error():
 
     with pytest.raises(ExportError, match=r"aten\.i0\.default.*no lowering registered"):
         export_to_stablehlo(M(), (torch.randn(3),))
-
-
-def test_dynamic_shapes_not_yet():
-    with pytest.raises(NotImplementedError, match="dynamic_shapes"):
-        export_to_stablehlo(_mlp(), (torch.randn(3, 8),), dynamic_shapes={"input": {0: None}})

