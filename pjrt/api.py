@@ -321,15 +321,12 @@ def _partition(module: Module, program, entry: str, num_partitions: int) -> Modu
     shard_map/pmap bodies become the entry, other sharded programs are propagated and
     partitioned. What the partitioner does not support is UNIMPLEMENTED, bad shardings
     INVALID_ARGUMENT."""
-    from xla_core.passes import PassContext, Pipeline, parse_pass_list
+    from xla_core.passes import PassContext, spmd_pipeline
     from xla_core.spmd import ShardingError, SpmdUnsupportedError
     if program is module:
         from xla_core.ir_utils import clone_operation
         module = Module(clone_operation(module.op, {}))
-    pipeline = Pipeline("spmd", parse_pass_list(
-        f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
-        f"sharding-propagation{{entry={entry} num-devices={num_partitions}}},"
-        f"spmd-partition{{entry={entry} num-devices={num_partitions}}}"))
+    pipeline = spmd_pipeline(entry, num_partitions)
     try:
         pipeline.run(module, PassContext())
     except SpmdUnsupportedError as exc:

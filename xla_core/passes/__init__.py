@@ -52,18 +52,21 @@ def _cpu_pipeline() -> Pipeline:
         "fusion,dce,memory-schedule"))
 
 
-def _spmd_pipeline() -> Pipeline:
+def spmd_pipeline(entry: str = "main", num_devices: int = 0) -> Pipeline:
     """Global sharded program -> per-device program: shard_map/pmap programs by spmd-manual;
     the others are inlined (propagation and partitioning see one function), propagated and
-    partitioned. Each later pass skips a module an earlier one partitioned."""
+    partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
+    skips a module an earlier one partitioned. The runtime compiles with this too."""
     return Pipeline("spmd", parse_pass_list(
-        "spmd-manual{leave-automatic=true},inline,sharding-propagation,spmd-partition"))
+        f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
+        f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"
+        f"spmd-partition{{entry={entry} num-devices={num_devices}}}"))
 
 
 PIPELINES.register("default", _default_pipeline)
 PIPELINES.register("cpu-opt", _cpu_opt_pipeline)
 PIPELINES.register("cpu", _cpu_pipeline)
-PIPELINES.register("spmd", _spmd_pipeline)
+PIPELINES.register("spmd", spmd_pipeline)
 
 __all__ = ["PASSES", "PIPELINES", "Pass", "PassContext", "PassError", "PassRecord", "Pipeline",
-           "make_pass", "make_pipeline", "parse_pass_list"]
+           "make_pass", "make_pipeline", "parse_pass_list", "spmd_pipeline"]

@@ -5,11 +5,12 @@ Each script runs in a fresh interpreter (see jax_subprocess.py); it counts the e
 went through Python by wrapping the loader's ``_Runner.run``.
 """
 import json
+import textwrap
 
 from frameworks.jax.tests.jax_subprocess import pytestmark, run  # noqa: F401 - skip when unbuilt
 
-SCRIPT = """
-import json
+# Counts the executions that go through Python (the loader's slow path) in ``slow[0]``.
+COUNT_SLOW_CALLS = """
 from pjrt.c_api import loader
 slow = [0]
 original = loader._Runner.run
@@ -17,6 +18,10 @@ def counting(self, *args):
     slow[0] += 1
     return original(self, *args)
 loader._Runner.run = counting
+"""
+
+SCRIPT = COUNT_SLOW_CALLS + """
+import json
 
 rng = np.random.default_rng(0)
 w = rng.standard_normal((8, 4)).astype(np.float32)
@@ -76,15 +81,8 @@ def test_fast_path_after_background_codegen(tmp_path):
     # With kernels compiling in the background (an empty kernel cache), the first calls run
     # through Python; once the full program is in place, executions switch to C and give the
     # same numbers.
-    proc = run("""
+    proc = run(COUNT_SLOW_CALLS + textwrap.dedent("""
         import time
-        from pjrt.c_api import loader
-        slow = [0]
-        original = loader._Runner.run
-        def counting(self, *args):
-            slow[0] += 1
-            return original(self, *args)
-        loader._Runner.run = counting
         f = jax.jit(lambda x: jnp.exp(x) * 2 + x)
         x = np.linspace(-1, 1, 1000, dtype=np.float32)
         want = np.exp(x) * 2 + x
@@ -96,7 +94,7 @@ def test_fast_path_after_background_codegen(tmp_path):
                 break
             time.sleep(0.01)
         print("FIRST_CALL_SLOW", slow[0] > 0, "SWITCHED", slow[0] == before)
-    """, OPENHLO_CPU_ASYNC_CODEGEN="1", OPENHLO_CACHE_DIR=str(tmp_path))
+    """), OPENHLO_CPU_ASYNC_CODEGEN="1", OPENHLO_CACHE_DIR=str(tmp_path))
     assert "FIRST_CALL_SLOW True SWITCHED True" in proc.stdout, proc.stdout
 
 

@@ -40,6 +40,18 @@ def _new_programs(before: int) -> dict:
     return {name: exe for name, exe in xs.compiled_programs()[before:]}
 
 
+def _train_like_eager(model, ref, x, target) -> dict:
+    """Two compiled SGD steps of ``model`` against two eager ones of its copy ``ref``: losses
+    and updated parameters must agree. Returns the programs the compiled steps built."""
+    before = len(xs.compiled_programs())
+    got = _train(model, x, target, steps=2)
+    want = _train(ref, x, target, steps=2, compiled=False)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-5, msg=name)
+    return _new_programs(before)
+
+
 def _train(model, x, target, steps, compiled=True, lr=0.1):
     """SGD steps; the loss is computed inside the compiled function (one forward and one
     backward graph per step)."""
@@ -89,13 +101,7 @@ def test_megatron_mlp_training_step_matches_eager():
     ref = copy.deepcopy(model)
     mesh = xs.Mesh(np.arange(8), (1, 8), ("data", "model"))
     _megatron(model, mesh)
-    before = len(xs.compiled_programs())
-    got = _train(model, x, target, steps=2)
-    want = _train(ref, x, target, steps=2, compiled=False)
-    np.testing.assert_allclose(got, want, rtol=1e-5)
-    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-5, msg=name)
-    programs = _new_programs(before)
+    programs = _train_like_eager(model, ref, x, target)
     assert {name.split("_")[0] for name in programs} == {"forward", "backward"}
     for name, exe in programs.items():
         assert exe.num_partitions == 8
@@ -111,13 +117,7 @@ def test_data_parallel_training_step_matches_eager():
     mesh = xs.Mesh(np.arange(8), (8,), ("data",))
     xs.mark_sharding(x, mesh, ("data", None))
     xs.mark_sharding(target, mesh, ("data", None))
-    before = len(xs.compiled_programs())
-    got = _train(model, x, target, steps=2)
-    want = _train(ref, x, target, steps=2, compiled=False)
-    np.testing.assert_allclose(got, want, rtol=1e-5)
-    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-5, msg=name)
-    programs = _new_programs(before)
+    programs = _train_like_eager(model, ref, x, target)
     assert {name.split("_")[0] for name in programs} == {"forward", "backward"}
     for name, exe in programs.items():
         assert exe.num_partitions == 8
@@ -150,13 +150,8 @@ def test_2d_mesh_training_step_matches_eager():
     _megatron(model, mesh)
     xs.mark_sharding(x, mesh, ("data", None))
     xs.mark_sharding(target, mesh, ("data", None))
-    before = len(xs.compiled_programs())
-    got = _train(model, x, target, steps=2)
-    want = _train(ref, x, target, steps=2, compiled=False)
-    np.testing.assert_allclose(got, want, rtol=1e-5)
-    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-5, msg=name)
-    for name, exe in _new_programs(before).items():
+    programs = _train_like_eager(model, ref, x, target)
+    for name, exe in programs.items():
         # forward: fc2's partial sums over "model", the loss over "data"; backward: the 4
         # gradients summed over "data"
         want = ["all-reduce"] * (2 if name.startswith("forward") else 4)
