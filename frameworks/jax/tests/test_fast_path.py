@@ -102,7 +102,7 @@ def test_large_native_executions_dispatch_asynchronously():
     """Above the inline size, native executions go to the dispatch thread: the call returns
     before the work is done, dependent calls queue in order, inputs may be dropped or donated
     right after the call, and the numbers are numpy's."""
-    run("""
+    run(COUNT_SLOW_CALLS + textwrap.dedent("""
         f = jax.jit(lambda a, b: jnp.tanh(a @ b) * 0.5)
         rng = np.random.default_rng(1)
         a = rng.standard_normal((384, 384)).astype(np.float32) * 0.05
@@ -125,11 +125,16 @@ def test_large_native_executions_dispatch_asynchronously():
         del tmp
         np.testing.assert_allclose(np.asarray(y), np.tanh(a @ b) * 0.5, rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(np.asarray(z), np.tanh(a @ b) * 0.5, rtol=1e-4, atol=1e-6)
-        # small arrays but long work: queued once a native run of it was timed
-        loop = jax.jit(lambda v: jax.lax.fori_loop(0, 100_000, lambda i, c: c * 0.5 + 1.0, v))
-        for _ in range(2):  # the first call may still go through Python, the second is native
+        # small arrays but long work: queued once a native run of it was timed. Tens of ms,
+        # so that the caller being descheduled on a busy machine cannot hide the queueing.
+        loop = jax.jit(lambda v: jax.lax.fori_loop(0, 10_000_000, lambda i, c: c * 0.5 + 1.0, v))
+        for _ in range(10):  # until a call ran natively, and so was timed
+            before = slow[0]
             loop(np.zeros(16, np.float32)).block_until_ready()
+            if slow[0] == before:
+                break
+        assert slow[0] == before, "the loop never took the native path"
         pending = loop(np.zeros(16, np.float32))
         assert not pending.is_ready(), "a long loop ran inline"
         np.testing.assert_allclose(np.asarray(pending), np.full(16, 2.0), rtol=1e-6)
-    """, OPENHLO_CPU_ASYNC_CODEGEN="0")
+    """), OPENHLO_CPU_ASYNC_CODEGEN="0")
