@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 
 import pjrt
+import stablehlo
 from pjrt.errors import ArgumentError, UnimplementedError
 from pjrt.tests.spmd_support import collectives, random_args, reference, run_partitioned
+from stablehlo.text import print_module
+from xla_core.passes import PassContext, Pipeline, parse_pass_list
 
 MESH_1D = 'sdy.mesh @mesh = <["x"=4]>'
 MESH_2D = 'sdy.mesh @mesh = <["a"=2, "b"=2]>'
@@ -57,16 +60,31 @@ func.func public @main(%a: tensor<8x3xf32> {_s(("x",), ())}) -> (tensor<3xf32>, 
     assert found[1] == ("all-gather", (8, 3), 96)
 
 
-def test_contracting_split_with_split_result_is_a_reduce_scatter():
-    found, _ = _check(MESH_1D + f"""
+CONTRACTING_SPLIT_RESULT_SPLIT = MESH_1D + f"""
 func.func public @main(%a: tensor<8x16xf32> {_s((), ("x",))}, %b: tensor<16x8xf32> {_s(("x",), ())})
     -> (tensor<8x8xf32> {_s(("x",), ())}) {{
   %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] :
       (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
   return %0 : tensor<8x8xf32>
 }}
-""", ["reduce-scatter"])
-    assert found == [("reduce-scatter", (2, 8), 64)]
+"""
+
+
+def test_contracting_split_with_split_result_is_all_reduced_then_sliced_as_xla_does():
+    found, _ = _check(CONTRACTING_SPLIT_RESULT_SPLIT, ["all-reduce"])
+    assert found == [("all-reduce", (8, 8), 256)]
+
+
+def test_contracting_split_with_split_result_is_a_reduce_scatter_when_asked():
+    # spmd-partition{reduce-scatter=true}: each device receives only its part of the sums
+    module = stablehlo.parse(CONTRACTING_SPLIT_RESULT_SPLIT)
+    Pipeline("t", parse_pass_list("inline,sharding-propagation,"
+                                  "spmd-partition{reduce-scatter=true}")).run(module, PassContext())
+    args = random_args(CONTRACTING_SPLIT_RESULT_SPLIT)
+    got, exe = run_partitioned(print_module(module), args, 4)
+    np.testing.assert_allclose(got[0], reference(CONTRACTING_SPLIT_RESULT_SPLIT, args)[0],
+                               rtol=1e-5, atol=1e-5)
+    assert collectives(exe.executable.module) == [("reduce-scatter", (2, 8), 64)]
 
 
 def test_replicated_to_split_is_a_local_slice_and_split_to_replicated_a_gather():

@@ -16,8 +16,9 @@ layout) the collectives: see ``reshard.py``. Per op:
 - reshape: local when the result's layout maps back to an operand layout that maps forward to
   it again; else the operand is gathered whole, reshaped, and the result sliced;
 - dot_general: contracting dims split alike on both sides stay split: the local dot gives
-  partial sums, added up by an ``all_reduce`` over those axes, or a ``reduce_scatter`` when
-  the result is split over them; other operand dims are resharded to the result's layout;
+  partial sums, added up by an ``all_reduce`` over those axes (then sliced when the result is
+  split over them, or, with ``reduce_scatter``, a ``reduce_scatter``); other operand dims are
+  resharded to the result's layout;
 - convolution (no feature/batch groups): the same, with the input batch dim and the kernel
   output feature dim mapping to the result and the input/kernel feature dims contracting;
   a spatial dim split on the input stays split when the window keeps its extent (stride 1,
@@ -62,19 +63,25 @@ class SpmdPartitionPass(Pass):
     name = "spmd-partition"
     entry: str = "main"
     num_devices: int = 0
+    # Partial sums whose result is split over the summed axes: reduce-scattered (each device
+    # receives only its part) when true; else all-reduced, then sliced locally, as XLA's
+    # partitioner does (and XLA's CPU pipeline leaves it). The default keeps our collectives
+    # the kinds XLA emits; a backend whose reduce-scatter is cheaper turns it on.
+    reduce_scatter: bool = False
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         target = automatic_target(module, self.entry, self.num_devices)
         if target is None:
             return False
-        _Partitioner(module, *target).run()
+        _Partitioner(module, *target, reduce_scatter=self.reduce_scatter).run()
         module.attributes[PARTITIONED] = UnitAttr()
         return True
 
 
 class _Partitioner:
-    def __init__(self, module: Module, func: Func, info: MeshInfo):
+    def __init__(self, module: Module, func: Func, info: MeshInfo, reduce_scatter: bool):
         self.module = module
+        self.reduce_scatter = reduce_scatter
         self.func = func
         self.info = info
         self.b = Builder(Module())
@@ -225,6 +232,8 @@ class _Partitioner:
                     padding[i] = (0, 0)
             attrs = {"padding": dense(padding)}
         (x,) = self._emit(op, operands, [computed], attrs=attrs)
+        if not self.reduce_scatter:
+            scatter = {}  # everything all-reduced; the reshard to ``out`` below slices
         scattered = {a for axes in scatter.values() for a in axes}
         summed = [a for _, _, axes in partial for a in axes if a not in scattered]
         if summed:

@@ -13,8 +13,8 @@ set once (monotone, so it terminates); ops are visited in program order, so chea
 chains decide before the dots that consume them see them. Forward proposals that split
 nothing though an operand is split (a broadcast of a scalar, a dot or reduce whose split dims
 all contract) wait until everything else has propagated: such a value takes the sharding its
-users want (a dot's partial sums are then reduce-scattered rather than all-reduced and sliced)
-rather than imposing replication on them. What is still unknown at the end is replicated.
+users want (a dot's partial sums are then sliced to it, or reduce-scattered, rather than kept
+whole) rather than imposing replication on them. What is still unknown at the end is replicated.
 
 Rules per op (``rules.py``): elementwise ops (convert, compare, select included) and
 constraints map dimension to dimension; transpose permutes; broadcast_in_dim keeps operand
