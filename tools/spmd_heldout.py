@@ -4,18 +4,19 @@
 
 JAX (in a subprocess on 8 host cpu devices, ``tools.spmd_heldout_jax``) lowers each program
 with its shardings and reports the collectives XLA's SPMD partitioner emitted (before any
-combiner) and the unsharded results. Each lowering is then compiled by our cpu client for 8
-partitions, run with ``execute_global`` and compared with the unsharded results; the
-collectives of our partitioned module are counted with their per-device result bytes.
+combiner), those of its final program, and the unsharded results. Each lowering is then
+compiled by our cpu client for 8 partitions, run with ``execute_global`` and compared with
+the unsharded results; the collectives of our final per-device program are counted with
+their per-device result bytes, and those our partitioner emitted before combining.
 
-A program passes when its numerics match and ours use no collective kind XLA did not, no more
-collectives and no more bytes in total. Exit status 1 when any fails.
+A program passes when its numerics match and our final collectives use no kind XLA's final
+ones did not, are no more and move no more bytes in total, and our partitioner emitted no
+more than XLA's did. Exit status 1 when any fails.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import pathlib
 import subprocess
@@ -25,9 +26,6 @@ import tempfile
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-_KINDS = {"stablehlo.all_reduce": "all-reduce", "stablehlo.all_gather": "all-gather",
-          "stablehlo.all_to_all": "all-to-all", "stablehlo.reduce_scatter": "reduce-scatter",
-          "stablehlo.collective_permute": "collective-permute"}
 
 
 def lower_with_jax(outdir: pathlib.Path, names=()) -> None:
@@ -46,42 +44,43 @@ def lower_with_jax(outdir: pathlib.Path, names=()) -> None:
 
 def our_collectives(module) -> list:
     """``[{"kind", "result", "bytes"}]`` of a partitioned module's collectives."""
-    from stablehlo.ir.types import numpy_dtype
-    out = []
-    for op in module.walk():
-        if op.name in _KINDS:
-            t = op.results[0].type
-            nbytes = math.prod(t.shape) * np.dtype(numpy_dtype(t.element_type)).itemsize
-            out.append({"kind": _KINDS[op.name], "result": str(tuple(t.shape)), "bytes": nbytes})
-    return out
+    from xla_core.spmd.summary import collectives
+    return [{"kind": kind, "result": str(shape), "bytes": nbytes}
+            for kind, shape, nbytes in collectives(module)]
 
 
 def check(folder: pathlib.Path, num_devices: int = 8) -> dict:
     """Compile and run one lowered program on our stack; the row of the table."""
     import pjrt
+    import stablehlo
+    from xla_core.passes import PassContext, spmd_pipeline
     row = {"program": folder.name}
     xla = json.loads((folder / "xla.json").read_text())
-    theirs = xla["partitioner"] if xla["partitioner"] is not None else xla["final"]
-    row["xla"] = theirs
+    row["xla"] = theirs = xla["final"]
+    emitted = xla["partitioner"] if xla["partitioner"] is not None else theirs
     args = list(np.load(folder / "args.npz").values())
     want = list(np.load(folder / "ref.npz").values())
+    text = (folder / "lowered.mlir").read_text()
     try:
         client = pjrt.make_client("cpu", num_devices=num_devices)
-        exe = client.compile((folder / "lowered.mlir").read_text(),
-                             pjrt.CompileOptions(num_partitions=num_devices))
+        exe = client.compile(text, pjrt.CompileOptions(num_partitions=num_devices))
         got = exe.execute_global(*args)
         ours = our_collectives(exe.executable.module)
+        uncombined = stablehlo.parse(text)
+        spmd_pipeline(num_devices=num_devices, combine=False).run(uncombined, PassContext())
     except Exception as e:  # reported per program, the others still run
         row.update(ok=False, error=f"{type(e).__name__}: {e}".splitlines()[0][:300])
         return row
     row["ours"] = ours
+    row["ours_uncombined"], row["xla_uncombined"] = len(our_collectives(uncombined)), len(emitted)
     errs = [float(np.max(np.abs(np.asarray(g, np.float64) - w))) if w.size else 0.0
             for g, w in zip(got, want)]
     row["numerics_ok"] = len(got) == len(want) and all(
         np.allclose(np.asarray(g), w, rtol=1e-4, atol=1e-4) for g, w in zip(got, want))
     row["max_abs_err"] = max(errs, default=0.0)
     row["kinds_ok"] = {c["kind"] for c in ours} <= {c["kind"] for c in theirs}
-    row["count_ok"] = len(ours) <= len(theirs)
+    row["count_ok"] = (len(ours) <= len(theirs)
+                       and row["ours_uncombined"] <= row["xla_uncombined"])
     row["bytes_ok"] = sum(c["bytes"] for c in ours) <= sum(c["bytes"] for c in theirs)
     row["ok"] = all(row[k] for k in ("numerics_ok", "kinds_ok", "count_ok", "bytes_ok"))
     return row
@@ -97,14 +96,15 @@ def _summary(cs) -> str:
 
 
 def table(rows) -> str:
-    lines = [f"{'program':<18} {'ok':<5} {'numerics':<9} {'ours':<58} xla (partitioner)"]
+    lines = [f"{'program':<18} {'ok':<5} {'numerics':<9} {'uncombined':<11} {'ours':<52} xla"]
     for r in rows:
         if "error" in r:
             lines.append(f"{r['program']:<18} {'FAIL':<5} {'-':<9} {r['error'][:120]}")
             continue
         num = "ok" if r["numerics_ok"] else f"{r['max_abs_err']:.1e}"
+        uncombined = f"{r['ours_uncombined']}/{r['xla_uncombined']}"
         lines.append(f"{r['program']:<18} {'ok' if r['ok'] else 'FAIL':<5} {num:<9} "
-                     f"{_summary(r['ours']):<58} {_summary(r['xla'])}")
+                     f"{uncombined:<11} {_summary(r['ours']):<52} {_summary(r['xla'])}")
     return "\n".join(lines)
 
 

@@ -1,18 +1,14 @@
 """Helpers for the SPMD tests: run a sharded global program on N virtual cpu devices from
 global arguments, run it unsharded on the reference interpreter, list a partitioned program's
 collectives the way XLA's conformance summaries count them."""
-import math
-
 import numpy as np
 
 import pjrt
 import stablehlo
 from stablehlo.interpreter import evaluate
 from stablehlo.ir.types import numpy_dtype
+from xla_core.spmd.summary import collectives  # noqa: F401 - the tests' helper
 
-COLLECTIVES = {"stablehlo.all_reduce": "all-reduce", "stablehlo.all_gather": "all-gather",
-               "stablehlo.all_to_all": "all-to-all", "stablehlo.reduce_scatter": "reduce-scatter",
-               "stablehlo.collective_permute": "collective-permute"}
 
 
 def run_partitioned(text: str, args, num_devices: int):
@@ -32,14 +28,3 @@ def random_args(text: str, seed: int = 0) -> list:
     func = stablehlo.parse(text).lookup("main")
     return [rng.standard_normal(t.shape).astype(numpy_dtype(t.element_type))
             for t in func.type.inputs]
-
-
-def collectives(module) -> list:
-    """``[(kind, per-device result shape, bytes per device)]`` in program order."""
-    out = []
-    for op in module.walk():
-        if op.name in COLLECTIVES:
-            t = op.results[0].type
-            nbytes = math.prod(t.shape) * np.dtype(numpy_dtype(t.element_type)).itemsize
-            out.append((COLLECTIVES[op.name], tuple(t.shape), nbytes))
-    return out

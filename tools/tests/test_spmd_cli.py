@@ -26,7 +26,7 @@ def test_opt_partitions_and_explains(capsys, tmp_path):
     r = run_cli(capsys, "opt", path, "--pipeline=spmd", "--num-devices", "4",
                 "--explain-sharding")
     assert r.code == 0, r.err
-    assert "openhlo.spmd_partitioned" in r.out and "stablehlo.reduce_scatter" in r.out
+    assert "openhlo.spmd_partitioned" in r.out and "stablehlo.all_reduce" in r.out
     assert "(%arg0: tensor<8x4xf32>" in r.out
     assert 'op 1 stablehlo.tanh: #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>' in r.err
     wrong = run_cli(capsys, "opt", path, "--pipeline=spmd", "--num-devices", "8")

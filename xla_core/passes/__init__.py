@@ -19,6 +19,7 @@ PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
 PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
 PASSES.register("sharding-propagation", "xla_core.spmd.propagation:ShardingPropagationPass")
 PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")
+PASSES.register("all-reduce-combiner", "xla_core.spmd.combiner:AllReduceCombinerPass")
 
 
 def _default_pipeline() -> Pipeline:
@@ -52,15 +53,18 @@ def _cpu_pipeline() -> Pipeline:
         "fusion,dce,memory-schedule"))
 
 
-def spmd_pipeline(entry: str = "main", num_devices: int = 0) -> Pipeline:
+def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = True) -> Pipeline:
     """Global sharded program -> per-device program: shard_map/pmap programs by spmd-manual;
     the others are inlined (propagation and partitioning see one function), propagated and
     partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
-    skips a module an earlier one partitioned. The runtime compiles with this too."""
+    skips a module an earlier one partitioned. Independent all-reduces are then combined
+    (unless ``combine`` is false), as XLA's pipeline does after partitioning. The runtime
+    compiles with this too."""
     return Pipeline("spmd", parse_pass_list(
         f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
         f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"
-        f"spmd-partition{{entry={entry} num-devices={num_devices}}}"))
+        f"spmd-partition{{entry={entry} num-devices={num_devices}}}"
+        + (",all-reduce-combiner" if combine else "")))
 
 
 PIPELINES.register("default", _default_pipeline)

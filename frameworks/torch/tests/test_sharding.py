@@ -9,13 +9,11 @@ import torch
 
 from frameworks.torch import sharding as xs
 from frameworks.torch.backend import openhlo_backend
+from xla_core.spmd.summary import collectives
 
 
 def _collectives(module) -> list:
-    kinds = {"stablehlo.all_reduce": "all-reduce", "stablehlo.all_gather": "all-gather",
-             "stablehlo.reduce_scatter": "reduce-scatter", "stablehlo.all_to_all": "all-to-all",
-             "stablehlo.collective_permute": "collective-permute"}
-    return [kinds[op.name] for op in module.walk() if op.name in kinds]
+    return [kind for kind, _, _ in collectives(module)]
 
 
 class MLP(torch.nn.Module):
@@ -122,8 +120,8 @@ def test_data_parallel_training_step_matches_eager():
     for name, exe in programs.items():
         assert exe.num_partitions == 8
         # forward: the mean loss over the split batch; backward: each of the 4 parameter
-        # gradients is a sum over the split batch
-        want = ["all-reduce"] * (1 if name.startswith("forward") else 4)
+        # gradients is a sum over the split batch, the 4 combined into one all-reduce
+        want = ["all-reduce"]
         assert _collectives(exe.executable.module) == want, name
 
 
@@ -152,9 +150,9 @@ def test_2d_mesh_training_step_matches_eager():
     xs.mark_sharding(target, mesh, ("data", None))
     programs = _train_like_eager(model, ref, x, target)
     for name, exe in programs.items():
-        # forward: fc2's partial sums over "model", the loss over "data"; backward: the 4
-        # gradients summed over "data"
-        want = ["all-reduce"] * (2 if name.startswith("forward") else 4)
+        # forward: fc2's partial sums over "model", the loss over "data" (other groups: not
+        # combined); backward: the 4 gradients summed over "data", combined into one
+        want = ["all-reduce"] * (2 if name.startswith("forward") else 1)
         assert _collectives(exe.executable.module) == want, name
 
 
