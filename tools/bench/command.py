@@ -32,6 +32,10 @@ def add_parser(subparsers) -> None:
                    help="seconds of timing per workload and runner (default 2, quick 0.2)")
     p.add_argument("--no-cached", dest="cached", action="store_false",
                    help="skip the second process that measures cached compile times")
+    p.add_argument("--sharded", action="store_true",
+                   help="also run the sharded workloads (Megatron MLP, data-parallel step) on "
+                        "8 devices: JAX NamedSharding on XLA and on openhlo, PyTorch "
+                        "mark_sharding on openhlo; step time and bytes each device sends")
     p.add_argument("--save-programs", metavar="DIR",
                    help="write each workload's StableHLO, its optimized form, the fusion "
                         "decisions and the memory report into DIR")
@@ -62,6 +66,16 @@ def bench_command(args: argparse.Namespace) -> int:
     add_ratios(report)
     report["summary"] = summarize(report)
     print(format_report(report), flush=True)
+    if args.sharded:
+        from tools.bench import sharded
+        print("sharded workloads (8 devices)...", file=sys.stderr, flush=True)
+        report["sharded"] = sharded.measure(steps=3 if args.quick else 10, quick=args.quick)
+        print("\n" + sharded.table(report["sharded"]), flush=True)
+        report["summary"]["failures"] += [
+            {"workload": r["workload"], "runner": stack, "status": "wrong",
+             "message": "sharded results differ from the unsharded run"}
+            for r in report["sharded"] for stack in ("openhlo", "openhlo_torch")
+            if stack in r and not r[stack]["results_ok"]]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
