@@ -101,7 +101,54 @@ def _programs():
                           out_specs=P(), axis_names={"model"})(x, w)
         return jnp.tanh(y)
 
+    def scan_carry(x, w):
+        # a batch-split carry through a loop: each step is local
+        return jax.lax.fori_loop(0, 4, lambda i, h: jnp.tanh(h @ w), x)
+
+    def scan_seq(xs, h, w):
+        # a scan over time of batch-split sequences: each step reads and writes one time step
+        def step(h, x):
+            h = jnp.tanh(h @ w + x)
+            return h, h * 2.0
+        return jax.lax.scan(step, h, xs)
+
+    def scan_grad(xs, h, w):
+        # the weight gradient through a scan over batch-split sequences (a reverse scan)
+        def loss(w):
+            def step(h, x):
+                h = jnp.tanh(h @ w + x)
+                return h, jnp.sum(h)
+            last, ys = jax.lax.scan(step, h, xs)
+            return jnp.sum(ys) + jnp.sum(last)
+        return jax.grad(loss)(w)
+
+    def while_norm(x):
+        # a loop whose condition reads a batch-split value: a partial sum all-reduced
+        return jax.lax.while_loop(lambda v: jnp.sum(v * v) > 1.0, lambda v: v * 0.5, x)
+
+    def train_loop(x, w):
+        # a weight carried through training steps on a batch-split input: the gradient's
+        # partial sums are all-reduced once per step, inside the loop
+        def body(i, w):
+            return w - 0.1 * jax.grad(lambda w: jnp.mean(jnp.tanh(x @ w) ** 2))(w)
+        return jax.lax.fori_loop(0, 3, body, w)
+
+    def branch(p, x):
+        return jax.lax.cond(p > 0, lambda x: jnp.tanh(x) * 2.0, lambda x: x - 1.0, x)
+
+    def embed(table, ids):
+        return table[ids]
+
+    def embed_grad(table, ids, g):
+        # an update by the embedding gradient: a scatter-add of batch-split updates
+        return table - 0.1 * jax.grad(lambda t: jnp.sum(t[ids] * g))(table)
+
+    def some_in(x, w):
+        # jitted with an unspecified in_sharding for w: w is replicated
+        return jnp.tanh(x @ w)
+
     d, m = "data", "model"
+    ids = np.random.default_rng(1).integers(0, 64, size=(16,)).astype(np.int32)
     # the unsharded math of a program whose jitted form needs the mesh
     refs = {"partial_manual": lambda x, w: jnp.tanh(x @ w)}
     return refs, {
@@ -125,6 +172,30 @@ def _programs():
                            (on(mesh1, None, d), on(mesh1, d, None)), on(mesh1, d, None)),
         "partial_manual": (partial_manual, (normal(16, 32), normal(32, 24, scale=0.2)),
                            (on(mesh2, d, m), on(mesh2, m, None)), on(mesh2, d, None)),
+        "scan_carry": (scan_carry, (normal(16, 32), normal(32, 32, scale=0.2)),
+                       (on(mesh1, d), on(mesh1)), on(mesh1, d)),
+        # the loop's result wanted whole: it still runs on pieces, gathered after
+        "scan_gathered": (scan_carry, (normal(16, 32), normal(32, 32, scale=0.2)),
+                          (on(mesh1, d), on(mesh1)), on(mesh1)),
+        "scan_seq": (scan_seq, (normal(4, 16, 32), normal(16, 32), normal(32, 32, scale=0.2)),
+                     (on(mesh1, None, d), on(mesh1, d), on(mesh1)),
+                     (on(mesh1, d), on(mesh1, None, d))),
+        "scan_grad": (scan_grad, (normal(4, 16, 32), normal(16, 32),
+                                  normal(32, 32, scale=0.2)),
+                      (on(mesh1, None, d), on(mesh1, d), on(mesh1)), on(mesh1)),
+        "while_norm": (while_norm, (normal(16, 8, scale=3.0),), (on(mesh1, d),), on(mesh1, d)),
+        "train_loop": (train_loop, (normal(16, 32), normal(32, 16, scale=0.2)),
+                       (on(mesh1, d), on(mesh1)), on(mesh1)),
+        "branch": (branch, (np.float32(1.0), normal(16, 32)), (on(mesh1), on(mesh1, d)),
+                   on(mesh1, d)),
+        "embed_batch": (embed, (normal(64, 32), ids), (on(mesh1), on(mesh1, d)),
+                        on(mesh1, d)),
+        "embed_hidden": (embed, (normal(64, 32), ids), (on(mesh1, None, d), on(mesh1)),
+                         on(mesh1, None, d)),
+        "embed_grad": (embed_grad, (normal(64, 32), ids, normal(16, 32)),
+                       (on(mesh1), on(mesh1, d), on(mesh1, d)), on(mesh1)),
+        "some_in": (some_in, (normal(16, 32), normal(32, 32, scale=0.2)),
+                    (on(mesh1, d), None), None),
     }
 
 

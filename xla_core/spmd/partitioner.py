@@ -29,6 +29,10 @@ layout) the collectives: see ``reshard.py``. Per op:
   input pieces extended by halos;
 - reduce: reduced dims stay split when the init is the reducer's identity (local reduce, then
   ``all_reduce`` with the same reducer); otherwise they are gathered first;
+- while, case, if: their regions partitioned in place (``control_flow.py``);
+- gather, scatter, dynamic_slice, dynamic_update_slice: passthrough and batch dims stay
+  split, a scatter's split updates give partial results combined across devices
+  (``indexing.py``);
 - sdy.manual_computation (shard_map, also partially manual: manual on some mesh axes): its
   body runs in place on pieces split over the manual axes, whole along the free ones;
 - anything else runs on whole (replicated) operands.
@@ -51,11 +55,10 @@ from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import reshard, rules
 from xla_core.spmd.annotations import (automatic_target, CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
                                        MeshInfo, manual_dims, op_dims, read_dims, replicated, with_sharding)
+from xla_core.spmd.control_flow import ControlFlow
+from xla_core.spmd.indexing import Indexing
 from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.sharding import SpmdUnsupportedError
-
-_IDENTITIES = {"stablehlo.add": 0, "stablehlo.or": 0, "stablehlo.xor": 0,
-               "stablehlo.multiply": 1, "stablehlo.and": 1}
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class SpmdPartitionPass(Pass):
         return True
 
 
-class _Partitioner:
+class _Partitioner(ControlFlow, Indexing):
     def __init__(self, module: Module, func: Func, info: MeshInfo, reduce_scatter: bool):
         self.module = module
         self.reduce_scatter = reduce_scatter
@@ -156,6 +159,14 @@ class _Partitioner:
             self._dot(op, outs[0])
         elif name == "stablehlo.reduce":
             self._reduce(op, outs[0])
+        elif name in rules.CONTROL_FLOW:
+            self._control_flow(op, outs)
+        elif name == "stablehlo.gather":
+            self._gather(op, outs[0])
+        elif name == "stablehlo.scatter" and rules.scatter_positions(op) is not None:
+            self._scatter(op, outs[0])
+        elif name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
+            self._dynamic_slice(op, outs[0])
         else:
             self._whole(op)
 
@@ -297,21 +308,20 @@ class _Partitioner:
     def _identity_init(self, op: Operation) -> bool:
         """Whether the reduce's init is its reducer's identity (partial reductions of the
         pieces then combine to the whole one)."""
-        block = op.regions[0].block
         init = op.operands[1].owner
-        if len(block.operations) != 2 or getattr(init, "name", None) != "stablehlo.constant":
+        if getattr(init, "name", None) != "stablehlo.constant":
             return False
-        reducer = block.operations[0].name
         value = init.attributes["value"].array
-        if reducer in _IDENTITIES:
-            return bool(np.all(value == _IDENTITIES[reducer]))
-        if reducer in ("stablehlo.maximum", "stablehlo.minimum"):
-            kind = np.finfo if value.dtype.kind == "f" else np.iinfo
-            limit = kind(value.dtype).min if reducer == "stablehlo.maximum" else \
-                kind(value.dtype).max
-            infinite = -np.inf if reducer == "stablehlo.maximum" else np.inf
-            return bool(np.all((value == limit) | (value == infinite)))
-        return False
+        found = rules.reducer_identity(op.regions[0], value.dtype)
+        if found is None:
+            return False
+        reducer, identity = found
+        if value.dtype.kind == "f" and reducer in ("stablehlo.maximum", "stablehlo.minimum"):
+            # the largest finite value bounds as well as infinity does
+            limit = np.finfo(value.dtype)
+            finite = limit.min if reducer == "stablehlo.maximum" else limit.max
+            return bool(np.all((value == identity) | (value == finite)))
+        return bool(np.all(value == identity))
 
     def _manual(self, op: Operation) -> None:
         """A (fully or partially) manual computation: its body is already the per-device

@@ -1,7 +1,9 @@
 """sharding-propagation: give every value of the entry function a sharding.
 
 Sources, fixed and never changed by propagation (user annotations):
-- the entry's argument shardings (``sdy.sharding`` / ``mhlo.sharding``);
+- the entry's argument shardings (``sdy.sharding`` / ``mhlo.sharding``); an argument without
+  one is replicated, as JAX means an unspecified ``in_sharding`` (its lowering writes no
+  attribute, and XLA does not propagate into parameters unless asked to);
 - the result shardings, given to the returned value when it is an op result;
 - ``sdy.sharding_constraint`` ops (and GSPMD's ``custom_call @Sharding``, rewritten into one),
   and shardings written on ops (``sdy.sharding`` per value, single-result ``mhlo.sharding``);
@@ -20,7 +22,18 @@ Rules per op (``rules.py``): elementwise ops (convert, compare, select included)
 constraints map dimension to dimension; transpose permutes; broadcast_in_dim keeps operand
 dims that are not expanded; reshape maps the major dimension of runs of equal element count;
 reduce drops reduced dims; dot_general maps batch and free dims (contracting dims drop out:
-the partitioner turns them into partial sums). Other ops get replicated results.
+the partitioner turns them into partial sums); gather maps the operand's passthrough dims and
+the indices' batch dims; scatter maps the input's passthrough dims (its scattered update dims
+drop out like contracting ones); dynamic_slice and dynamic_update_slice map the dims they span
+whole. Other ops get replicated results.
+
+Control flow (while, case, if) is propagated through, its regions' ops being visited in program
+order with the others. A while's carried value k is one value seen in four places (result k,
+the condition's and the body's block argument k, the body's returned value k): they take one
+sharding, decided once for all four, so each iteration starts from the layout the last one
+left. Result k of a case/if and each branch's returned value k likewise. The operand k of a
+while proposes the carried sharding (forward) and takes it (backward) like an elementwise
+operand: the partitioner reshards it once, before the loop.
 
 Conflicts, when operands propose different shardings (elementwise) or the same mesh axis for
 two result dims (dot): the proposal splitting the value into more tiles wins, then the one
@@ -81,8 +94,9 @@ class _Propagation:
         self.module = module
         self.func = func
         self.info = info
-        self.ops = [op for op in func.body.operations if op.name != "func.return"]
+        self.ops = list(_ops(func.body.operations))
         self.decided: dict = {}
+        self.tied = _tied_values(self.ops)
 
     def run(self) -> None:
         self._check_types()
@@ -137,10 +151,16 @@ class _Propagation:
             dims = read_dims(self.info, func.arg_attrs(i), arg.type.shape, where)
             if dims is not None:
                 self.decided[arg] = _Decision(dims, f"{where} annotation", True)
+            else:
+                self.decided[arg] = _Decision(replicated(len(arg.type.shape)),
+                                              f"{where} unannotated: replicated")
         for i, value in enumerate(func.body.terminator.operands):
             where = f"@{func.name} result {i}"
             dims = read_dims(self.info, func.result_attrs(i), value.type.shape, where)
-            if dims is not None and not value.is_block_argument and value not in self.decided:
+            # a loop's result keeps the layout the loop runs in (from its operands and body),
+            # resharded on return: a replicated result must not make the loop run whole
+            if dims is not None and not value.is_block_argument and value not in self.decided \
+                    and value.owner.name != "stablehlo.while":
                 self.decided[value] = _Decision(dims, f"{where} annotation", True)
         for op in self.ops:
             if op.name == MANUAL_COMPUTATION:  # its body fixes how its results are laid out
@@ -159,23 +179,36 @@ class _Propagation:
             elif op.name in _REPLICATED_OPS:
                 self.decided[op.results[0]] = _Decision(
                     replicated(len(op.results[0].type.shape)), f"{op.name}: replicated", True)
+        # a carried value seeded in one of its places (an annotated while result, a constant
+        # returned by the body) is seeded in all, the first seeded place deciding
+        for value in [v for v in self.decided if v in self.tied]:
+            self._decide(value, self.decided[value].dims, self.decided[value].origin)
 
     def _decide(self, value: Value, dims, origin: str) -> bool:
-        if value in self.decided or dims is None:
+        if dims is None:
             return False
         # a proposal splitting a dim its axes do not divide leaves that dim whole
         size = self.info.mesh.axis_size
         dims = tuple(axes if extent % math.prod(size(a) for a in axes) == 0 else ()
                      for axes, extent in zip(dims, value.type.shape))
-        self.decided[value] = _Decision(dims, origin)
-        return True
+        user = value in self.decided and self.decided[value].user
+        changed = False
+        tied = f"as its loop carry or branch result: {origin}"
+        for v in self.tied.get(value, (value,)):
+            if v not in self.decided:
+                self.decided[v] = _Decision(dims, origin if v is value else tied, user)
+                changed = True
+        return changed
 
     # -- sweeps ------------------------------------------------------------------------
 
     def _forward(self, final: bool) -> bool:
         changed = False
         for op in self.ops:
-            if op.results and any(r not in self.decided for r in op.results):
+            if op.name == "stablehlo.while":  # operand k proposes carried value k
+                for operand, r in zip(op.operands, op.results):
+                    changed |= self._decide(r, self._known(operand), "from the while operand")
+            elif op.results and any(r not in self.decided for r in op.results):
                 proposal = self._from_operands(op, final)
                 if proposal is not None and not final and self._loses_splits(op, proposal[0]):
                     continue  # a dot or reduce over split dims: its users may want a split
@@ -217,6 +250,9 @@ class _Propagation:
                 return None
             i, dims = max(same, key=lambda c: self._rank(op.operands[c[0]], c[1], c[0]))
             return dims, f"from operand {i} of {name}"
+        mapped = rules.dim_map(op)
+        if mapped is not None:  # each operand known proposes (a scatter's input often waits)
+            return self._mapped_forward(op, operands, mapped[0])
         if operands and operands[0] is None:
             return None
         if name == "stablehlo.transpose":
@@ -235,9 +271,6 @@ class _Propagation:
         if name == "stablehlo.reduce":
             reduced = set(op.attributes["dimensions"].values)
             return rules.reduce_forward(operands[0], reduced), "from operand 0 of reduce"
-        if name in ("stablehlo.dot_general", "stablehlo.convolution") and \
-                rules.contraction(op) is not None:
-            return self._dot_forward(op, operands)
         return None
 
     def _rank(self, value: Value, dims, index: int) -> tuple:
@@ -246,18 +279,18 @@ class _Propagation:
         return (self.info.tiles(dims), bool(decision and decision.user),
                 math.prod(value.type.shape), -index)
 
-    def _dot_forward(self, op: Operation, operands):
-        lhs, rhs = operands
-        if lhs is None and rhs is None:
+    def _mapped_forward(self, op: Operation, operands, positions):
+        """Each operand dim mapping to a result dim proposes its axes; a higher-ranked operand
+        wins a dim, and an axis splits one result dim only."""
+        if all(dims is None for dims in operands):
             return None
-        lhs_pos, rhs_pos, _ = rules.contraction(op)
         rank = len(op.results[0].type.shape)
         proposals = []  # (rank key, result dim, axes, operand index)
-        for index, (dims, positions) in enumerate(((lhs, lhs_pos), (rhs, rhs_pos))):
+        for index, (dims, at) in enumerate(zip(operands, positions)):
             if dims is None:
                 continue
             key = self._rank(op.operands[index], dims, index)
-            for d, r in positions.items():
+            for d, r in at.items():
                 if dims[d]:
                     proposals.append((key, r, dims[d], index))
         out = [()] * rank
@@ -275,6 +308,8 @@ class _Propagation:
 
     def _from_result(self, op: Operation, i: int):
         """Dims proposed for operand ``i`` of ``op`` by ``op``'s (known) result sharding."""
+        if op.name == "stablehlo.while":  # carried value i proposes its operand's layout
+            return self._known(op.results[i])
         if not op.results or op.results[0] not in self.decided:
             return None
         dims = self.decided[op.results[0]].dims
@@ -296,26 +331,24 @@ class _Propagation:
         if name == "stablehlo.reduce" and i < len(op.operands) // 2:
             reduced = set(op.attributes["dimensions"].values)
             return rules.reduce_backward(dims, len(operand.type.shape), reduced)
-        if name in ("stablehlo.dot_general", "stablehlo.convolution") and \
-                rules.contraction(op) is not None:
-            return self._dot_backward(op, i, dims)
+        mapped = rules.dim_map(op)
+        if mapped is not None:
+            return self._mapped_backward(op, i, dims, *mapped)
         return None
 
-    def _dot_backward(self, op: Operation, i: int, dims) -> tuple:
-        lhs_pos, rhs_pos, pairs = rules.contraction(op)
-        positions = (lhs_pos, rhs_pos)[i]
-        other = self._known(op.operands[1 - i])
-        lc, rc = [p[0] for p in pairs], [p[1] for p in pairs]
-        mine, theirs = (lc, rc) if i == 0 else (rc, lc)
+    def _mapped_backward(self, op: Operation, i: int, dims, positions, pairs) -> tuple:
         out = [()] * len(op.operands[i].type.shape)
-        for d, r in positions.items():
+        for d, r in positions[i].items():
             out[d] = dims[r]
         used = {a for axes in out for a in axes}
-        if other is not None:  # split contracting dims alike: partial sums, no gather
-            for d, e in zip(mine, theirs):
-                if not used & set(other[e]):
-                    out[d] = other[e]
-                    used |= set(other[e])
+        for pair in pairs:  # split summed (scattered) dims alike: partial results, no gather
+            if i not in (pair[0][0], pair[1][0]):
+                continue
+            (_, d), (j, e) = pair if pair[0][0] == i else pair[::-1]
+            other = self._known(op.operands[j])
+            if other is not None and not used & set(other[e]):
+                out[d] = other[e]
+                used |= set(other[e])
         return tuple(out)
 
     # -- output ------------------------------------------------------------------------
@@ -333,7 +366,8 @@ class _Propagation:
             op.attributes[ORIGIN] = StringAttr("; ".join(d.origin for d in decisions))
         args = func.body.arguments
         func.op.attributes["arg_attrs"] = ArrayAttr(tuple(
-            with_sharding(func.arg_attrs(i), info, self._arg_dims(a)) for i, a in enumerate(args)))
+            with_sharding(func.arg_attrs(i), info, self.decided[a].dims)
+            for i, a in enumerate(args)))
         returned = func.body.terminator.operands
         results = []
         for i, value in enumerate(returned):
@@ -343,19 +377,53 @@ class _Propagation:
             results.append(with_sharding(func.result_attrs(i), info, dims))
         func.op.attributes["res_attrs"] = ArrayAttr(tuple(results))
 
-    def _arg_dims(self, arg: Value) -> tuple:
-        decision = self.decided.get(arg)
-        return decision.dims if decision else replicated(len(arg.type.shape))
+
+def _ops(operations):
+    """The ops propagation decides, in program order: those of the function and, after a
+    control-flow op, those of its regions (their terminators left out)."""
+    for op in operations:
+        if op.name in ("func.return", "stablehlo.return"):
+            continue
+        yield op
+        if op.name in rules.CONTROL_FLOW:
+            for region in op.regions:
+                yield from _ops(region.block.operations)
+
+
+def _tied_values(ops) -> dict:
+    """Value -> the values that must share its sharding (itself included): the places of a
+    while's carried values, and a case/if's results with what its branches return."""
+    groups: dict = {}
+
+    def tie(values):
+        merged = []
+        for v in values:
+            for w in groups.get(v, [v]):
+                if w not in merged:
+                    merged.append(w)
+        for v in merged:
+            groups[v] = merged
+
+    for op in ops:
+        if op.name == "stablehlo.while":
+            cond, body = (r.block for r in op.regions)
+            for places in zip(op.results, cond.arguments, body.arguments,
+                              body.terminator.operands):
+                tie(places)
+        elif op.name in ("stablehlo.case", "stablehlo.if"):
+            for k, r in enumerate(op.results):
+                tie([r] + [region.block.terminator.operands[k] for region in op.regions])
+    return groups
 
 
 def explain(module: Module, entry: str = "main") -> list:
-    """One line per op of a propagated entry function: op, shardings, and where they came
-    from."""
+    """One line per op of a propagated entry function (ops in control-flow regions after
+    their op, numbered on): op, shardings, and where they came from."""
     func = module.lookup(entry)
     lines = []
     for i, arg in enumerate(func.body.arguments):
         lines.append(f"argument {i}: {func.arg_attrs(i).get('sdy.sharding').text}")
-    for n, op in enumerate(func.body.operations):
+    for n, op in enumerate(_ops(func.body.operations)):
         if op.name == CONSTRAINT:
             lines.append(f"op {n} {op.name}: {op.attributes['sharding'].text} (user constraint)")
         elif PER_VALUE in op.attributes:

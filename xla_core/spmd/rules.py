@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import math
 
-from stablehlo.ir.core import Operation
+import numpy as np
+
+from stablehlo.ir.core import Operation, Region
 from stablehlo.ir.ops.base import ELEMENTWISE
+
+CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if"})
+_IDENTITIES = {"stablehlo.add": 0, "stablehlo.or": 0, "stablehlo.xor": 0,
+               "stablehlo.multiply": 1, "stablehlo.and": 1}
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -62,6 +68,123 @@ def contraction(op: Operation):
         pairs = [(dn.input_feature_dimension, dn.kernel_input_feature_dimension)]
         pairs += [(d, e) for d, (e, _, _, _) in conv_window_sums(op).items()]
         return (lhs, {dn.kernel_output_feature_dimension: dn.output_feature_dimension}, pairs)
+    return None
+
+
+def _ints(attr, name: str) -> tuple:
+    return tuple(attr.get(name, ()) or ())
+
+
+def gather_positions(op: Operation) -> tuple:
+    """How a gather maps its operands' dims to the result's: ``(operand positions, indices
+    positions)``, each mapping an operand dim to the result dim it becomes. The operand's
+    passthrough dims (sliced whole and never indexed) map to their offset dims, its batching
+    dims and the indices' batch dims to the result's batch dims: split alike there, each
+    device gathers its own part. Indexed operand dims are in neither (kept whole)."""
+    dn = op.attributes["dimension_numbers"]
+    offset = _ints(dn, "offset_dims")
+    collapsed, operand_batch = _ints(dn, "collapsed_slice_dims"), _ints(dn, "operand_batching_dims")
+    start_map, ivd = _ints(dn, "start_index_map"), dn.get("index_vector_dim")
+    sizes = list(op.attributes["slice_sizes"].values)
+    shape = op.operands[0].type.shape
+    batch = [r for r in range(len(op.results[0].type.shape)) if r not in offset]
+    indices = {j: r for j, r in zip((j for j in range(len(op.operands[1].type.shape))
+                                     if j != ivd), batch)}
+    window = [d for d in range(len(shape)) if d not in collapsed + operand_batch]
+    operand = {d: r for d, r in zip(window, offset) if d not in start_map and sizes[d] == shape[d]}
+    for d, j in zip(operand_batch, _ints(dn, "start_indices_batching_dims")):
+        operand[d] = indices[j]
+    return operand, indices
+
+
+def scatter_positions(op: Operation):
+    """How a one-input scatter maps its operands' dims to the result's: ``(input positions,
+    indices positions, updates positions, pairs)``. The input's passthrough dims (never
+    indexed, the update window spanning them whole) and the update window dims over them map
+    to those result dims; the input's batching dims, with the indices' batching dims and the
+    update dims paired with them, to theirs. ``pairs`` are the ``(indices dim, updates dim)``
+    the updates are scattered over: split alike, each device scatters its part of the
+    updates and the parts are combined by the scatter's reducer across devices. None for a
+    scatter of several inputs."""
+    if len(op.operands) != 3:
+        return None
+    dn = op.attributes["scatter_dimension_numbers"]
+    window, inserted = _ints(dn, "update_window_dims"), _ints(dn, "inserted_window_dims")
+    input_batch = _ints(dn, "input_batching_dims")
+    indices_batch = _ints(dn, "scatter_indices_batching_dims")
+    to_operand, ivd = _ints(dn, "scatter_dims_to_operand_dims"), dn.get("index_vector_dim")
+    shape, updates_shape = op.operands[0].type.shape, op.operands[2].type.shape
+    source = [d for d in range(len(shape)) if d not in inserted + input_batch]
+    inputs, updates = {}, {}
+    for d, w in zip(source, window):
+        if d not in to_operand and updates_shape[w] == shape[d]:
+            inputs[d] = updates[w] = d
+    scattered = [u for u in range(len(updates_shape)) if u not in window]
+    pairs = list(zip((j for j in range(len(op.operands[1].type.shape)) if j != ivd), scattered))
+    indices = {}
+    for d, j in zip(input_batch, indices_batch):
+        u = dict(pairs)[j]
+        inputs[d] = indices[j] = updates[u] = d
+        pairs.remove((j, u))
+    return inputs, indices, updates, pairs
+
+
+def slice_positions(op: Operation) -> list:
+    """How a dynamic_slice or dynamic_update_slice maps its operands' dims to the result's:
+    the dims the slice (the update) spans whole, where every start index is clamped to 0,
+    map to themselves; the others are cut at run-time offsets (kept whole). The start
+    indices are scalars."""
+    shape = op.operands[0].type.shape
+    if op.name == "stablehlo.dynamic_slice":
+        sizes = list(op.attributes["slice_sizes"].values)
+        spans = [{d: d for d in range(len(shape)) if sizes[d] == shape[d]}]
+    else:
+        update = op.operands[1].type.shape
+        spans = [{d: d for d in range(len(shape)) if update[d] == shape[d]}] * 2
+    return spans + [{}] * (len(op.operands) - len(spans))
+
+
+def dim_map(op: Operation):
+    """``(positions, pairs)`` of an op whose operand dims map to result dims one to one
+    (dot_general, convolution, gather, one-input scatter, dynamic slices), else None:
+    ``positions[i]`` maps operand ``i``'s dims to result dims; ``pairs`` are
+    ``((i, d), (j, e))``: dims of two operands that are summed over (or scattered over)
+    together, kept split alike."""
+    if op.name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
+        return slice_positions(op), []
+    if op.name in ("stablehlo.dot_general", "stablehlo.convolution"):
+        mapped = contraction(op)
+        if mapped is None:
+            return None
+        lhs, rhs, pairs = mapped
+        return [lhs, rhs], [((0, d), (1, e)) for d, e in pairs]
+    if op.name == "stablehlo.gather":
+        return list(gather_positions(op)), []
+    if op.name == "stablehlo.scatter":
+        mapped = scatter_positions(op)
+        if mapped is None:
+            return None
+        inputs, indices, updates, pairs = mapped
+        return [inputs, indices, updates], [((1, j), (2, u)) for j, u in pairs]
+    return None
+
+
+def reducer_identity(region: Region, dtype):
+    """``(reducer op name, identity)`` of a reduction body made of one binary op with an
+    identity (partial results of pieces then combine to the whole one), else None."""
+    block = region.block
+    if len(block.operations) != 2:
+        return None
+    reducer = block.operations[0].name
+    if reducer in _IDENTITIES:
+        return reducer, _IDENTITIES[reducer]
+    if reducer in ("stablehlo.maximum", "stablehlo.minimum"):
+        dtype = np.dtype(dtype)
+        if dtype.kind == "f":
+            return reducer, -np.inf if reducer == "stablehlo.maximum" else np.inf
+        if dtype.kind in "iu":
+            limits = np.iinfo(dtype)
+            return reducer, limits.min if reducer == "stablehlo.maximum" else limits.max
     return None
 
 
@@ -202,7 +325,8 @@ def reshape_map(dims, source, target, axis_size) -> tuple:
     return tuple(out)
 
 
-__all__ = ["broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
-           "conv_window_sums", "dot_dims", "dot_result_positions",
-           "is_elementwise", "reduce_backward", "reduce_forward", "reshape_groups", "reshape_map",
+__all__ = ["CONTROL_FLOW", "broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
+           "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions",
+           "is_elementwise", "reduce_backward", "reduce_forward", "reducer_identity",
+           "reshape_groups", "reshape_map", "scatter_positions", "slice_positions",
            "transpose_backward", "transpose_forward"]

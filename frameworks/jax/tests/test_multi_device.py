@@ -117,20 +117,34 @@ def test_shard_map_mixed_with_automatic_partitioning_matches_xla():
     _assert_matches_xla(body)
 
 
-def test_unsupported_partitioning_is_refused_clearly():
-    run("""
+def test_shard_map_nested_in_a_loop_matches_xla():
+    _assert_matches_xla("""
+        import json
         from jax import shard_map
         from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
         mesh = Mesh(np.array(jax.devices()), ("x",))
-        x = jax.device_put(np.ones((8, 2), np.float32), NamedSharding(mesh, P("x")))
-        inner = shard_map(lambda a: a * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
-        try:  # a shard_map inside a loop body
-            jax.jit(lambda a: jax.lax.fori_loop(0, 2, lambda i, v: inner(v), a))(x)
+        x = jax.device_put(np.arange(16, dtype=np.float32).reshape(8, 2),
+                           NamedSharding(mesh, P("x")))
+        inner = shard_map(lambda a: a * 2 + jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"),
+                          out_specs=P("x"))
+        loop = jax.jit(lambda a: jax.lax.fori_loop(0, 2, lambda i, v: inner(v), a))
+        print(json.dumps({"loop": np.asarray(loop(x)).tolist()}))
+    """)
+
+
+def test_unsupported_partitioning_is_refused_clearly():
+    run("""
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        jax.config.update("jax_use_shardy_partitioner", False)
+        mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
+        x = jax.device_put(np.ones((4, 4), np.float32), NamedSharding(mesh, P("x")))
+        try:  # GSPMD's spelling of a split replicated over "y": not read
+            jax.jit(lambda a: a * 2)(x)
         except Exception as exc:
             message = str(exc)
         else:
-            raise AssertionError("a shard_map nested in a loop ran")
-        assert "UNIMPLEMENTED" in message and "nested" in message, message
+            raise AssertionError("a partially replicated GSPMD tiling ran")
+        assert "UNIMPLEMENTED" in message and "last_tile_dim_replicate" in message, message
         # the client is still usable after the refusal
         assert np.asarray(jax.jit(lambda a: a + 1)(np.ones(2, np.float32))).tolist() == [2, 2]
     """, OPENHLO_JAX_NUM_DEVICES="4")

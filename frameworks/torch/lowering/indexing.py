@@ -241,7 +241,7 @@ def _masked_scatter(ctx, x, mask, source):
     flat_source = b.reshape(ctx.cast(source, ctx.out_dtype()),
                             (int(np.prod(source.type.shape)),))
     picked = b.reshape(take(ctx, flat_source, 0, position), shape)
-    return b.select(mask, picked, ctx.cast(x, ctx.out_dtype()))
+    return b.select(mask, picked, ctx.operand(x, ctx.out_dtype(), shape))
 
 
 @lowers(aten._embedding_bag.default)

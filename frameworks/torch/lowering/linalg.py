@@ -164,12 +164,16 @@ def _distances(ctx, a, b, p: float):
     """p-norm distances between the rows of ``a`` [..., P, M] and ``b`` [..., R, M]."""
     bld = ctx.b
     dtype = ctx.out_dtype()
-    batch = a.type.shape[:-2]
+    # batch dims broadcast against each other, aligned on the right as in numpy
+    batch = tuple(np.broadcast_shapes(a.type.shape[:-2], b.type.shape[:-2]))
     k = len(batch)
     (rows_a, m), rows_b = a.type.shape[-2:], b.type.shape[-2]
     shape = batch + (rows_a, rows_b, m)
-    a = bld.broadcast_in_dim(ctx.cast(a, dtype), shape, list(range(k)) + [k, k + 2])
-    b = bld.broadcast_in_dim(ctx.cast(b, dtype), shape, list(range(k)) + [k + 1, k + 2])
+
+    def batch_dims(x):
+        return list(range(k - (len(x.type.shape) - 2), k))
+    a = bld.broadcast_in_dim(ctx.cast(a, dtype), shape, batch_dims(a) + [k, k + 2])
+    b = bld.broadcast_in_dim(ctx.cast(b, dtype), shape, batch_dims(b) + [k + 1, k + 2])
     d = bld.abs(bld.subtract(a, b))
     zero = ctx.scalar(0, dtype)
     if p == 0:  # how many coordinates differ

@@ -203,3 +203,21 @@ func.func public @main(%a: tensor<8xf32> {_sdy(("x",))}) -> tensor<8xf32> {{
     with pytest.raises(SpmdUnsupportedError, match="'stablehlo.after_all' result 0 of type "
                                                    "!stablehlo.token: only tensors"):
         _propagate(text)
+
+
+def test_unannotated_arguments_stay_replicated():
+    """JAX lowers an unspecified in_sharding with no attribute and XLA keeps that parameter
+    replicated (it propagates into parameters only when asked to): the split operand of the
+    add does not split the other argument; the unannotated result takes the split."""
+    module = _propagate(MESH + f"""
+func.func public @main(%a: tensor<8x8xf32> {_sdy(("x",), ())}, %b: tensor<8x8xf32>)
+    -> tensor<8x8xf32> {{
+  %0 = stablehlo.add %b, %a : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}}
+""")
+    (add,) = _dims(module)
+    assert add == (("x",), ())
+    func = module.lookup("main")
+    assert func.arg_attrs(1).get("sdy.sharding").text == "#sdy.sharding<@mesh, [{}, {}]>"
+    assert func.result_attrs(0).get("sdy.sharding").text == '#sdy.sharding<@mesh, [{"x"}, {}]>'

@@ -1,0 +1,130 @@
+"""Propagation and partitioning of gather, scatter and dynamic slices: an embedding lookup
+keeps the split of its ids (batch) or of its table (hidden dim), an embedding gradient
+scatter-adds batch-split updates and all-reduces the partial tables, as XLA does; a scan step
+slices one time step of batch-split sequences locally. Each program is partitioned for 8
+virtual cpu devices, run from global arguments and compared with the unsharded program on the
+reference interpreter."""
+import numpy as np
+import pytest
+
+import stablehlo
+from pjrt.tests.spmd_support import collectives, reference, run_partitioned
+from xla_core.passes import PassContext, make_pass
+from xla_core.spmd.annotations import module_mesh, op_dims
+
+
+def _sdy(*dims) -> str:
+    body = ", ".join("{" + ", ".join(f'"{a}"' for a in axes) + "}" for axes in dims)
+    return f"{{sdy.sharding = #sdy.sharding<@mesh, [{body}]>}}"
+
+
+def _lookup(table, ids) -> str:
+    return f"""
+sdy.mesh @mesh = <["x"=8]>
+func.func public @main(%t: tensor<64x32xf32> {_sdy(*table)}, %i: tensor<16x1xi32> {_sdy(*ids)})
+    -> tensor<16x32xf32> {{
+  %g = "stablehlo.gather"(%t, %i) <{{dimension_numbers = #stablehlo.gather<offset_dims = [1],
+      collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>,
+      indices_are_sorted = false, slice_sizes = array<i64: 1, 32>}}>
+      : (tensor<64x32xf32>, tensor<16x1xi32>) -> tensor<16x32xf32>
+  return %g : tensor<16x32xf32>
+}}
+"""
+
+
+def _update(ids, grads) -> str:
+    return f"""
+sdy.mesh @mesh = <["x"=8]>
+func.func public @main(%t: tensor<64x32xf32>, %i: tensor<16x1xi32> {_sdy(*ids)},
+                       %u: tensor<16x32xf32> {_sdy(*grads)}) -> tensor<64x32xf32> {{
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %zeros = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<64x32xf32>
+  %s = "stablehlo.scatter"(%zeros, %i, %u) <{{indices_are_sorted = false,
+      scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1],
+      inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>,
+      unique_indices = false}}> ({{
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %c : tensor<f32>
+  }}) : (tensor<64x32xf32>, tensor<16x1xi32>, tensor<16x32xf32>) -> tensor<64x32xf32>
+  %r = stablehlo.subtract %t, %s : tensor<64x32xf32>
+  return %r : tensor<64x32xf32>
+}}
+"""
+
+
+def _args(text: str):
+    rng = np.random.default_rng(0)
+    func = stablehlo.parse(text).lookup("main")
+    return [rng.integers(0, 4 if not t.shape else 64, t.shape).astype(np.int32)
+            if str(t.element_type) == "i32"
+            else rng.standard_normal(t.shape).astype(np.float32) for t in func.type.inputs]
+
+
+def _dims_of(text: str, name: str):
+    module = stablehlo.parse(text)
+    make_pass("sharding-propagation", {}).run(module, PassContext())
+    info = module_mesh(module, module.lookup("main"), 0)
+    (op,) = [op for op in module.lookup("main").body.operations if op.name == name]
+    return op_dims(info, op)[0]
+
+
+def _run(text: str):
+    args = _args(text)
+    got, exe = run_partitioned(text, args, 8)
+    np.testing.assert_allclose(got[0], reference(text, args)[0], rtol=1e-5, atol=1e-5)
+    return [(kind, nbytes) for kind, _, nbytes in collectives(exe.executable.module)]
+
+
+@pytest.mark.parametrize("table, ids, result", [
+    (((), ()), (("x",), ()), (("x",), ())),  # batch-split ids: each device its rows
+    (((), ("x",)), ((), ()), ((), ("x",))),  # table split along the hidden dim
+])
+def test_embedding_lookup_keeps_the_split_without_collectives(table, ids, result):
+    text = _lookup(table, ids)
+    assert _dims_of(text, "stablehlo.gather") == result
+    assert _run(text) == []
+
+
+def test_lookup_in_a_table_split_along_the_indexed_dim_runs_on_the_whole_table():
+    # not partitioned (XLA masks a local lookup and all-reduces): gathered whole, correct
+    text = _lookup((("x",), ()), ((), ()))
+    assert _dims_of(text, "stablehlo.gather") == ((), ())
+    assert [kind for kind, _ in _run(text)] == ["all-gather"]
+
+
+def test_embedding_gradient_scatters_batch_split_updates_and_all_reduces():
+    text = _update((("x",), ()), (("x",), ()))
+    assert _dims_of(text, "stablehlo.scatter") == ((), ())
+    assert _run(text) == [("all-reduce", 64 * 32 * 4)]  # as XLA: the whole table, once
+
+
+def test_scatter_with_updates_split_along_the_window_keeps_the_split():
+    text = _update(((), ()), ((), ("x",)))
+    assert _dims_of(text, "stablehlo.scatter") == ((), ("x",))
+    assert _run(text) == []
+
+
+SCAN_STEP = f"""
+sdy.mesh @mesh = <["x"=8]>
+func.func public @main(%xs: tensor<4x16x32xf32> {_sdy((), ("x",), ())}, %i: tensor<i32>)
+    -> tensor<4x16x32xf32> {{
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %x = stablehlo.dynamic_slice %xs, %i, %z, %z, sizes = [1, 16, 32]
+      : (tensor<4x16x32xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x16x32xf32>
+  %t = stablehlo.tanh %x : tensor<1x16x32xf32>
+  %j = stablehlo.constant dense<3> : tensor<i32>
+  %y = stablehlo.dynamic_update_slice %xs, %t, %j, %z, %z
+      : (tensor<4x16x32xf32>, tensor<1x16x32xf32>, tensor<i32>, tensor<i32>, tensor<i32>)
+      -> tensor<4x16x32xf32>
+  return %y : tensor<4x16x32xf32>
+}}
+"""
+
+
+def test_dynamic_slices_of_one_time_step_keep_the_batch_split():
+    """A scan step reads and writes one time step of batch-split sequences: the dims spanned
+    whole keep their split, the sliced one is cut at the run-time offset on each piece."""
+    assert _dims_of(SCAN_STEP, "stablehlo.dynamic_slice") == ((), ("x",), ())
+    assert _dims_of(SCAN_STEP, "stablehlo.dynamic_update_slice") == ((), ("x",), ())
+    assert _run(SCAN_STEP) == []
