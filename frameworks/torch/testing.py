@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
-from torch.utils._pytree import tree_flatten, tree_unflatten
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from frameworks.torch.backend import client, decompositions
 from frameworks.torch.lowering import op_name
@@ -31,10 +31,37 @@ def trace_and_run(fn, *args, **kwargs):
     functional = torch.func.functionalize(flat_fn, remove="mutations")
     gm = make_fx(functional, decomposition_table=decompositions(), tracing_mode="fake",
                  _allow_non_fake_inputs=True)(*tensors)  # closures become graph constants
+    mutated = _outputs_for_input_mutations(gm)
     _, out_spec = tree_flatten(flat_fn(*tensors))  # the graph returns leaves only
     plan = Plan(gm, tensors, client(), "test")
     results, _ = tree_flatten(plan.run(tensors))
+    if mutated:  # the new values of mutated inputs come last; written back as AOTAutograd does
+        for position, value in zip(mutated, results[-len(mutated):]):
+            tensors[position].copy_(value)
+        results = results[:-len(mutated)]
     return tree_unflatten(results, out_spec), plan
+
+
+def _outputs_for_input_mutations(gm: torch.fx.GraphModule) -> list:
+    """Functionalization writes a mutated input back with ``copy_`` into its placeholder;
+    AOTAutograd instead returns the new value and copies it outside the compiled graph. Do
+    the same: each such ``copy_`` becomes an extra graph output. Returns the positions of
+    the inputs written, in the order of those outputs."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    mutated, values = [], []
+    for node in list(gm.graph.nodes):
+        if node.target is torch.ops.aten.copy_.default and node.args[0] in placeholders \
+                and not node.users:
+            mutated.append(placeholders.index(node.args[0]))
+            values.append(node.args[1])
+            gm.graph.erase_node(node)
+    if mutated:
+        returned = output.args[0]
+        returned = list(returned) if isinstance(returned, (list, tuple)) else [returned]
+        output.args = (tuple(returned + values),)
+        gm.recompile()
+    return mutated
 
 
 def fallback_ops(plan) -> dict:
@@ -55,6 +82,10 @@ def assert_close(ours, eager, rtol=1e-4, atol=1e-5):
             assert o == e
 
 
+def _clone(x):
+    return x.clone() if isinstance(x, torch.Tensor) else x
+
+
 def check_opinfo(opinfo, max_samples: int | None = None, dtype=torch.float32) -> dict:
     """Run ``opinfo``'s ``dtype`` samples through OpenHLO. Returns counts
     ``{"pass", "fail", "fallback", "error"}`` and the first problem of each kind."""
@@ -67,10 +98,14 @@ def check_opinfo(opinfo, max_samples: int | None = None, dtype=torch.float32) ->
             break
         op = opinfo.op
         args = (sample.input, *sample.args)
+        # eager runs on copies: an op that mutates an input (embedding's max_norm) must
+        # start from the same values on both sides, and end with the same ones
+        eager_args, eager_kwargs = tree_map(_clone, (args, sample.kwargs))
         try:
-            expected = op(*args, **sample.kwargs)
+            expected = op(*eager_args, **eager_kwargs)
         except Exception:  # noqa: BLE001 - a sample eager itself rejects says nothing of us
             continue
+        expected = (expected, eager_args, eager_kwargs)
         try:
             ours, plan = trace_and_run(op, *args, **sample.kwargs)
         except Exception as exc:  # noqa: BLE001 - tracing problems count as errors
@@ -81,7 +116,7 @@ def check_opinfo(opinfo, max_samples: int | None = None, dtype=torch.float32) ->
                 kind, detail = "fallback", str(fallbacks)[:300]
             else:
                 try:
-                    assert_close(ours, expected, rtol=1e-4, atol=1e-5)
+                    assert_close((ours, args, sample.kwargs), expected, rtol=1e-4, atol=1e-5)
                     kind, detail = "pass", None
                 except Exception as exc:  # noqa: BLE001
                     kind, detail = "fail", str(exc)[:300]

@@ -14,6 +14,7 @@ import torch
 from stablehlo.ir.types import I64
 
 from frameworks.torch.lowering.context import normalize_dim
+from frameworks.torch.lowering.reductions import p_norm
 from frameworks.torch.lowering.registry import Unsupported, lowers
 
 aten = torch.ops.aten
@@ -66,6 +67,25 @@ def _coordinates(ctx, index, dim: int):
 @lowers(aten.embedding.default)
 def _embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     return take(ctx, weight, 0, indices)
+
+
+@lowers(aten.embedding_renorm.default)
+def _embedding_renorm(ctx, weight, indices, max_norm, norm_type):
+    """The rows ``indices`` name whose ``norm_type``-norm passes ``max_norm``, scaled down to
+    it (by max_norm / (norm + 1e-7), as torch does); other rows unchanged."""
+    b = ctx.b
+    dtype = ctx.out_dtype()
+    rows = weight.type.shape[0]
+    norms = p_norm(ctx, weight, norm_type, [1], dtype, (rows,))
+    flat = b.reshape(_i64(ctx, indices), (int(np.prod(indices.type.shape)),))
+    named = scatter_along(ctx, ctx.full(0, dtype, (rows,)), 0, flat,
+                          ctx.full(1, dtype, flat.type.shape), "stablehlo.add")
+    limit = ctx.full(max_norm, dtype, (rows,))
+    shrink = b.and_(b.compare(named, ctx.full(0, dtype, (rows,)), "GT"),
+                    b.compare(norms, limit, "GT"))
+    scale = b.select(shrink, b.divide(limit, b.add(norms, ctx.full(1e-7, dtype, (rows,)))),
+                     ctx.full(1, dtype, (rows,)))
+    return b.multiply(ctx.cast(weight, dtype), b.broadcast_in_dim(scale, weight.type.shape, [0]))
 
 
 @lowers(aten.index_select.default)

@@ -1,10 +1,13 @@
 """Pooling and resampling: max_pool2d_with_indices (+ backward), avg_pool2d (+ backward),
-adaptive average pooling (+ backward), nearest and (bi/tri)linear upsampling, grid_sampler_2d.
+adaptive average pooling (+ backward), nearest and (bi/tri)linear upsampling,
+grid_sampler_2d/3d (bilinear, nearest, 2-D bicubic; zeros, border and reflection padding).
 
 Windows are ``reduce_window`` over the trailing spatial dims. The padding on the high side
 comes from the output size torch computed (so ceil_mode needs no separate formula).
 """
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import torch
@@ -271,63 +274,141 @@ def _adaptive_avg_pool_backward(ctx, grad, x):
 
 
 @lowers(aten.grid_sampler_2d.default)
-def _grid_sampler_2d(ctx, x, grid, interpolation_mode, padding_mode, align_corners):
-    if interpolation_mode not in (0, 1) or padding_mode not in (0, 1):
-        raise Unsupported(f"grid_sampler_2d interpolation_mode={interpolation_mode} "
-                          f"padding_mode={padding_mode} (bilinear/nearest with zeros/border "
-                          f"padding are lowered)")
+@lowers(aten.grid_sampler_3d.default)
+def _grid_sampler(ctx, x, grid, interpolation_mode, padding_mode, align_corners):
+    """x [N, C, *spatial] sampled at grid [N, *out, r] (coordinates in [-1, 1], x first: the
+    last spatial dim), for r = 2 or 3 spatial dims."""
+    r = len(x.type.shape) - 2
+    if interpolation_mode not in ((0, 1, 2) if r == 2 else (0, 1)) or \
+            padding_mode not in (0, 1, 2):
+        raise Unsupported(f"grid_sampler_{r}d interpolation_mode={interpolation_mode} "
+                          f"padding_mode={padding_mode} (bilinear/nearest, and bicubic in 2-D, "
+                          f"with zeros/border/reflection padding are lowered)")
     b = ctx.b
     dtype = ctx.out_dtype()
-    n, c, h, w = x.type.shape
-    _, ho, wo, _ = grid.type.shape
+    n, c, *sizes = x.type.shape
+    out = tuple(grid.type.shape[:-1])  # (N, *output spatial)
     grid = ctx.cast(grid, dtype)
-    coords = []
-    for k, size in ((0, w), (1, h)):  # grid[..., 0] is x (width), grid[..., 1] is y
-        g = b.reshape(b.slice(grid, [0, 0, 0, k], [n, ho, wo, k + 1]), (n, ho, wo))
-        one, full = ctx.full(1, dtype, (n, ho, wo)), ctx.full(size, dtype, (n, ho, wo))
+    one, two = ctx.full(1, dtype, out), ctx.full(2, dtype, out)
+
+    def padded(pos, size):
+        """A pixel coordinate after the padding mode (zeros: as is, zero outside later)."""
+        if padding_mode == 2:  # reflection: mirrored at the image edges, then clamped
+            pos = _reflect(ctx, pos, size, align_corners)
+        if padding_mode in (1, 2):  # border: clamp into the image
+            pos = b.clamp(ctx.full(0, dtype, out), pos, ctx.full(size - 1, dtype, out))
+        return pos
+
+    coords = []  # per spatial dim of x, in x's order
+    for d, size in enumerate(sizes):
+        k = r - 1 - d  # grid's last axis lists the coordinates minor dim first
+        g = b.reshape(b.slice(grid, [0] * (r + 1) + [k], list(out) + [k + 1]), out)
+        full = ctx.full(size, dtype, out)
         if align_corners:  # -1 and 1 are the centers of the corner pixels
-            pos = b.multiply(b.divide(b.add(g, one), ctx.full(2, dtype, (n, ho, wo))),
-                             b.subtract(full, one))
+            pos = b.multiply(b.divide(b.add(g, one), two), b.subtract(full, one))
         else:  # -1 and 1 are the outer edges of the corner pixels
-            pos = b.divide(b.subtract(b.multiply(b.add(g, one), full), one),
-                           ctx.full(2, dtype, (n, ho, wo)))
-        if padding_mode == 1:  # border: clamp into the image
-            pos = b.clamp(ctx.full(0, dtype, (n, ho, wo)), pos, b.subtract(full, one))
+            pos = b.divide(b.subtract(b.multiply(b.add(g, one), full), one), two)
         coords.append(pos)
-    px, py = coords
+    if interpolation_mode == 2:  # bicubic: 4x4 taps, each padded on its own as torch does
+        return _bicubic(ctx, x, coords, padded)
+    coords = [padded(p, size) for p, size in zip(coords, sizes)]
     if interpolation_mode == 1:  # nearest, ties to even as torch's nearbyint
-        return _sample(ctx, x, b.round_nearest_even(py), b.round_nearest_even(px))
-    x0, y0 = b.floor(px), b.floor(py)
-    one = ctx.full(1, dtype, (n, ho, wo))
-    x1, y1 = b.add(x0, one), b.add(y0, one)
-    wx1, wy1 = b.subtract(px, x0), b.subtract(py, y0)
-    wx0, wy0 = b.subtract(one, wx1), b.subtract(one, wy1)
+        return _sample(ctx, x, [b.round_nearest_even(p) for p in coords])
+    taps = []
+    for p in coords:  # (floor, weight), (floor + 1, weight) per dim
+        low = b.floor(p)
+        frac = b.subtract(p, low)
+        taps.append([(low, b.subtract(one, frac)), (b.add(low, one), frac)])
+    return _weighted_taps(ctx, x, taps)
+
+
+def _bicubic(ctx, x, coords, padded):
+    """Cubic convolution (A = -0.75, torch's) over the 4x4 pixels around each point."""
+    b = ctx.b
+    dtype, shape = ctx.dtype(coords[0]), coords[0].type.shape
+
+    def const(v):
+        return ctx.full(v, dtype, shape)
+    a = -0.75
+
+    def near(t):  # |t| <= 1: ((A + 2) t - (A + 3)) t^2 + 1
+        return b.add(b.multiply(b.subtract(b.multiply(const(a + 2), t), const(a + 3)),
+                                b.multiply(t, t)), const(1))
+
+    def far(t):  # 1 < |t| < 2: ((A t - 5A) t + 8A) t - 4A
+        inner = b.add(b.multiply(b.subtract(b.multiply(const(a), t), const(5 * a)), t),
+                      const(8 * a))
+        return b.subtract(b.multiply(inner, t), const(4 * a))
+
+    taps = []
+    for pos, size in zip(coords, x.type.shape[2:]):
+        start = b.floor(pos)
+        t = b.subtract(pos, start)
+        weights = [far(b.add(t, const(1))), near(t), near(b.subtract(const(1), t)),
+                   far(b.subtract(const(2), t))]
+        taps.append([(padded(b.add(start, const(i - 1)), size), wt)
+                     for i, wt in enumerate(weights)])
+    return _weighted_taps(ctx, x, taps)
+
+
+def _weighted_taps(ctx, x, taps):
+    """The sum over every combination of one (coordinate, weight) tap per spatial dim of the
+    sampled pixel times the product of the weights."""
+    b = ctx.b
+    shape = taps[0][0][0].type.shape
+    full = tuple(x.type.shape[:2]) + tuple(shape[1:])
+    spatial = list(range(2, len(full)))
     total = None
-    for yy, wy in ((y0, wy0), (y1, wy1)):
-        for xx, wx in ((x0, wx0), (x1, wx1)):
-            weight = b.broadcast_in_dim(b.multiply(wy, wx), (n, c, ho, wo), [0, 2, 3])
-            term = b.multiply(_sample(ctx, x, yy, xx), weight)
-            total = term if total is None else b.add(total, term)
+    for combo in itertools.product(*taps):
+        weight = combo[0][1]
+        for _, w in combo[1:]:
+            weight = b.multiply(weight, w)
+        weight = b.broadcast_in_dim(weight, full, [0] + spatial)
+        term = b.multiply(_sample(ctx, x, [pos for pos, _ in combo]), weight)
+        total = term if total is None else b.add(total, term)
     return total
 
 
-def _sample(ctx, x, y, xcoord):
-    """x[n, :, y, x] for float pixel coordinates [N, Ho, Wo] (zero outside the image)."""
+def _reflect(ctx, pos, size: int, align_corners: bool):
+    """``pos`` folded back into the image as a mirror would: about the corner pixels' centers
+    (align_corners) or their outer edges, as torch's grid sampler reflects coordinates."""
     b = ctx.b
-    n, c, h, w = x.type.shape
-    shape = y.type.shape
-    dtype = ctx.dtype(y)
+    dtype, shape = ctx.dtype(pos), pos.type.shape
+    low, span = (0.0, size - 1.0) if align_corners else (-0.5, float(size))
+    if span == 0:
+        return ctx.full(0, dtype, shape)
+    distance = b.abs(b.subtract(pos, ctx.full(low, dtype, shape)))
+    spans = ctx.full(span, dtype, shape)
+    extra = b.remainder(distance, spans)
+    flips = b.floor(b.divide(distance, spans))
+    even = b.compare(b.remainder(flips, ctx.full(2, dtype, shape)), ctx.full(0, dtype, shape),
+                     "EQ")
+    return b.add(b.select(even, extra, b.subtract(spans, extra)), ctx.full(low, dtype, shape))
+
+
+def _sample(ctx, x, coords):
+    """x[n, :, *coords] for float pixel coordinates [N, *out] per spatial dim of x (zero
+    outside the image)."""
+    b = ctx.b
+    n, c, *sizes = x.type.shape
+    shape = tuple(coords[0].type.shape)
+    dtype = ctx.dtype(coords[0])
+    r = len(sizes)
     inside = None
-    for v, size in ((y, h), (xcoord, w)):
+    for v, size in zip(coords, sizes):
         ok = b.and_(b.compare(v, ctx.full(0, dtype, shape), "GE"),
                     b.compare(v, ctx.full(size - 1, dtype, shape), "LE"))
         inside = ok if inside is None else b.and_(inside, ok)
     batch = b.iota(shape, I64, 0)
     index = [b.reshape(v, shape + (1,)) for v in
-             (batch, ctx.cast(y, torch.int64), ctx.cast(xcoord, torch.int64))]
-    picked = b.gather(x, b.concatenate(index, 3), offset_dims=(3,),
-                      collapsed_slice_dims=(0, 2, 3), start_index_map=(0, 2, 3),
-                      index_vector_dim=3, slice_sizes=(1, c, 1, 1))  # [N, Ho, Wo, C]
-    picked = b.transpose(picked, [0, 3, 1, 2])
-    mask = b.broadcast_in_dim(inside, (n, c) + tuple(shape[1:]), [0, 2, 3])
+             [batch] + [ctx.cast(v, torch.int64) for v in coords]]
+    point = (0,) + tuple(range(2, r + 2))  # the dims of x an index picks
+    picked = b.gather(x, b.concatenate(index, r + 1), offset_dims=(r + 1,),
+                      collapsed_slice_dims=point, start_index_map=point,
+                      index_vector_dim=r + 1,
+                      slice_sizes=(1, c) + (1,) * r)  # [N, *out, C]
+    picked = b.transpose(picked, [0, r + 1] + list(range(1, r + 1)))
+    mask = b.broadcast_in_dim(inside, (n, c) + shape[1:], [0] + list(range(2, r + 2)))
     return b.select(mask, picked, ctx.full(0, ctx.dtype(x), picked.type.shape))
+
+

@@ -107,27 +107,29 @@ def _var_mean(ctx, x, dim=None, *, correction=None, keepdim=False):
 
 @lowers(aten.linalg_vector_norm.default)
 def _vector_norm(ctx, x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    b = ctx.b
     out = ctx.out_dtype()
-    acc = _accumulator(out)
     dims = normalize_dims(dim, len(x.type.shape))
+    return ctx.cast(p_norm(ctx, x, ord, dims, _accumulator(out), ctx.out_shape()), out)
+
+
+def p_norm(ctx, x, ord, dims, acc, shape):
+    """The ``ord``-norm of ``x`` over ``dims`` in dtype ``acc``, reshaped to ``shape``."""
+    b = ctx.b
     a = b.abs(ctx.cast(x, acc))
-    shape = a.type.shape
+    full = a.type.shape
     if ord == float("inf"):
-        return ctx.cast(reduce(ctx, a, dims, "maximum", acc, ctx.out_shape()), out)
+        return reduce(ctx, a, dims, "maximum", acc, shape)
     if ord == float("-inf"):
-        return ctx.cast(reduce(ctx, a, dims, "minimum", acc, ctx.out_shape()), out)
+        return reduce(ctx, a, dims, "minimum", acc, shape)
     if ord == 0:
-        nonzero = ctx.cast(b.compare(a, ctx.full(0, acc, shape), "NE"), acc)
-        return ctx.cast(reduce(ctx, nonzero, dims, "add", acc, ctx.out_shape()), out)
+        nonzero = ctx.cast(b.compare(a, ctx.full(0, acc, full), "NE"), acc)
+        return reduce(ctx, nonzero, dims, "add", acc, shape)
     if ord == 1:
-        return ctx.cast(reduce(ctx, a, dims, "add", acc, ctx.out_shape()), out)
+        return reduce(ctx, a, dims, "add", acc, shape)
     if ord == 2:
-        total = reduce(ctx, b.multiply(a, a), dims, "add", acc, ctx.out_shape())
-        return ctx.cast(b.sqrt(total), out)
-    total = reduce(ctx, b.power(a, ctx.full(ord, acc, shape)), dims, "add", acc,
-                   ctx.out_shape())
-    return ctx.cast(b.power(total, ctx.full(1.0 / ord, acc, total.type.shape)), out)
+        return b.sqrt(reduce(ctx, b.multiply(a, a), dims, "add", acc, shape))
+    total = reduce(ctx, b.power(a, ctx.full(ord, acc, full)), dims, "add", acc, shape)
+    return b.power(total, ctx.full(1.0 / ord, acc, total.type.shape))
 
 
 @lowers(aten.var.correction, aten.var.dim)

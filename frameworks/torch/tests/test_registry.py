@@ -22,11 +22,12 @@ def test_unknown_op_lists_known_ones():
 
 
 def test_a_refusing_rule_falls_back_with_its_reason():
-    x, grid = torch.randn(1, 2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1
+    q, k, v = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8)
 
-    def fn(a, g):
-        return F.grid_sample(a, g, padding_mode="reflection", align_corners=False)
+    def fn(q, k, v):  # grouped-query attention: 4 query heads share 2 key/value heads
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
-    ours, plan = trace_and_run(fn, x, grid)
-    assert "padding_mode=2" in fallback_ops(plan)["aten.grid_sampler_2d.default"]
-    torch.testing.assert_close(ours, fn(x, grid))
+    ours, plan = trace_and_run(fn, q, k, v)
+    (reason,) = fallback_ops(plan).values()
+    assert "grouped-query attention" in reason
+    torch.testing.assert_close(ours, fn(q, k, v))
