@@ -7,12 +7,23 @@ one and logs what changed since the previous inputs (Note [Specializing symbolic
 A plan splits the graph into runs of nodes with a lowering rule (each compiled into one
 StableHLO program) separated by nodes without one, which run in eager PyTorch on CPU
 (Note [Eager fallback]). Every fallback is logged once per plan, naming the op and why.
+Inputs reach compiled segments as numpy views, kept between calls for parameters
+(Note [Parameter views]).
 
 Note [Specializing symbolic sizes]
     Dynamo turns a dim dynamic after its size changes once, so graphs arrive with SymInt
     placeholders and FakeTensors of symbolic shapes. A plan binds each size symbol to the
     value the real inputs give it and evaluates every symbolic size in the graph with those
     bindings, so the StableHLO it builds has static shapes; new sizes give a new plan.
+
+Note [Parameter views]
+    Segments take numpy views of their torch inputs (no copy either way). Building a view
+    costs about a microsecond per tensor, which adds up over a model's weights, so a plan
+    keeps the views of its parameters (and the graph's constant tensors) between calls. A
+    view shares its tensor's memory, so in-place updates (an optimizer step) show through;
+    it is rebuilt when the input is another tensor, its memory moved (``.data =``), or its
+    version changed (``set_`` and other in-place ops). Activations are not kept: they change
+    every call, and keeping them would hold the caller's last inputs alive.
 
 Note [Eager fallback]
     The simplest partition that is always correct: walk the nodes in graph order, grow the
@@ -99,6 +110,26 @@ class _Segment:
         self.inputs, self.outputs, self.executable = inputs, outputs, executable
 
 
+class _HostViews:
+    """numpy views of the tensors a plan gets each call, kept for its stable inputs
+    (Note [Parameter views])."""
+
+    def __init__(self, stable):
+        self.stable = set(stable)
+        self.kept: dict = {}  # node -> (tensor, data_ptr, version, view)
+
+    def view(self, node: torch.fx.Node, t: torch.Tensor):
+        if node not in self.stable:
+            return to_numpy(t)
+        kept = self.kept.get(node)
+        if kept is not None and kept[0] is t and kept[1] == t.data_ptr() \
+                and kept[2] == t._version:
+            return kept[3]
+        view = to_numpy(t)
+        self.kept[node] = (t, t.data_ptr(), t._version, view)
+        return view
+
+
 class Plan:
     """A graph specialized to one input signature: compiled segments and eager nodes."""
 
@@ -128,6 +159,9 @@ class Plan:
         for node, reason in self.eager.items():
             logger.warning("openhlo: %s (node %s) runs in eager PyTorch: %s",
                            op_name(node), node.name, reason)
+        self.base_env = {**self.known, **self.constants}
+        self.views = _HostViews([*self.constants, *(
+            n for n, a in zip(self.placeholders, args) if isinstance(a, torch.nn.Parameter))])
 
     def _symbolic_values(self) -> dict:
         """Size inputs and nodes computing sizes (``sym_size``, SymInt arithmetic), evaluated
@@ -212,14 +246,14 @@ class Plan:
         return self.constants[node] if node in self.constants else node.meta["val"]
 
     def run(self, args: Sequence):
-        env = dict(self.known)
-        env.update(self.constants)
+        env = dict(self.base_env)
         env.update(zip(self.placeholders, args))
+        view = self.views.view
         for step in self.steps:
             if isinstance(step, _Segment):
                 if step.executable is None:
                     continue
-                results = step.executable(*[to_numpy(env[n]) for n in step.inputs])
+                results = step.executable(*[view(n, env[n]) for n in step.inputs])
                 tensors = list(map(from_numpy, results))
                 if isinstance(step.executable, _sharding.ShardedProgram):
                     step.executable.record_results(tensors)

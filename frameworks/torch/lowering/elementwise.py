@@ -152,8 +152,7 @@ _BINARY = {
     aten.mul.Tensor: "stablehlo.multiply", aten.mul.Scalar: "stablehlo.multiply",
     aten.maximum.default: "stablehlo.maximum", aten.minimum.default: "stablehlo.minimum",
     aten.atan2.default: "stablehlo.atan2", aten.atan2.out: "stablehlo.atan2",
-    aten.pow.Tensor_Tensor: "stablehlo.power", aten.pow.Tensor_Scalar: "stablehlo.power",
-    aten.pow.Scalar: "stablehlo.power",
+    aten.pow.Tensor_Tensor: "stablehlo.power", aten.pow.Scalar: "stablehlo.power",
     aten.fmod.Tensor: "stablehlo.remainder", aten.fmod.Scalar: "stablehlo.remainder",
     aten.bitwise_and.Tensor: "stablehlo.and", aten.bitwise_and.Scalar: "stablehlo.and",
     aten.bitwise_or.Tensor: "stablehlo.or", aten.bitwise_or.Scalar: "stablehlo.or",
@@ -166,6 +165,27 @@ _BINARY = {
 def _binary(ctx, a, b, *, out=None):  # an out= overload's result is the functional one
     a, b = _operands(ctx, a, b)
     return ctx.b._build(_BINARY[ctx.node.target], [a, b])
+
+
+# Exponents eager PyTorch computes without pow() on float32/float64 (ATen's CPU pow kernel),
+# as it does: the same roundings, and a multiply vectorizes where a pow() call does not
+# (GPT-2's tanh GELU cubes its input).
+_MULTIPLIED_EXPONENTS = frozenset({2.0, 3.0, -2.0})
+
+
+@lowers(aten.pow.Tensor_Scalar)
+def _pow_scalar(ctx, x, exponent):
+    if ctx.out_dtype() not in (torch.float32, torch.float64) or isinstance(exponent, bool) \
+            or exponent not in _MULTIPLIED_EXPONENTS:
+        x, exponent = _operands(ctx, x, exponent)
+        return ctx.b.power(x, exponent)
+    (x,) = _operands(ctx, x)
+    result = x
+    for _ in range(abs(int(exponent)) - 1):
+        result = ctx.b.multiply(result, x)
+    if exponent < 0:
+        return ctx.b.divide(ctx.full(1, ctx.out_dtype(), ctx.out_shape()), result)
+    return result
 
 
 @lowers(aten.copysign.Tensor, aten.copysign.Scalar)

@@ -57,6 +57,23 @@ def test_mlp_inference(caplog):
     assert records(caplog, "runs in eager") == []
 
 
+def test_inference_sees_parameter_updates(caplog):
+    # plans keep numpy views of parameters between calls (runner.py, Note [Parameter views])
+    model = _mlp().eval()
+    compiled = fresh_compile(model)
+    x = torch.randn(16, 8)
+    first = model[0].weight
+    with torch.no_grad():
+        compiled(x)
+        model[0].weight.mul_(2)  # in place: the kept view shows it
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+        model[0].weight.data = torch.randn(32, 8)  # new memory: the view is rebuilt
+        assert model[0].weight is first  # (the same Parameter object)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+        model[2].bias.set_(torch.randn(4))
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_16_bit_model(dtype, caplog):
     # statistics are computed in float32 and returned in the input's dtype, as torch does

@@ -97,6 +97,18 @@ def test_op_matches_eager(name):
     assert_close(ours, fn(*args))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pow_by_small_integers_rounds_as_eager(dtype):
+    # eager computes x**2, x**3 and x**-2 by multiplying; so do we, to the bit
+    x = (X * 3).to(dtype)
+    fn = lambda a: (a ** 2, a ** 3, a ** -2, a ** 2.5)
+    ours, plan = trace_and_run(fn, x)
+    assert fallback_ops(plan) == {}
+    for got, expected in zip(ours[:3], fn(x)[:3]):
+        assert torch.equal(got, expected)
+    assert_close(ours[3], fn(x)[3])
+
+
 def test_bfloat16_inputs_cross_unchanged():
     x = torch.randn(4, 8).to(torch.bfloat16)
     ours, plan = trace_and_run(lambda a: a * 2 + 1, x)

@@ -4,8 +4,8 @@
 worker thread that runs queued executions in order (so ``execute`` returns at once and the
 instances of a multi-device execution run in parallel). Buffers are native arrays;
 programs are compiled by compiler.py into native executables. The numpy convenience
-``executable(*arrays)`` skips buffers altogether: it runs on the calling thread, without
-the GIL, and costs a few microseconds of dispatch.
+``executable(*arrays)`` skips buffers altogether: it reads contiguous arguments in place,
+runs on the calling thread, without the GIL, and costs a few microseconds of dispatch.
 """
 from __future__ import annotations
 

@@ -58,6 +58,35 @@ def _attr(op, name, default=None):
     return default if value is None else plain(value)
 
 
+def _reshape_groups(shape, src_shape) -> list[tuple[list, list]]:
+    """The smallest runs of non-unit dimensions of a reshape's result and operand with equal
+    sizes, in order: ``[(result dims, operand dims), ...]``.
+
+    Note [reshape groups]
+        A row-major reshape maps each group of result dimensions to its group of operand
+        dimensions on its own, so indices are linearized and split within a group only: the
+        innermost index of a kernel usually passes through unchanged ([32,256] -> [2,16,256]
+        splits the 32 only), which keeps the loads contiguous and the loop vectorizable.
+    """
+    a, b = _nonunit(shape), _nonunit(src_shape)
+    groups, i, j = [], 0, 0
+    while i < len(a):
+        dims, src_dims = [a[i]], [b[j]]
+        size, src_size = shape[a[i]], src_shape[b[j]]
+        while size != src_size:
+            if size < src_size:
+                i += 1
+                dims.append(a[i])
+                size *= shape[a[i]]
+            else:
+                j += 1
+                src_dims.append(b[j])
+                src_size *= src_shape[b[j]]
+        groups.append((dims, src_dims))
+        i, j = i + 1, j + 1
+    return groups
+
+
 class Body:
     """Statements of one kernel: scopes of C lines with their own memo of computed values."""
 
@@ -180,11 +209,23 @@ class Body:
         return expression(op, args, self.math)
 
     def _reshape(self, idx, shape, src_shape) -> tuple:
-        if [shape[d] for d in _nonunit(shape)] == [src_shape[d] for d in _nonunit(src_shape)]:
-            mapped = iter([idx[d] for d in _nonunit(shape)])
-            return tuple(next(mapped) if n != 1 else "0" for n in src_shape)
-        flat = self.index_var(linear(idx, shape))
-        return self.delinearize(flat, src_shape)
+        """The operand's indices of a reshape, group by group (Note [reshape groups])."""
+        out = ["0"] * len(src_shape)
+        for dims, src_dims in _reshape_groups(shape, src_shape):
+            if len(dims) == 1 and len(src_dims) == 1:
+                out[src_dims[0]] = idx[dims[0]]
+                continue
+            sub = [shape[d] for d in dims]
+            flat = linear([idx[d] for d in dims], sub)
+            if not flat.isidentifier():
+                flat = self.index_var(flat)
+            src_sub = [src_shape[d] for d in src_dims]
+            for k, (d, st) in enumerate(zip(src_dims, strides(src_sub))):
+                e = flat if st == 1 else f"{flat} / {st}"
+                if k > 0:  # the group's first index is below its size already
+                    e = f"({e}) % {src_shape[d]}"
+                out[d] = e if len(src_dims) == 1 else self.index_var(e)
+        return tuple(out)
 
     def _constant(self, op, v, idx) -> str:
         elem = elem_name(v.type)

@@ -16,6 +16,11 @@ from pjrt.plugins.cpu.codegen.emit import strides
 from pjrt.plugins.cpu.codegen.kernels import _TILE_M, _TILE_N, Kernel, _loop_vars, _size
 from pjrt.plugins.cpu.codegen.scalar import NotGeneratable, elem_name
 
+# Multiply-adds per pool task at least: waking a pool thread costs several microseconds, more
+# than small tiles take (attention's per-head [S,D] x [D,S] GEMMs of a small model), so those
+# run on fewer threads, or on the caller alone.
+_TASK_MACS = 1 << 19
+
 
 def _collapse(shape, dims) -> tuple[int, int | None]:
     """(size, stride) of ``dims`` of a row-major ``shape`` taken as one dimension (stride
@@ -128,4 +133,4 @@ def output_kernel(k: Kernel) -> str:
     part.append(f"      const {t} dv = cb[i * {n} + jj];")
     part += ["      " + x for x in inner + stores]
     part += ["    }", "  }", "}"]
-    return k.source(part, nb * per_batch, 1)
+    return k.source(part, nb * per_batch, -(-_TASK_MACS // (tm * tn * max(1, kk))))

@@ -38,6 +38,12 @@ void add_type(const py::handle& item, std::vector<TensorSpec>& specs, std::vecto
 
 using ProgramPtr = std::shared_ptr<Program>;
 
+Array owned_copy(const Array& array) {
+  Array copy = allocate(array.dtype, array.shape);
+  if (copy.nbytes() > 0) std::memcpy(copy.raw(), array.raw(), copy.nbytes());
+  return copy;
+}
+
 Instr& add(Program& p, InstrKind kind, std::string where, std::vector<int32_t> in,
            std::vector<int32_t> out) {
   Instr instr;
@@ -53,15 +59,34 @@ std::vector<std::shared_ptr<const Program>> const_programs(const std::vector<Pro
   return {programs.begin(), programs.end()};
 }
 
-// The numpy fast path: exact-match arguments are copied in, the program runs on the calling
-// thread without the GIL, and results come back as numpy arrays sharing the result memory.
+// An exact-match argument as the executor's array: C-contiguous, aligned memory is borrowed
+// (kernels never write into borrowed storage; run_sync holds the array for the call),
+// anything else is copied.
+Array argument_array(const py::array& arr, DType dtype) {
+  constexpr int kBorrowable = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ |
+                              py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  if ((arr.flags() & kBorrowable) != kBorrowable) return array_from_numpy(arr, dtype);
+  Shape shape(arr.shape(), arr.shape() + arr.ndim());
+  const size_t nbytes = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
+  return Array{dtype, std::move(shape),
+               std::make_shared<Storage>(const_cast<void*>(arr.data()), nbytes,
+                                         Storage::Borrowed{})};
+}
+
+// The numpy fast path: exact-match arguments are borrowed, the program runs on the calling
+// thread without the GIL, and results come back as numpy arrays sharing the result memory (a
+// result that is an argument's memory is copied: the caller may change or free the argument).
 py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequence& args,
                   py::object host_state, int64_t replica_id, int64_t partition_id) {
   const size_t n = exe->param_specs.size();
   if (static_cast<size_t>(py::len(args)) != n) throw ArgumentMismatch("argument count");
   std::vector<Array> arrays(n);
+  // The arguments whose memory is borrowed stay alive while the GIL is released, even if the
+  // caller's sequence changes meanwhile.
+  std::vector<py::object> held;
+  held.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    py::handle item = args[i];
+    py::object item = args[i];
     if (exe->param_is_token[i]) throw ArgumentMismatch("token argument");
     if (!py::isinstance<py::array>(item)) throw ArgumentMismatch("not an array");
     auto arr = py::reinterpret_borrow<py::array>(item);
@@ -73,7 +98,8 @@ py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequen
     for (size_t d = 0; d < spec.shape.size(); ++d) {
       if (arr.shape(d) != spec.shape[d]) throw ArgumentMismatch("shape");
     }
-    arrays[i] = array_from_numpy(item, spec.dtype);
+    arrays[i] = argument_array(arr, spec.dtype);
+    held.push_back(std::move(item));
   }
   std::vector<Array> results;
   {
@@ -83,6 +109,9 @@ py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequen
     ctx.replica_id = replica_id;
     ctx.partition_id = partition_id;
     results = run_executable(*exe, std::move(arrays), ctx, state);
+    for (Array& result : results) {
+      if (result.defined() && !result.storage->owned) result = owned_copy(result);
+    }
   }
   py::list out;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -138,11 +167,7 @@ int c_run(void* ctx, int64_t num_args, void* const* inputs, void** results, void
     std::vector<std::unique_ptr<Array>> handed(out.size());
     for (size_t j = 0; j < out.size(); ++j) {
       Array result = std::move(out[j]);
-      if (!result.storage->owned) {
-        Array copy = allocate(result.dtype, result.shape);
-        if (copy.nbytes() > 0) std::memcpy(copy.raw(), result.raw(), copy.nbytes());
-        result = std::move(copy);
-      }
+      if (!result.storage->owned) result = owned_copy(result);
       handed[j] = std::make_unique<Array>(std::move(result));
     }
     for (size_t j = 0; j < handed.size(); ++j) {

@@ -231,6 +231,26 @@ def test_no_native_memory_leak_over_many_executions():
     assert native.live_storage_count() <= before
 
 
+def test_numpy_arguments_are_read_in_place_and_never_aliased_by_results():
+    text = """
+    func.func @main(%x: tensor<4xf32>, %y: tensor<2x2xf32>) -> (tensor<4xf32>, tensor<2x2xf32>, tensor<4xf32>) {
+      %r = stablehlo.reshape %y : (tensor<2x2xf32>) -> tensor<4xf32>
+      %s = stablehlo.add %x, %r : tensor<4xf32>
+      return %x, %y, %s : tensor<4xf32>, tensor<2x2xf32>, tensor<4xf32>
+    }"""
+    exe = pjrt.make_client("cpu").compile(text)
+    unaligned = np.frombuffer(bytearray(17), np.uint8, offset=1).view(np.float32)
+    unaligned[:] = [0, 1, 2, 3]
+    strided = np.arange(8, dtype=np.float32).reshape(2, 4)[:, ::2]  # [[0, 2], [4, 6]]
+    for x, y in [(np.arange(4, dtype=np.float32), strided.copy()), (unaligned, strided)]:
+        assert x.flags.aligned == (x is not unaligned)
+        got_x, got_y, got_s = exe(x, y)
+        x[:] = -1  # results returning an argument are copies of it
+        y[...] = -1
+        assert got_x.tolist() == [0, 1, 2, 3] and got_y.tolist() == [[0, 2], [4, 6]]
+        assert got_s.tolist() == [0, 3, 6, 9]
+
+
 def test_unsupported_program_reports_the_op():
     text = """
     func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {

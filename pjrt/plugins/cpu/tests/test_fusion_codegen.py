@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -88,6 +89,27 @@ def test_loop_booleans_and_scalars():
     text = fusion_module("loop", ["tensor<9xi1>", "tensor<9xi1>", "tensor<i32>"],
                          ["tensor<9xi32>", "tensor<9xi1>"], body)
     _check(text, [_rand((9,), "i1"), _rand((9,), "i1", 1), np.array(2**30 + 7, np.int32)])
+
+
+def test_reshapes_split_and_merge_dimensions_group_by_group():
+    # [32,256] -> [2,16,256] -> [32,256] splits and merges the 32 only: the innermost index
+    # reaches the load unchanged (emit.py, Note [reshape groups])
+    body = """
+  %a = stablehlo.reshape %p0 : (tensor<32x256xf32>) -> tensor<2x16x256xf32>
+  %b = stablehlo.multiply %a, %a : tensor<2x16x256xf32>
+  %c = stablehlo.reshape %b : (tensor<2x16x256xf32>) -> tensor<32x256xf32>
+  return %c : tensor<32x256xf32>"""
+    text = fusion_module("loop", ["tensor<32x256xf32>"], ["tensor<32x256xf32>"], body)
+    prog = _check(text, [_rand((32, 256), "f32")])
+    assert re.search(r"in0\[\w+\*256 \+ i\]", prog.fusion_library.source)
+    # groups of several dimensions on both sides, and unit dimensions
+    body = """
+  %d = stablehlo.reshape %p0 : (tensor<6x4xf32>) -> tensor<1x4x6x1xf32>
+  %e = stablehlo.reshape %d : (tensor<1x4x6x1xf32>) -> tensor<24x1xf32>
+  %f = stablehlo.reshape %e : (tensor<24x1xf32>) -> tensor<4x6xf32>
+  return %f : tensor<4x6xf32>"""
+    text = fusion_module("loop", ["tensor<6x4xf32>"], ["tensor<4x6xf32>"], body)
+    _check(text, [_rand((6, 4), "f32")])
 
 
 def test_nan_splat_constant_is_a_literal_not_an_array():
