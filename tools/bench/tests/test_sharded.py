@@ -1,8 +1,8 @@
 """``tools.bench.sharded``: the Megatron MLP and the data-parallel step on 8 devices through
 JAX on XLA and on the openhlo plugin: our results equal the unsharded ones, and our
-collectives move as many bytes per device as XLA's (the same all-reduces, before XLA's
-combiner merges the step's three into one); the same workloads written in PyTorch with
-mark_sharding under torch.compile(openhlo) too."""
+collectives are XLA's final ones (the step's three all-reduces combined into one) moving as
+many bytes per device; the same workloads written in PyTorch with mark_sharding under
+torch.compile(openhlo) too."""
 import importlib.util
 
 import pytest
@@ -25,9 +25,10 @@ def test_quick_sharded_bench():
         assert ours["step_s"] > 0 and xla["step_s"] > 0
         assert {c["kind"] for c in ours["collectives"]} == {"all-reduce"}
         assert ours["bytes_per_device"] == xla["bytes_per_device"]
-    # megatron: one all-reduce of the [batch, d] output; dp: loss and two gradients
-    assert len(rows["megatron_mlp"]["openhlo"]["collectives"]) == 1
-    assert len(rows["dp_train_step"]["openhlo"]["collectives"]) == 3
+    # megatron: one all-reduce of the [batch, d] output; dp: loss and two gradients, combined
+    # into one as XLA's final program has them
+    for row in rows.values():
+        assert len(row["openhlo"]["collectives"]) == len(row["xla"]["collectives"]) == 1
     # the PyTorch side (mark_sharding under torch.compile): the same collectives and bytes
     for row in rows.values():
         pt = row["openhlo_torch"]
@@ -36,5 +37,6 @@ def test_quick_sharded_bench():
         assert {c["kind"] for c in pt["collectives"]} == {"all-reduce"}
         assert pt["bytes_per_device"] == row["xla"]["bytes_per_device"]
     assert len(rows["megatron_mlp"]["openhlo_torch"]["collectives"]) == 1
-    assert len(rows["dp_train_step"]["openhlo_torch"]["collectives"]) == 3
+    # the loss in the forward program, the combined gradients in the backward one
+    assert len(rows["dp_train_step"]["openhlo_torch"]["collectives"]) == 2
     assert "megatron_mlp" in sharded.table(list(rows.values()))
