@@ -194,6 +194,9 @@ def _programs():
                          on(mesh1, None, d)),
         "embed_grad": (embed_grad, (normal(64, 32), ids, normal(16, 32)),
                        (on(mesh1), on(mesh1, d), on(mesh1, d)), on(mesh1)),
+        "embed_vocab": (embed, (normal(64, 32), ids), (on(mesh1, d), on(mesh1)), on(mesh1)),
+        "embed_vocab_grad": (embed_grad, (normal(64, 32), ids, normal(16, 32)),
+                             (on(mesh1, d), on(mesh1), on(mesh1)), on(mesh1, d)),
         "some_in": (some_in, (normal(16, 32), normal(32, 32, scale=0.2)),
                     (on(mesh1, d), None), None),
     }

@@ -1,5 +1,6 @@
 """Propagation and partitioning of gather, scatter and dynamic slices: an embedding lookup
-keeps the split of its ids (batch) or of its table (hidden dim), an embedding gradient
+keeps the split of its ids (batch) or of its table (hidden dim), a table split along the
+vocabulary is looked up locally with a mask and all-reduced, an embedding gradient
 scatter-adds batch-split updates and all-reduces the partial tables, as XLA does; a scan step
 slices one time step of batch-split sequences locally. Each program is partitioned for 8
 virtual cpu devices, run from global arguments and compared with the unsharded program on the
@@ -86,11 +87,12 @@ def test_embedding_lookup_keeps_the_split_without_collectives(table, ids, result
     assert _run(text) == []
 
 
-def test_lookup_in_a_table_split_along_the_indexed_dim_runs_on_the_whole_table():
-    # not partitioned (XLA masks a local lookup and all-reduces): gathered whole, correct
+def test_lookup_in_a_table_split_along_the_indexed_dim_is_masked_and_all_reduced():
+    # a vocabulary-parallel embedding, as XLA partitions it: each device looks up the ids in
+    # its rows (the others zero) and one all-reduce of the result sums the parts, moving the
+    # result's bytes rather than gathering the table
     text = _lookup((("x",), ()), ((), ()))
-    assert _dims_of(text, "stablehlo.gather") == ((), ())
-    assert [kind for kind, _ in _run(text)] == ["all-gather"]
+    assert _run(text) == [("all-reduce", 16 * 32 * 4)]
 
 
 def test_embedding_gradient_scatters_batch_split_updates_and_all_reduces():

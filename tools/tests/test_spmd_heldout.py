@@ -21,10 +21,13 @@ NAMES = ("mlp_2d", "conv_batch", "conv_spatial_step", "reduce_scatter", "fsdp",
 # hidden dim), some_in (an unannotated, replicated weight); one all-reduce per step inside the
 # loop for train_loop and inside the reverse scan of scan_grad (the weight gradient of a
 # batch-split input), one of the scalar the condition of while_norm reads, one of the whole
-# table for embed_grad (batch-split updates); one all-gather after the loop for scan_gathered
+# table for embed_grad (batch-split updates), one of the looked-up rows for embed_vocab (a
+# table split along the vocabulary: masked local lookups), none for embed_vocab_grad; one
+# all-gather after the loop for scan_gathered
 # (scan_carry with a replicated result: the loop still runs on pieces)
 EXACT = ("scan_carry", "scan_gathered", "scan_seq", "scan_grad", "train_loop", "while_norm",
-         "branch", "embed_batch", "embed_hidden", "embed_grad", "some_in")
+         "branch", "embed_batch", "embed_hidden", "embed_grad", "embed_vocab", "embed_vocab_grad",
+         "some_in")
 
 
 @pytest.fixture(scope="module")

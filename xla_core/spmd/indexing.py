@@ -5,7 +5,10 @@ dims map to the result).
 - gather: the operand's passthrough dims and the indices' batch dims keep the result's split,
   the operand's indexed dims are whole: each device gathers its part of the result from its
   part of the operand (an embedding lookup with batch-split ids, or from a table split along
-  the hidden dim). Result dims nothing maps to are gathered whole, then cut.
+  the hidden dim). Result dims nothing maps to are gathered whole, then cut. A lookup in a
+  table split along the looked-up dim (a vocabulary-parallel embedding) keeps it split, as
+  XLA does: each device looks up the indices that fall in its rows, zeroes the others, and
+  an ``all_reduce`` sums the parts (result bytes, not the table's).
 - scatter: the input's passthrough dims and the update window dims over them keep the
   result's split. Update dims split over axes the result does not use stay split (the
   indices split alike) when the scatter's reducer has an identity: each device scatters its
@@ -32,17 +35,49 @@ class Indexing:
 
     def _gather(self, op: Operation, out) -> None:
         positions = rules.gather_positions(op)
-        operand, indices = (self._reshard(v, _targets(v, at, out))
-                            for v, at in zip(op.operands, positions))
+        targets = [list(_targets(v, at, out)) for v, at in zip(op.operands, positions)]
+        lookup = rules.point_lookup_dim(op)
+        split = ()
+        if lookup is not None:  # a table split along the looked-up dim stays split
+            have = self._layout(op.operands[0])[lookup]
+            if have and not {a for axes in out for a in axes} & set(have):
+                split = targets[0][lookup] = tuple(have)
+        operand, indices = (self._reshard(v, t) for v, t in zip(op.operands, targets))
         shape = op.operands[0].type.shape
         sizes = list(op.attributes["slice_sizes"].values)
         for d in positions[0]:
             if sizes[d] == shape[d]:  # a passthrough dim: the slice spans the local piece
                 sizes[d] = operand.type.shape[d]
+        mask = None
+        if split:
+            indices, mask = self._local_indices(indices, split, operand.type.shape[lookup])
         computed = _computed(out, positions)
         (x,) = self._emit(op, [operand, indices], [computed],
                           attrs={"slice_sizes": i64_array(sizes)})
+        if split:  # rows found elsewhere are zero here; the sum over the split has them all
+            b = self.b
+            dims = [r for j, r in sorted(positions[1].items())]
+            mask = b.broadcast_in_dim(b.reshape(mask, tuple(x.type.shape[r] for r in dims)),
+                                      x.type.shape, dims)
+            zero = b.broadcast_in_dim(b.constant(np.zeros((), numpy_dtype(
+                x.type.element_type)), x.type.element_type), x.type.shape, [])
+            x = self._all_reduce(b.select(mask, x, zero), split, "stablehlo.add")
         self._settle(op, x, computed, out)
+
+    def _local_indices(self, indices, axes, extent: int):
+        """Indices into a dim split over ``axes`` made local to this device's part of
+        ``extent`` rows, and whether each falls in it (XLA's masked lookup)."""
+        b = self.b
+        etype = indices.type.element_type
+        offset = b.broadcast_in_dim(b.convert(self._offset(axes, extent), etype),
+                                    indices.type.shape, [])
+        local = b.subtract(indices, offset)
+
+        def bound(v):
+            return b.broadcast_in_dim(b.constant(np.array(v, numpy_dtype(etype)), etype),
+                                      indices.type.shape, [])
+        inside = b.and_(b.compare(local, bound(0), "GE"), b.compare(local, bound(extent), "LT"))
+        return local, inside
 
     def _dynamic_slice(self, op: Operation, out) -> None:
         positions = rules.slice_positions(op)

@@ -412,9 +412,7 @@ class _Partitioner(ControlFlow, Indexing):
 
     def _slice(self, x: Value, slices: dict) -> Value:
         """Each device cuts its part: ``slices`` maps a dim to the axes newly splitting it."""
-        b, info = self.b, self.info
-        if self.partition_index is None:
-            self.partition_index = b.convert(b.partition_id(), I32)
+        b = self.b
         zero = b.constant(np.int32(0))
         shape = list(x.type.shape)
         starts = []
@@ -423,11 +421,17 @@ class _Partitioner(ControlFlow, Indexing):
                 starts.append(zero)
                 continue
             shape[d] = extent // len(self._groups(slices[d])[0])
-            table = reshard.slice_offsets(info.coordinates(), slices[d], shape[d],
-                                          info.mesh.axis_size)
-            entry = b.dynamic_slice(b.constant(table), [self.partition_index], [1])
-            starts.append(b.reshape(entry, ()))
+            starts.append(self._offset(slices[d], shape[d]))
         return b.dynamic_slice(x, starts, shape)
+
+    def _offset(self, axes, extent: int) -> Value:
+        """This device's start (an i32 scalar) in a dim split over ``axes`` into parts of
+        ``extent``: looked up by partition id in a table of every device's."""
+        b, info = self.b, self.info
+        if self.partition_index is None:
+            self.partition_index = b.convert(b.partition_id(), I32)
+        table = reshard.slice_offsets(info.coordinates(), axes, extent, info.mesh.axis_size)
+        return b.reshape(b.dynamic_slice(b.constant(table), [self.partition_index], [1]), ())
 
     def _groups(self, axes) -> np.ndarray:
         return self.info.groups(tuple(axes))

@@ -97,6 +97,20 @@ def gather_positions(op: Operation) -> tuple:
     return operand, indices
 
 
+def point_lookup_dim(op: Operation):
+    """The operand dim a gather reads one position of per index (an embedding lookup: one
+    start index component, slice size 1 there, no batching dims), or None."""
+    dn = op.attributes["dimension_numbers"]
+    start_map = _ints(dn, "start_index_map")
+    if len(start_map) != 1 or _ints(dn, "operand_batching_dims"):
+        return None
+    ishape, ivd = op.operands[1].type.shape, dn.get("index_vector_dim")
+    if ivd is not None and ivd < len(ishape) and ishape[ivd] != 1:
+        return None
+    d = start_map[0]
+    return d if op.attributes["slice_sizes"].values[d] == 1 else None
+
+
 def scatter_positions(op: Operation):
     """How a one-input scatter maps its operands' dims to the result's: ``(input positions,
     indices positions, updates positions, pairs)``. The input's passthrough dims (never
@@ -326,7 +340,7 @@ def reshape_map(dims, source, target, axis_size) -> tuple:
 
 
 __all__ = ["CONTROL_FLOW", "broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
-           "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions",
+           "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions", "point_lookup_dim",
            "is_elementwise", "reduce_backward", "reduce_forward", "reducer_identity",
            "reshape_groups", "reshape_map", "scatter_positions", "slice_positions",
            "transpose_backward", "transpose_forward"]
