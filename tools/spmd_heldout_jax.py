@@ -147,6 +147,42 @@ def _programs():
         # jitted with an unspecified in_sharding for w: w is replicated
         return jnp.tanh(x @ w)
 
+    def attention(x, wq, wk, wv, wo):
+        # Megatron attention: heads split over "model", the batch over "data"
+        b, s, _ = x.shape
+        heads = 4
+
+        def split(t):
+            return t.reshape(b, s, heads, -1)
+        q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
+        p = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) / 4.0, axis=-1)
+        return jnp.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, -1) @ wo
+
+    def dp_tp_step(x, w1, w2):
+        # a training step on a 2-D mesh: batch over "data", the MLP over "model"
+        def loss(w1, w2):
+            return jnp.mean((jnp.tanh(x @ w1) @ w2) ** 2)
+        g1, g2 = jax.grad(loss, argnums=(0, 1))(w1, w2)
+        return w1 - 0.1 * g1, w2 - 0.1 * g2
+
+    def layernorm(x, g):
+        # normalized over a hidden dim split over "model": partial sums all-reduced
+        mu = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
+        return (x - mu) / jnp.sqrt(var + 1e-5) * g
+
+    def conv_channels(x, k):
+        # output channels split: each device convolves with its filters
+        return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME",
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def vocab_xent(h, w, labels):
+        # a vocabulary-parallel loss: logits split along the vocabulary
+        logits = h @ w
+        logz = jax.nn.logsumexp(logits, axis=-1)
+        picked = jnp.take_along_axis(logits, labels[:, None], axis=-1)[:, 0]
+        return jnp.mean(logz - picked)
+
     d, m = "data", "model"
     ids = np.random.default_rng(1).integers(0, 64, size=(16,)).astype(np.int32)
     # the unsharded math of a program whose jitted form needs the mesh
@@ -197,6 +233,23 @@ def _programs():
         "embed_vocab": (embed, (normal(64, 32), ids), (on(mesh1, d), on(mesh1)), on(mesh1)),
         "embed_vocab_grad": (embed_grad, (normal(64, 32), ids, normal(16, 32)),
                              (on(mesh1, d), on(mesh1), on(mesh1)), on(mesh1, d)),
+        "attention": (attention, (normal(4, 8, 32), normal(32, 32, scale=0.2),
+                                  normal(32, 32, scale=0.2), normal(32, 32, scale=0.2),
+                                  normal(32, 32, scale=0.2)),
+                      (on(mesh2, d), on(mesh2, None, m), on(mesh2, None, m), on(mesh2, None, m),
+                       on(mesh2, m, None)), on(mesh2, d)),
+        "dp_tp_step": (dp_tp_step, (normal(16, 32), normal(32, 64, scale=0.2),
+                                    normal(64, 8, scale=0.2)),
+                       (on(mesh2, d), on(mesh2, None, m), on(mesh2, m, None)),
+                       (on(mesh2, None, m), on(mesh2, m, None))),
+        "layernorm": (layernorm, (normal(16, 64), normal(64)), (on(mesh2, d, m), on(mesh2, m)),
+                      on(mesh2, d, m)),
+        "conv_channels": (conv_channels, (normal(2, 8, 8, 3), normal(3, 3, 3, 16, scale=0.3)),
+                          (on(mesh1), on(mesh1, None, None, None, d)),
+                          on(mesh1, None, None, None, d)),
+        "vocab_xent": (vocab_xent, (normal(16, 32), normal(32, 64, scale=0.2),
+                                    np.random.default_rng(2).integers(0, 64, 16).astype(np.int32)),
+                       (on(mesh1), on(mesh1, None, d), on(mesh1)), on(mesh1)),
         "some_in": (some_in, (normal(16, 32), normal(32, 32, scale=0.2)),
                     (on(mesh1, d), None), None),
     }

@@ -15,19 +15,20 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
 
 NAMES = ("mlp_2d", "conv_batch", "conv_spatial_step", "reduce_scatter", "fsdp",
          "partial_manual")
-# loops, branches, embedding lookups and their gradients, partly annotated arguments. XLA
-# emits none for scan_carry (a batch-split carry), scan_seq (a scan over batch-split
-# sequences), branch, embed_batch (batch-split ids), embed_hidden (a table split along the
-# hidden dim), some_in (an unannotated, replicated weight); one all-reduce per step inside the
-# loop for train_loop and inside the reverse scan of scan_grad (the weight gradient of a
-# batch-split input), one of the scalar the condition of while_norm reads, one of the whole
-# table for embed_grad (batch-split updates), one of the looked-up rows for embed_vocab (a
-# table split along the vocabulary: masked local lookups), none for embed_vocab_grad; one
-# all-gather after the loop for scan_gathered
-# (scan_carry with a replicated result: the loop still runs on pieces)
+# Programs whose collectives equal XLA's exactly. XLA emits none for scan_carry (a batch-split
+# carry), scan_seq (a scan over batch-split sequences), branch, embed_batch (batch-split ids),
+# embed_hidden (a table split along the hidden dim), embed_vocab_grad, some_in (an
+# unannotated, replicated weight) and conv_channels (split output channels); one all-reduce
+# per step inside the loop for train_loop and inside the reverse scan of scan_grad, one of the
+# scalar the condition of while_norm reads, one of the whole table for embed_grad
+# (batch-split updates), one of the looked-up rows for embed_vocab (a table split along the
+# vocabulary: masked local lookups), one after the output projection of Megatron attention,
+# two for a layer norm over a split hidden dim and for a vocabulary-parallel cross-entropy,
+# and two for the 2-D-mesh training step dp_tp_step; one all-gather after the loop for
+# scan_gathered (scan_carry with a replicated result: the loop still runs on pieces).
 EXACT = ("scan_carry", "scan_gathered", "scan_seq", "scan_grad", "train_loop", "while_norm",
          "branch", "embed_batch", "embed_hidden", "embed_grad", "embed_vocab", "embed_vocab_grad",
-         "some_in")
+         "some_in", "attention", "dp_tp_step", "layernorm", "conv_channels", "vocab_xent")
 
 
 @pytest.fixture(scope="module")

@@ -98,11 +98,12 @@ def gather_positions(op: Operation) -> tuple:
 
 
 def point_lookup_dim(op: Operation):
-    """The operand dim a gather reads one position of per index (an embedding lookup: one
-    start index component, slice size 1 there, no batching dims), or None."""
+    """The operand dim a gather reads one position of per index (an embedding lookup, or
+    ``take_along_axis`` with its batching dims: one start index component, slice size 1
+    there), or None."""
     dn = op.attributes["dimension_numbers"]
     start_map = _ints(dn, "start_index_map")
-    if len(start_map) != 1 or _ints(dn, "operand_batching_dims"):
+    if len(start_map) != 1:
         return None
     ishape, ivd = op.operands[1].type.shape, dn.get("index_vector_dim")
     if ivd is not None and ivd < len(ishape) and ishape[ivd] != 1:
