@@ -183,6 +183,28 @@ def _programs():
         picked = jnp.take_along_axis(logits, labels[:, None], axis=-1)[:, 0]
         return jnp.mean(logz - picked)
 
+    def block_step(x, wq, wo, w1, w2):
+        # a transformer block's training step on a 2-D mesh (attention, layer norm, MLP)
+        def loss(wq, wo, w1, w2):
+            h = x + attention(x, wq, wq, wq, wo)
+            h = layernorm(h, jnp.ones(h.shape[-1]))
+            y = h + jnp.tanh(h @ w1) @ w2
+            return jnp.mean(y ** 2)
+        grads = jax.grad(loss, argnums=(0, 1, 2, 3))(wq, wo, w1, w2)
+        return tuple(w - 0.1 * g for w, g in zip((wq, wo, w1, w2), grads))
+
+    def cumsum_split(x):
+        # a scan along a split dim: gathered first, as XLA does
+        return jnp.cumsum(x, axis=1)
+
+    def argmax_split(x):
+        # a variadic reduce (value, index) over a split dim: partial results gathered
+        return jnp.argmax(x, axis=1)
+
+    def pad_split(x):
+        # padding a split dim, the result wanted whole
+        return jnp.pad(x, ((0, 0), (1, 1))) * 3.0
+
     d, m = "data", "model"
     ids = np.random.default_rng(1).integers(0, 64, size=(16,)).astype(np.int32)
     # the unsharded math of a program whose jitted form needs the mesh
@@ -250,6 +272,17 @@ def _programs():
         "vocab_xent": (vocab_xent, (normal(16, 32), normal(32, 64, scale=0.2),
                                     np.random.default_rng(2).integers(0, 64, 16).astype(np.int32)),
                        (on(mesh1), on(mesh1, None, d), on(mesh1)), on(mesh1)),
+        "block_step": (block_step, (normal(4, 8, 32), normal(32, 32, scale=0.2),
+                                    normal(32, 32, scale=0.2), normal(32, 64, scale=0.2),
+                                    normal(64, 32, scale=0.2)),
+                       (on(mesh2, d), on(mesh2, None, m), on(mesh2, m, None),
+                        on(mesh2, None, m), on(mesh2, m, None)),
+                       (on(mesh2, None, m), on(mesh2, m, None), on(mesh2, None, m),
+                        on(mesh2, m, None))),
+        "cumsum_split": (cumsum_split, (normal(16, 32),), (on(mesh1, None, d),),
+                         on(mesh1, None, d)),
+        "argmax_split": (argmax_split, (normal(16, 32),), (on(mesh1, None, d),), on(mesh1)),
+        "pad_split": (pad_split, (normal(16, 32),), (on(mesh1, None, d),), on(mesh1, None, None)),
         "some_in": (some_in, (normal(16, 32), normal(32, 32, scale=0.2)),
                     (on(mesh1, d), None), None),
     }

@@ -130,3 +130,49 @@ def test_dynamic_slices_of_one_time_step_keep_the_batch_split():
     assert _dims_of(SCAN_STEP, "stablehlo.dynamic_slice") == ((), ("x",), ())
     assert _dims_of(SCAN_STEP, "stablehlo.dynamic_update_slice") == ((), ("x",), ())
     assert _run(SCAN_STEP) == []
+
+
+ARGMAX = f"""
+sdy.mesh @mesh = <["x"=8]>
+func.func public @main(%v: tensor<4x32xf32> {_sdy((), ("x",))}) -> (tensor<4xf32>, tensor<4xi32>) {{
+  %idx = stablehlo.iota dim = 1 : tensor<4x32xi32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.reduce(%v init: %ninf), (%idx init: %zero) across dimensions = [1] :
+      (tensor<4x32xf32>, tensor<4x32xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+    reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<i32>, %d: tensor<i32>) {{
+      %gt = stablehlo.compare GT, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %eq = stablehlo.compare EQ, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %lt = stablehlo.compare LT, %b, %d : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %tie = stablehlo.and %eq, %lt : tensor<i1>
+      %pick = stablehlo.or %gt, %tie : tensor<i1>
+      %m = stablehlo.select %pick, %a, %c : tensor<i1>, tensor<f32>
+      %i = stablehlo.select %pick, %b, %d : tensor<i1>, tensor<i32>
+      stablehlo.return %m, %i : tensor<f32>, tensor<i32>
+    }}
+  return %r#0, %r#1 : tensor<4xf32>, tensor<4xi32>
+}}
+"""
+
+
+def test_argmax_over_a_split_dim_gathers_the_partial_pairs():
+    # a variadic reduce: each device reduces its part (global indices), the (value, index)
+    # partials are all-gathered and reduced again, as XLA does; numpy's argmax is the judge
+    x = np.random.default_rng(3).standard_normal((4, 32)).astype(np.float32)
+    got, exe = run_partitioned(ARGMAX, [x], 8)
+    np.testing.assert_array_equal(got[1], x.argmax(1))
+    np.testing.assert_array_equal(got[0], x.max(1))
+    assert [(kind, nbytes) for kind, _, nbytes in collectives(exe.executable.module)] == [
+        ("all-gather", 8 * 4 * 4), ("all-gather", 8 * 4 * 4)]
+
+
+def test_a_variadic_reduce_whose_init_is_no_identity_runs_whole():
+    # init index 7 is not the identity of the argmax reducer: the partials would not
+    # combine, so the operand is gathered and reduced whole
+    text = ARGMAX.replace("dense<0> : tensor<i32>", "dense<7> : tensor<i32>").replace(
+        "0xFF800000", "1.0")
+    x = np.random.default_rng(4).standard_normal((4, 32)).astype(np.float32)
+    got, exe = run_partitioned(text, [x], 8)
+    want = reference(text, [x])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert [kind for kind, _, _ in collectives(exe.executable.module)] == ["all-gather"]

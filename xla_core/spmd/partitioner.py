@@ -46,15 +46,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from stablehlo.builder import Builder
-from stablehlo.ir.attributes import ArrayAttr, StructAttr, UnitAttr, dense, i64_attr
+from stablehlo.ir.attributes import ArrayAttr, StructAttr, UnitAttr, dense, i64_array, i64_attr
 from stablehlo.ir.core import Func, Module, Operation, Value
 from stablehlo.ir.types import I32, TensorType, numpy_dtype
 
 from xla_core.ir_utils import clone_region
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import reshard, rules
-from xla_core.spmd.annotations import (automatic_target, CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
-                                       MeshInfo, manual_dims, op_dims, read_dims, replicated, with_sharding)
+from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
+                                       MeshInfo, automatic_target, manual_dims, op_dims,
+                                       read_dims, replicated, with_sharding)
 from xla_core.spmd.control_flow import ControlFlow
 from xla_core.spmd.indexing import Indexing
 from xla_core.spmd.manual import PARTITIONED
@@ -265,7 +266,7 @@ class _Partitioner(ControlFlow, Indexing):
         have = self._layout(op.operands[0])
         target = list(rules.reduce_backward(out, len(have), set(reduced)))
         summed = []
-        if n == 1 and self._identity_init(op):
+        if self._identity_init(op):
             used = {a for axes in out for a in axes}
             for d in reduced:
                 if have[d] and not used & set(have[d]):
@@ -274,9 +275,11 @@ class _Partitioner(ControlFlow, Indexing):
         operands = [self._reshard(v, target) for v in op.operands[:n]]
         operands += [self._reshard(v, ()) for v in op.operands[n:]]
         results = self._emit(op, operands, [out] * n, [clone_region(op.regions[0], {})])
-        if summed:
+        if summed and n == 1:
             x = self._all_reduce(results[0], summed, op.regions[0])
             self.home[op.results[0]] = (x, tuple(out))
+        elif summed:  # a reducer across operands (argmax): gather the partials, reduce again
+            self._combine_partials(op, results, summed, out)
 
     def _halo(self, x: Value, d: int, axes, lo: int, hi: int) -> Value:
         """``x`` (a piece split along ``d`` over ``axes``) extended by the ``lo`` last rows of
@@ -305,12 +308,35 @@ class _Partitioner(ControlFlow, Indexing):
         left, right = parts
         return self.b.concatenate([p for p in (left, x, right) if p is not None], d)
 
+    def _combine_partials(self, op: Operation, partials, axes, out) -> None:
+        """Each device's partial results of a variadic reduce, all-gathered over ``axes``
+        along a new leading dim and reduced over it with the same reducer and inits."""
+        b = self.b
+        gathered = []
+        for x in partials:
+            shape = tuple(x.type.shape)
+            one = b.reshape(x, (1,) + shape)
+            n = len(self._groups(axes)[0])
+            gathered.append(self._collective(
+                "stablehlo.all_gather", one, axes, {"all_gather_dim": i64_attr(0)},
+                TensorType((n,) + shape, x.type.element_type, x.type.encoding)))
+        inits = [self._reshard(v, ()) for v in op.operands[len(partials):]]
+        combined = b.op("stablehlo.reduce", gathered + inits, [x.type for x in partials],
+                        {"dimensions": i64_array([0])}, [clone_region(op.regions[0], {})])
+        for result, value in zip(op.results, combined.results):
+            self.home[result] = (value, tuple(out))
+
     def _identity_init(self, op: Operation) -> bool:
-        """Whether the reduce's init is its reducer's identity (partial reductions of the
+        """Whether the reduce's inits are its reducer's identity (partial reductions of the
         pieces then combine to the whole one)."""
-        init = op.operands[1].owner
-        if getattr(init, "name", None) != "stablehlo.constant":
+        n = len(op.operands) // 2
+        inits = [v.owner for v in op.operands[n:]]
+        if any(getattr(i, "name", None) != "stablehlo.constant" for i in inits):
             return False
+        if n > 1:
+            return rules.is_identity(op.regions[0], [i.attributes["value"].array
+                                                     for i in inits])
+        init = inits[0]
         value = init.attributes["value"].array
         found = rules.reducer_identity(op.regions[0], value.dtype)
         if found is None:

@@ -55,10 +55,9 @@ from stablehlo.ir.types import TensorType
 
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import rules
-from xla_core.spmd.annotations import (automatic_target, CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
-                                       MeshInfo, gspmd_sharding, manual_dims,
-                                       op_dims, read_dims, replicated,
-                                       with_sharding)
+from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
+                                       MeshInfo, automatic_target, gspmd_sharding, manual_dims,
+                                       op_dims, read_dims, replicated, with_sharding)
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
 LOGGER = logging.getLogger("openhlo.spmd")

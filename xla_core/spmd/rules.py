@@ -203,6 +203,30 @@ def reducer_identity(region: Region, dtype):
     return None
 
 
+def is_identity(region: Region, inits) -> bool:
+    """Whether the reducer ``region`` gives back its other argument when one argument is
+    ``inits`` (numpy scalars), checked by running it on sample values in both orders. A
+    variadic reduce (argmax: a value and its index) whose init passes can reduce pieces
+    apart and combine their partial results."""
+    from stablehlo.interpreter.evaluator import EvalContext
+    from stablehlo.ir.core import Module
+    samples = {"f": (-2.5, 0.75, 3.0), "i": (-3, 1, 5), "u": (1, 2, 7), "b": (True, False, True)}
+    kinds = [np.dtype(v.dtype).kind for v in inits]
+    if any(k not in samples for k in kinds):
+        return False
+    ctx = EvalContext(Module())
+    for k in range(3):
+        sample = [np.asarray(samples[kind][k], v.dtype) for kind, v in zip(kinds, inits)]
+        for args in (list(inits) + sample, sample + list(inits)):
+            try:
+                got = ctx.run_region(region, [np.asarray(a) for a in args])
+            except Exception:  # noqa: BLE001 - a reducer we cannot run is not one we split
+                return False
+            if not all(np.array_equal(np.asarray(g), s) for g, s in zip(got, sample)):
+                return False
+    return True
+
+
 def _window(op: Operation, name: str, count: int, default: int) -> list:
     attr = op.attributes.get(name)
     return list(attr.values) if attr is not None else [default] * count
@@ -341,7 +365,7 @@ def reshape_map(dims, source, target, axis_size) -> tuple:
 
 
 __all__ = ["CONTROL_FLOW", "broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
-           "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions", "point_lookup_dim",
-           "is_elementwise", "reduce_backward", "reduce_forward", "reducer_identity",
-           "reshape_groups", "reshape_map", "scatter_positions", "slice_positions",
-           "transpose_backward", "transpose_forward"]
+           "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions",
+           "is_elementwise", "is_identity", "point_lookup_dim", "reduce_backward",
+           "reduce_forward", "reducer_identity", "reshape_groups", "reshape_map",
+           "scatter_positions", "slice_positions", "transpose_backward", "transpose_forward"]
