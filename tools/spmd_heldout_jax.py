@@ -205,6 +205,11 @@ def _programs():
         # padding a split dim, the result wanted whole
         return jnp.pad(x, ((0, 0), (1, 1))) * 3.0
 
+    def split_rows(x):
+        # a gated unit's halves, split along a dim that is not split: local slices
+        a, b = jnp.split(x, 2, axis=1)
+        return jnp.tanh(a) * b
+
     d, m = "data", "model"
     ids = np.random.default_rng(1).integers(0, 64, size=(16,)).astype(np.int32)
     # the unsharded math of a program whose jitted form needs the mesh
@@ -283,6 +288,7 @@ def _programs():
                          on(mesh1, None, d)),
         "argmax_split": (argmax_split, (normal(16, 32),), (on(mesh1, None, d),), on(mesh1)),
         "pad_split": (pad_split, (normal(16, 32),), (on(mesh1, None, d),), on(mesh1, None, None)),
+        "split_rows": (split_rows, (normal(16, 32),), (on(mesh1, d),), on(mesh1, d)),
         "some_in": (some_in, (normal(16, 32), normal(32, 32, scale=0.2)),
                     (on(mesh1, d), None), None),
     }

@@ -176,3 +176,19 @@ def test_a_variadic_reduce_whose_init_is_no_identity_runs_whole():
     want = reference(text, [x])
     np.testing.assert_array_equal(got[1], want[1])
     assert [kind for kind, _, _ in collectives(exe.executable.module)] == ["all-gather"]
+
+
+def test_a_slice_along_a_dim_that_is_not_split_is_local():
+    text = f"""
+sdy.mesh @mesh = <["x"=8]>
+func.func public @main(%a: tensor<16x32xf32> {_sdy(("x",), ())}) -> tensor<16x8xf32> {{
+  %0 = stablehlo.slice %a [0:16, 8:16] : (tensor<16x32xf32>) -> tensor<16x8xf32>
+  %1 = stablehlo.tanh %0 : tensor<16x8xf32>
+  return %1 : tensor<16x8xf32>
+}}
+"""
+    assert _dims_of(text, "stablehlo.slice") == (("x",), ())
+    a = np.random.default_rng(5).standard_normal((16, 32)).astype(np.float32)
+    got, exe = run_partitioned(text, [a], 8)
+    np.testing.assert_allclose(got[0], np.tanh(a[:, 8:16]), rtol=1e-6)
+    assert collectives(exe.executable.module) == []  # each device slices its rows

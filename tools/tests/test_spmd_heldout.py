@@ -27,11 +27,12 @@ NAMES = ("mlp_2d", "conv_batch", "conv_spatial_step", "reduce_scatter", "fsdp",
 # and two for the 2-D-mesh training step dp_tp_step, four for a transformer block's step;
 # one all-gather after the loop for scan_gathered (scan_carry with a replicated result: the
 # loop still runs on pieces), one before a cumsum along a split dim, two of the partial
-# (value, index) pairs of an argmax over a split dim.
+# (value, index) pairs of an argmax over a split dim; none for split_rows (halves of a dim that
+# is not split: local slices).
 EXACT = ("scan_carry", "scan_gathered", "scan_seq", "scan_grad", "train_loop", "while_norm",
          "branch", "embed_batch", "embed_hidden", "embed_grad", "embed_vocab", "embed_vocab_grad",
          "some_in", "attention", "dp_tp_step", "layernorm", "conv_channels", "vocab_xent",
-         "block_step", "cumsum_split", "argmax_split")
+         "block_step", "cumsum_split", "argmax_split", "split_rows")
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ dims map to the result).
   indices split alike) when the scatter's reducer has an identity: each device scatters its
   updates into the identity, the parts are combined by an ``all_reduce`` with the reducer
   and then with the input (the embedding gradient: a scatter-add of batch-split updates).
-- dynamic_slice, dynamic_update_slice: the dims sliced (updated) whole keep the result's
-  split, the others are whole (a scan's step reading and writing one time step of
+- slice, dynamic_slice, dynamic_update_slice: the dims sliced (updated) whole keep the
+  result's split, the others are whole (a scan's step reading and writing one time step of
   batch-split sequences runs on each device's part of the batch).
 """
 from __future__ import annotations
@@ -84,7 +84,12 @@ class Indexing:
         operands = [self._reshard(v, _targets(v, at, out))
                     for v, at in zip(op.operands, positions)]
         attrs = None
-        if op.name == "stablehlo.dynamic_slice":
+        if op.name == "stablehlo.slice":  # the dims spanned whole: the local piece whole
+            limits = list(op.attributes["limit_indices"].values)
+            for d in positions[0]:
+                limits[d] = operands[0].type.shape[d]
+            attrs = {"limit_indices": i64_array(limits)}
+        elif op.name == "stablehlo.dynamic_slice":
             sizes = list(op.attributes["slice_sizes"].values)
             for d in positions[0]:  # spans the dim whole: the local piece whole
                 sizes[d] = operands[0].type.shape[d]

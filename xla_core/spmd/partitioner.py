@@ -166,7 +166,8 @@ class _Partitioner(ControlFlow, Indexing):
             self._gather(op, outs[0])
         elif name == "stablehlo.scatter" and rules.scatter_positions(op) is not None:
             self._scatter(op, outs[0])
-        elif name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
+        elif name in ("stablehlo.slice", "stablehlo.dynamic_slice",
+                      "stablehlo.dynamic_update_slice"):
             self._dynamic_slice(op, outs[0])
         else:
             self._whole(op)

@@ -145,11 +145,17 @@ def scatter_positions(op: Operation):
 
 
 def slice_positions(op: Operation) -> list:
-    """How a dynamic_slice or dynamic_update_slice maps its operands' dims to the result's:
-    the dims the slice (the update) spans whole, where every start index is clamped to 0,
-    map to themselves; the others are cut at run-time offsets (kept whole). The start
-    indices are scalars."""
+    """How a slice, dynamic_slice or dynamic_update_slice maps its operands' dims to the
+    result's: the dims the slice (the update) spans whole, where every start index is 0 (a
+    dynamic one clamped to 0), map to themselves; the others are cut (kept whole). Dynamic
+    start indices are scalars."""
     shape = op.operands[0].type.shape
+    if op.name == "stablehlo.slice":
+        attrs = op.attributes
+        starts, limits = attrs["start_indices"].values, attrs["limit_indices"].values
+        strides = attrs["strides"].values
+        return [{d: d for d in range(len(shape))
+                 if starts[d] == 0 and limits[d] == shape[d] and strides[d] == 1}]
     if op.name == "stablehlo.dynamic_slice":
         sizes = list(op.attributes["slice_sizes"].values)
         spans = [{d: d for d in range(len(shape)) if sizes[d] == shape[d]}]
@@ -165,7 +171,8 @@ def dim_map(op: Operation):
     ``positions[i]`` maps operand ``i``'s dims to result dims; ``pairs`` are
     ``((i, d), (j, e))``: dims of two operands that are summed over (or scattered over)
     together, kept split alike."""
-    if op.name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
+    if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice",
+                   "stablehlo.dynamic_update_slice"):
         return slice_positions(op), []
     if op.name in ("stablehlo.dot_general", "stablehlo.convolution"):
         mapped = contraction(op)
