@@ -205,6 +205,22 @@ def _programs():
         # padding a split dim, the result wanted whole
         return jnp.pad(x, ((0, 0), (1, 1))) * 3.0
 
+    def fused_qkv(x, wqkv, wo):
+        # Megatron attention with one fused QKV projection, its columns split over "model":
+        # q, k and v are cut from pieces that do not line up with them
+        b, s, _ = x.shape
+        q, k, v = jnp.split(x @ wqkv, 3, axis=-1)
+
+        def heads(t):
+            return t.reshape(b, s, 4, -1)
+        q, k, v = heads(q), heads(k), heads(v)
+        p = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) / 4.0, axis=-1)
+        return jnp.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, -1) @ wo
+
+    def slice_split(x):
+        # a slice of a split dim, wanted whole
+        return x[:, 4:28] * 2.0
+
     def split_rows(x):
         # a gated unit's halves, split along a dim that is not split: local slices
         a, b = jnp.split(x, 2, axis=1)
@@ -288,6 +304,10 @@ def _programs():
                          on(mesh1, None, d)),
         "argmax_split": (argmax_split, (normal(16, 32),), (on(mesh1, None, d),), on(mesh1)),
         "pad_split": (pad_split, (normal(16, 32),), (on(mesh1, None, d),), on(mesh1, None, None)),
+        "fused_qkv": (fused_qkv, (normal(4, 8, 32), normal(32, 96, scale=0.2),
+                                  normal(32, 32, scale=0.2)),
+                      (on(mesh2, d), on(mesh2, None, m), on(mesh2, m, None)), on(mesh2, d)),
+        "slice_split": (slice_split, (normal(16, 32),), (on(mesh1, None, d),), on(mesh1)),
         "split_rows": (split_rows, (normal(16, 32),), (on(mesh1, d),), on(mesh1, d)),
         "some_in": (some_in, (normal(16, 32), normal(32, 32, scale=0.2)),
                     (on(mesh1, d), None), None),

@@ -139,7 +139,8 @@ func.func public @main(%v: tensor<4x32xf32> {_sdy((), ("x",))}) -> (tensor<4xf32
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %zero = stablehlo.constant dense<0> : tensor<i32>
   %r:2 = stablehlo.reduce(%v init: %ninf), (%idx init: %zero) across dimensions = [1] :
-      (tensor<4x32xf32>, tensor<4x32xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+      (tensor<4x32xf32>, tensor<4x32xi32>, tensor<f32>, tensor<i32>)
+      -> (tensor<4xf32>, tensor<4xi32>)
     reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<i32>, %d: tensor<i32>) {{
       %gt = stablehlo.compare GT, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
       %eq = stablehlo.compare EQ, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
@@ -192,3 +193,31 @@ func.func public @main(%a: tensor<16x32xf32> {_sdy(("x",), ())}) -> tensor<16x8x
     got, exe = run_partitioned(text, [a], 8)
     np.testing.assert_allclose(got[0], np.tanh(a[:, 8:16]), rtol=1e-6)
     assert collectives(exe.executable.module) == []  # each device slices its rows
+
+
+@pytest.mark.parametrize("mesh, axes", [('["x"=8]', '"x"'), ('["p"=2, "q"=4]', '"p", "q"')])
+@pytest.mark.parametrize("extent, start, length", [
+    (96, 0, 32), (96, 32, 32), (96, 64, 32),  # the thirds of a fused QKV projection
+    (64, 3, 40), (16, 1, 8),                   # parts spanning up to 3 pieces, offsets
+    (64, 0, 64)])                              # the whole dim: nothing moves
+def test_a_slice_of_a_split_dim_fetches_each_part_from_the_pieces_holding_it(
+        mesh, axes, extent, start, length):
+    split = f"{{sdy.sharding = #sdy.sharding<@mesh, [{{}}, {{{axes}}}]>}}"
+    text = f"""
+sdy.mesh @mesh = <{mesh}>
+func.func public @main(%a: tensor<6x{extent}xf32> {split}) -> (tensor<6x{length}xf32> {split}) {{
+  %0 = stablehlo.slice %a [0:6, {start}:{start + length}]
+      : (tensor<6x{extent}xf32>) -> tensor<6x{length}xf32>
+  return %0 : tensor<6x{length}xf32>
+}}
+"""
+    x = np.random.default_rng(extent + start).standard_normal((6, extent)).astype(np.float32)
+    got, exe = run_partitioned(text, [x], 8)
+    np.testing.assert_array_equal(got[0], x[:, start:start + length])
+    found = collectives(exe.executable.module)
+    assert {kind for kind, _, _ in found} <= {"collective-permute"}
+    # each device receives at most its part (6 rows x length/8 columns) from each piece,
+    # never the operand whole
+    assert all(nbytes <= 6 * (length // 8) * 4 for _, _, nbytes in found)
+    if (start, length) == (0, extent):
+        assert found == []

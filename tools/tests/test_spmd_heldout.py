@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                                 reason="jax is not installed (it lowers the held-out programs)")
 
 NAMES = ("mlp_2d", "conv_batch", "conv_spatial_step", "reduce_scatter", "fsdp",
-         "partial_manual", "pad_split")
+         "partial_manual", "pad_split", "fused_qkv")
 # Programs whose collectives equal XLA's exactly. XLA emits none for scan_carry (a batch-split
 # carry), scan_seq (a scan over batch-split sequences), branch, embed_batch (batch-split ids),
 # embed_hidden (a table split along the hidden dim), embed_vocab_grad, some_in (an
@@ -28,11 +28,12 @@ NAMES = ("mlp_2d", "conv_batch", "conv_spatial_step", "reduce_scatter", "fsdp",
 # one all-gather after the loop for scan_gathered (scan_carry with a replicated result: the
 # loop still runs on pieces), one before a cumsum along a split dim, two of the partial
 # (value, index) pairs of an argmax over a split dim; none for split_rows (halves of a dim that
-# is not split: local slices).
+# is not split: local slices); two collective-permutes and an all-gather for slice_split (a
+# slice of a split dim: each device fetches its part).
 EXACT = ("scan_carry", "scan_gathered", "scan_seq", "scan_grad", "train_loop", "while_norm",
          "branch", "embed_batch", "embed_hidden", "embed_grad", "embed_vocab", "embed_vocab_grad",
          "some_in", "attention", "dp_tp_step", "layernorm", "conv_channels", "vocab_xent",
-         "block_step", "cumsum_split", "argmax_split", "split_rows")
+         "block_step", "cumsum_split", "argmax_split", "split_rows", "slice_split")
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,9 @@ dims map to the result).
   indices split alike) when the scatter's reducer has an identity: each device scatters its
   updates into the identity, the parts are combined by an ``all_reduce`` with the reducer
   and then with the input (the embedding gradient: a scatter-add of batch-split updates).
+- slice: as below, and a cut dim split alike on operand and result stays split, each
+  device fetching its part from the pieces that hold it with ``collective_permute``s (XLA's
+  way; a fused QKV projection split three ways along a column-split dim).
 - slice, dynamic_slice, dynamic_update_slice: the dims sliced (updated) whole keep the
   result's split, the others are whole (a scan's step reading and writing one time step of
   batch-split sequences runs on each device's part of the batch).
@@ -79,17 +82,98 @@ class Indexing:
         inside = b.and_(b.compare(local, bound(0), "GE"), b.compare(local, bound(extent), "LT"))
         return local, inside
 
+    def _static_slice(self, op: Operation, out) -> None:
+        """A static slice: the dims it spans whole keep the result's split; a dim it cuts
+        that is split alike on the operand and the result (stride 1, both divisible) stays
+        split, each device fetching its part from the pieces holding it
+        (``_fetch_slice``); other cut dims are sliced whole."""
+        attrs = op.attributes
+        starts, limits = list(attrs["start_indices"].values), list(attrs["limit_indices"].values)
+        strides = list(attrs["strides"].values)
+        shape = op.operands[0].type.shape
+        spanned = {d for d in range(len(shape))
+                   if starts[d] == 0 and limits[d] == shape[d] and strides[d] == 1}
+        have = self._layout(op.operands[0])
+        split = None
+        for d in range(len(shape)):
+            axes = tuple(out[d])
+            if d in spanned or strides[d] != 1 or not axes or tuple(have[d]) != axes:
+                continue
+            n = self.info.tiles((axes,))
+            if shape[d] % n == 0 and (limits[d] - starts[d]) % n == 0:
+                split = d
+                break
+        kept = set(spanned) | ({split} if split is not None else set())
+        target = tuple(tuple(out[d]) if d in kept else () for d in range(len(shape)))
+        x = self._reshard(op.operands[0], target)
+        local = [(0, x.type.shape[d]) if d in kept else (starts[d], limits[d])
+                 for d in range(len(shape))]
+        x = self.b.slice(x, [lo for lo, _ in local], [hi for _, hi in local],
+                         [1 if d in kept else strides[d] for d in range(len(shape))])
+        if split is not None:
+            x = self._fetch_slice(x, split, target[split], starts[split],
+                                  limits[split] - starts[split], shape[split])
+        self._settle(op, x, target, out)
+
+    def _fetch_slice(self, x, d: int, axes, start: int, length: int, extent: int):
+        """This device's part of ``[start, start + length)`` of dim ``d`` (``extent`` long,
+        split over ``axes``; ``x`` is this device's piece), as XLA does it: each part lies on
+        one or a few neighbouring pieces; per shift between the piece and the part's device,
+        every sender cuts the rows its receiver needs (offsets looked up per device, one
+        static width: the widest), a ``collective_permute`` delivers them, and the receiver
+        writes them at their place in its part. Writes go in order of source piece, so the
+        tail of a shorter fragment is overwritten by the next one or falls in padding."""
+        b = self.b
+        n = self.info.tiles((axes,))
+        piece, part = extent // n, length // n
+        blocks = []  # per coordinate along axes: {shift: (offset in piece, offset in part, rows)}
+        for i in range(n):
+            lo, hi = start + i * part, start + (i + 1) * part
+            found = {}
+            for j in range(lo // piece, (hi - 1) // piece + 1):
+                begin, end = max(lo, j * piece), min(hi, (j + 1) * piece)
+                found[j - i] = (begin - j * piece, begin - lo, end - begin)
+            blocks.append(found)
+        width = {r: max(f[r][2] for f in blocks if r in f) for f in blocks for r in f}
+        pad = max(width.values())
+        shape = list(x.type.shape)
+        etype = x.type.element_type
+        zero = b.constant(np.zeros((), numpy_dtype(etype)), etype)
+        high = [pad if k == d else 0 for k in range(len(shape))]
+        source = b.pad(x, zero, [0] * len(shape), high)
+        buffer = b.broadcast_in_dim(zero, tuple(part + pad if k == d else e
+                                                for k, e in enumerate(shape)), [])
+        index_zero = b.constant(np.int32(0))
+        groups = self._groups(axes).tolist()
+        devices = len(self.info.coordinates())
+        for r in sorted(width):
+            send, place = np.zeros(devices, np.int32), np.full(devices, part, np.int32)
+            pairs = []
+            for group in groups:
+                for i, device in enumerate(group):
+                    if r in blocks[i]:
+                        src_offset, part_offset, _ = blocks[i][r]
+                        send[group[i + r]] = src_offset
+                        place[device] = part_offset
+                        pairs.append((group[i + r], device))
+            starts = [index_zero] * len(shape)
+            starts[d] = self._per_device(send)
+            sizes = [width[r] if k == d else e for k, e in enumerate(shape)]
+            fragment = b.dynamic_slice(source, starts, sizes)
+            if r:
+                fragment = self._permute(fragment, pairs)
+            starts = [index_zero] * len(shape)
+            starts[d] = self._per_device(place)
+            buffer = b.dynamic_update_slice(buffer, fragment, starts)
+        return b.slice(buffer, [0] * len(shape),
+                       [part if k == d else e for k, e in enumerate(shape)])
+
     def _dynamic_slice(self, op: Operation, out) -> None:
         positions = rules.slice_positions(op)
         operands = [self._reshard(v, _targets(v, at, out))
                     for v, at in zip(op.operands, positions)]
         attrs = None
-        if op.name == "stablehlo.slice":  # the dims spanned whole: the local piece whole
-            limits = list(op.attributes["limit_indices"].values)
-            for d in positions[0]:
-                limits[d] = operands[0].type.shape[d]
-            attrs = {"limit_indices": i64_array(limits)}
-        elif op.name == "stablehlo.dynamic_slice":
+        if op.name == "stablehlo.dynamic_slice":
             sizes = list(op.attributes["slice_sizes"].values)
             for d in positions[0]:  # spans the dim whole: the local piece whole
                 sizes[d] = operands[0].type.shape[d]

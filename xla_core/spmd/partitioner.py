@@ -166,8 +166,9 @@ class _Partitioner(ControlFlow, Indexing):
             self._gather(op, outs[0])
         elif name == "stablehlo.scatter" and rules.scatter_positions(op) is not None:
             self._scatter(op, outs[0])
-        elif name in ("stablehlo.slice", "stablehlo.dynamic_slice",
-                      "stablehlo.dynamic_update_slice"):
+        elif name == "stablehlo.slice":
+            self._static_slice(op, outs[0])
+        elif name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
             self._dynamic_slice(op, outs[0])
         else:
             self._whole(op)
@@ -301,11 +302,7 @@ class _Partitioner(ControlFlow, Indexing):
             edge = self.b.slice(x, begin, limit)
             pairs = [(g[i], g[i + 1]) if forward else (g[i + 1], g[i])
                      for g in groups for i in range(len(g) - 1)]
-            self.channel += 1
-            parts.append(self.b.op("stablehlo.collective_permute", [edge], [edge.type], {
-                "source_target_pairs": dense(np.asarray(pairs, dtype=np.int64).reshape(-1, 2)),
-                "channel_handle": StructAttr("channel_handle",
-                                             (("handle", self.channel), ("type", 1)))}).result)
+            parts.append(self._permute(edge, pairs))
         left, right = parts
         return self.b.concatenate([p for p in (left, x, right) if p is not None], d)
 
@@ -326,6 +323,15 @@ class _Partitioner(ControlFlow, Indexing):
                         {"dimensions": i64_array([0])}, [clone_region(op.regions[0], {})])
         for result, value in zip(op.results, combined.results):
             self.home[result] = (value, tuple(out))
+
+    def _permute(self, x: Value, pairs) -> Value:
+        """``x`` sent along ``pairs`` of (source, target) device ids (a device no pair
+        targets gets zeros)."""
+        self.channel += 1
+        return self.b.op("stablehlo.collective_permute", [x], [x.type], {
+            "source_target_pairs": dense(np.asarray(pairs, dtype=np.int64).reshape(-1, 2)),
+            "channel_handle": StructAttr("channel_handle",
+                                         (("handle", self.channel), ("type", 1)))}).result
 
     def _identity_init(self, op: Operation) -> bool:
         """Whether the reduce's inits are its reducer's identity (partial reductions of the
@@ -454,11 +460,17 @@ class _Partitioner(ControlFlow, Indexing):
     def _offset(self, axes, extent: int) -> Value:
         """This device's start (an i32 scalar) in a dim split over ``axes`` into parts of
         ``extent``: looked up by partition id in a table of every device's."""
-        b, info = self.b, self.info
+        info = self.info
+        return self._per_device(reshard.slice_offsets(info.coordinates(), axes, extent,
+                                                      info.mesh.axis_size))
+
+    def _per_device(self, table) -> Value:
+        """This device's entry (an i32 scalar) of ``table``, indexed by logical device id."""
+        b = self.b
         if self.partition_index is None:
             self.partition_index = b.convert(b.partition_id(), I32)
-        table = reshard.slice_offsets(info.coordinates(), axes, extent, info.mesh.axis_size)
-        return b.reshape(b.dynamic_slice(b.constant(table), [self.partition_index], [1]), ())
+        table = b.constant(np.asarray(table, dtype=np.int32))
+        return b.reshape(b.dynamic_slice(table, [self.partition_index], [1]), ())
 
     def _groups(self, axes) -> np.ndarray:
         return self.info.groups(tuple(axes))

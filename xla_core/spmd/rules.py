@@ -146,16 +146,14 @@ def scatter_positions(op: Operation):
 
 def slice_positions(op: Operation) -> list:
     """How a slice, dynamic_slice or dynamic_update_slice maps its operands' dims to the
-    result's: the dims the slice (the update) spans whole, where every start index is 0 (a
-    dynamic one clamped to 0), map to themselves; the others are cut (kept whole). Dynamic
-    start indices are scalars."""
+    result's: the dims a dynamic slice (update) spans whole, where every start index is
+    clamped to 0, map to themselves, the others are cut at run-time offsets (kept whole);
+    a static slice maps its unit-stride dims (the partitioner fetches a split part that
+    does not line up with the operand's pieces). Dynamic start indices are scalars."""
     shape = op.operands[0].type.shape
-    if op.name == "stablehlo.slice":
-        attrs = op.attributes
-        starts, limits = attrs["start_indices"].values, attrs["limit_indices"].values
-        strides = attrs["strides"].values
-        return [{d: d for d in range(len(shape))
-                 if starts[d] == 0 and limits[d] == shape[d] and strides[d] == 1}]
+    if op.name == "stablehlo.slice":  # unit strides: a split piece of the result is fetched
+        strides = op.attributes["strides"].values
+        return [{d: d for d in range(len(shape)) if strides[d] == 1}]
     if op.name == "stablehlo.dynamic_slice":
         sizes = list(op.attributes["slice_sizes"].values)
         spans = [{d: d for d in range(len(shape)) if sizes[d] == shape[d]}]
