@@ -1,14 +1,12 @@
 """Helpers for the SPMD tests: run a sharded global program on N virtual cpu devices from
-global arguments, run it unsharded on the reference interpreter, list a partitioned program's
-collectives the way XLA's conformance summaries count them."""
+global arguments, run it unsharded on the reference interpreter (a partitioned program's
+collectives are counted by xla_core.spmd.summary)."""
 import numpy as np
 
 import pjrt
 import stablehlo
 from stablehlo.interpreter import evaluate
 from stablehlo.ir.types import numpy_dtype
-from xla_core.spmd.summary import collectives  # noqa: F401 - the tests' helper
-
 
 
 def run_partitioned(text: str, args, num_devices: int):

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import stablehlo
-from pjrt.tests.spmd_support import collectives, random_args, reference, run_partitioned
+from pjrt.tests.spmd_support import random_args, reference, run_partitioned
 from xla_core.passes import PassContext, spmd_pipeline
+from xla_core.spmd.summary import collectives
 
 ROOT = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "sharding"
 PROGRAMS = sorted(p.name for p in ROOT.iterdir() if (p / "summary.json").exists()) \

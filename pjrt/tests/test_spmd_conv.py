@@ -6,7 +6,8 @@ to whole values."""
 import numpy as np
 import pytest
 
-from pjrt.tests.spmd_support import collectives, random_args, reference, run_partitioned
+from pjrt.tests.spmd_support import random_args, reference, run_partitioned
+from xla_core.spmd.summary import collectives
 
 
 def conv_program(lhs, rhs, out, dnums, pad, lhs_sharding, rhs_sharding, out_sharding,

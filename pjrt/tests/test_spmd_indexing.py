@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import stablehlo
-from pjrt.tests.spmd_support import collectives, reference, run_partitioned
+from pjrt.tests.spmd_support import reference, run_partitioned
 from xla_core.passes import PassContext, make_pass
 from xla_core.spmd.annotations import module_mesh, op_dims
+from xla_core.spmd.summary import collectives
 
 
 def _sdy(*dims) -> str:

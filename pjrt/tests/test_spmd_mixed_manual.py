@@ -5,7 +5,8 @@ global arguments: results equal the unsharded program's (reference interpreter, 
 computation's collectives replaced by the whole-value math they compute)."""
 import numpy as np
 
-from pjrt.tests.spmd_support import collectives, run_partitioned
+from pjrt.tests.spmd_support import run_partitioned
+from xla_core.spmd.summary import collectives
 
 ALL_REDUCE = """"stablehlo.all_reduce"(%{x}) <{{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
         replica_groups = dense<{groups}> : tensor<{shape}xi64>, use_global_device_ids}}> ({{

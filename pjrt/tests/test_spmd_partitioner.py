@@ -8,9 +8,10 @@ import pytest
 import pjrt
 import stablehlo
 from pjrt.errors import ArgumentError, UnimplementedError
-from pjrt.tests.spmd_support import collectives, random_args, reference, run_partitioned
+from pjrt.tests.spmd_support import random_args, reference, run_partitioned
 from stablehlo.text import print_module
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
+from xla_core.spmd.summary import collectives
 
 MESH_1D = 'sdy.mesh @mesh = <["x"=4]>'
 MESH_2D = 'sdy.mesh @mesh = <["a"=2, "b"=2]>'

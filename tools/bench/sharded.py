@@ -113,6 +113,16 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
+def worker_args(argv=None) -> argparse.Namespace:
+    """The command line of a worker process (``sharded_jax``, ``sharded_torch``): where to
+    write its JSON report, how many timed steps, quick shapes or not."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--quick", action="store_true")
+    return parser.parse_args(argv)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.sharded", description=__doc__)
     parser.add_argument("--json", help="write the rows as JSON here")

@@ -10,7 +10,6 @@ and the unsharded results (the function jitted on one device).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -104,11 +103,8 @@ def run(out_path: str, steps: int, quick: bool) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out")
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--quick", action="store_true")
-    opts = parser.parse_args(argv)
+    from tools.bench.sharded import worker_args
+    opts = worker_args(argv)
     if os.environ.get("JAX_PLATFORMS") == "openhlo":
         import frameworks.jax.plugin as plugin
         plugin.initialize()

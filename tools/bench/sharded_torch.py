@@ -10,7 +10,6 @@ the bytes each device sends.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -108,11 +107,8 @@ def run(out_path: str, steps: int, quick: bool) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out")
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--quick", action="store_true")
-    opts = parser.parse_args(argv)
+    from tools.bench.sharded import worker_args
+    opts = worker_args(argv)
     run(opts.out, opts.steps, opts.quick)
     return 0
 

@@ -134,7 +134,10 @@ class Indexing:
                 begin, end = max(lo, j * piece), min(hi, (j + 1) * piece)
                 found[j - i] = (begin - j * piece, begin - lo, end - begin)
             blocks.append(found)
-        width = {r: max(f[r][2] for f in blocks if r in f) for f in blocks for r in f}
+        width: dict = {}  # per shift, the widest fragment any device needs from it
+        for found in blocks:
+            for r, (_, _, rows) in found.items():
+                width[r] = max(width.get(r, 0), rows)
         pad = max(width.values())
         shape = list(x.type.shape)
         etype = x.type.element_type
