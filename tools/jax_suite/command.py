@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tools.diagnostics import CliError
 from tools.jax_suite.outcomes import PASSED
-from tools.jax_suite.plugin import key_hash
+from tools.jax_suite.selection import key_hash
 from tools.jax_suite.report import FileResult, read_baseline, table, totals, write_json
 from tools.jax_suite.runner import Job, probe_platform, run_job
 

@@ -15,49 +15,21 @@ pytest option of its own:
 Records: ``{"collected": [key, ...]}`` once, then per test ``{"start": key}`` and
 ``{"test": key, "outcome": ..., "message": ..., "seconds": ...}``. A test's key is its
 pytest node id without the file part (``Class::test_name``), the same in every run of
-the file. This module imports only the standard library: it runs inside JAX's test setup.
+the file. Besides pytest, this module imports only the standard library and selection.py:
+it runs inside JAX's test setup.
 """
 from __future__ import annotations
 
 import json
 import os
 import time
-import zlib
 
 import pytest
 
-STREAM_ENV = "OPENHLO_JAX_SUITE_STREAM"
-SELECT_ENV = "OPENHLO_JAX_SUITE_SELECT"
-SAMPLE_ENV = "OPENHLO_JAX_SUITE_SAMPLE"
-SHARD_ENV = "OPENHLO_JAX_SUITE_SHARD"
-TEST_DUT_ENV = "OPENHLO_JAX_SUITE_TEST_DUT"
+from tools.jax_suite.selection import (SAMPLE_ENV, SELECT_ENV, SHARD_ENV, STREAM_ENV,
+                                      TEST_DUT_ENV, key_of, select)
 
 MAX_MESSAGE = 2000  # characters of a failure message kept: the cause is in the first lines
-
-
-def key_of(nodeid: str) -> str:
-    """``tests/lax_test.py::LaxTest::testAdd`` -> ``LaxTest::testAdd``."""
-    return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
-
-
-def key_hash(key: str) -> int:
-    """A stable hash (unlike ``hash``), so samples and shards are the same in every run."""
-    return zlib.crc32(key.encode())
-
-
-def select(keys: list[str], sample: int | None, shard: tuple[int, int] | None,
-           only: set[str] | None) -> set[str]:
-    """The keys to run: the ``sample`` with the smallest hashes, then shard ``i`` of ``n``
-    by hash, then those in ``only``. Hash order spreads a sample over the whole file."""
-    chosen = keys
-    if sample is not None:
-        chosen = sorted(chosen, key=lambda k: (key_hash(k), k))[:sample]
-    if shard is not None:
-        index, count = shard
-        chosen = [k for k in chosen if key_hash(k) % count == index]
-    if only is not None:
-        chosen = [k for k in chosen if k in only]
-    return set(chosen)
 
 
 class _Stream:

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.jax_suite import plugin
+from tools.jax_suite import selection
 from tools.jax_suite.outcomes import CRASHED, NOT_RUN, TIMEOUT, Outcome, read_stream
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ class Job:
     sample: int | None = None
     shard: tuple[int, int] | None = None
     select: list[str] | None = None
-    test_dut: str | None = None  # JAX's jax_test_dut flag in the child (plugin.TEST_DUT_ENV)
+    test_dut: str | None = None  # JAX's jax_test_dut flag in the child (selection.TEST_DUT_ENV)
 
 
 @dataclass
@@ -122,20 +122,21 @@ def _run_once(job: Job, todo: list[str] | None, base: Path,
     tests it selected (None if it never got that far), its output and exit status."""
     stream, log_path = base.with_suffix(".jsonl"), base.with_suffix(".log")
     env = child_env(job.platform, job.generated_cases)
-    env[plugin.STREAM_ENV] = str(stream)
-    for name in (plugin.SAMPLE_ENV, plugin.SHARD_ENV, plugin.SELECT_ENV, plugin.TEST_DUT_ENV):
+    env[selection.STREAM_ENV] = str(stream)
+    for name in (selection.SAMPLE_ENV, selection.SHARD_ENV, selection.SELECT_ENV,
+                 selection.TEST_DUT_ENV):
         env.pop(name, None)
     if job.test_dut:
-        env[plugin.TEST_DUT_ENV] = job.test_dut
+        env[selection.TEST_DUT_ENV] = job.test_dut
     if todo is not None:
         select = base.with_suffix(".select")
         select.write_text("".join(k + "\n" for k in todo), encoding="utf-8")
-        env[plugin.SELECT_ENV] = str(select)
+        env[selection.SELECT_ENV] = str(select)
     else:
         if job.sample is not None:
-            env[plugin.SAMPLE_ENV] = str(job.sample)
+            env[selection.SAMPLE_ENV] = str(job.sample)
         if job.shard is not None:
-            env[plugin.SHARD_ENV] = f"{job.shard[0]}/{job.shard[1]}"
+            env[selection.SHARD_ENV] = f"{job.shard[0]}/{job.shard[1]}"
     command = [sys.executable, "-m", "pytest", job.file, "-p", "tools.jax_suite.plugin",
                "-p", "no:cacheprovider", "-q", "--no-header"]
     with open(log_path, "w", encoding="utf-8") as log:

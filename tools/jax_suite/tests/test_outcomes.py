@@ -13,7 +13,7 @@ from tools.jax_suite.outcomes import (
     cause_of,
     read_stream,
 )
-from tools.jax_suite.plugin import key_hash, key_of, select
+from tools.jax_suite.selection import key_hash, key_of, select
 
 
 def _lines(*records) -> str:
