@@ -10,22 +10,24 @@
 No path is written by hand; the rule re-runs when PATH or OPENHLO_PYTHON changes.
 """
 
+# One "key=value" line per fact; a missing package prints an empty value. Keyed lines, not
+# positions: a blank trailing value must not shift or drop the others.
 _QUERY = """
 import sys, sysconfig
-print(sys.executable)
-print(sysconfig.get_paths()["include"])
+print("executable=" + sys.executable)
+print("python_include=" + sysconfig.get_paths()["include"])
 try:
     import pybind11
-    print(pybind11.get_include())
+    print("pybind11_include=" + pybind11.get_include())
 except ImportError:
-    print("")
+    print("pybind11_include=")
 try:
     import scipy_openblas32
-    print(scipy_openblas32.get_include_dir())
-    print(scipy_openblas32.get_lib_dir())
+    print("openblas_include=" + scipy_openblas32.get_include_dir())
+    print("openblas_lib=" + scipy_openblas32.get_lib_dir())
 except ImportError:
-    print("")
-    print("")
+    print("openblas_include=")
+    print("openblas_lib=")
 """
 
 _BUILD = """\
@@ -80,11 +82,19 @@ def _python_configure_impl(ctx):
     result = ctx.execute([python, "-c", _QUERY])
     if result.return_code != 0:
         fail("could not query %s: %s" % (python, result.stderr))
-    lines = result.stdout.strip("\n").split("\n")
-    executable, python_include, pybind11_include, openblas_include, openblas_lib = lines
+    facts = {}
+    for line in result.stdout.split("\n"):
+        key, sep, value = line.partition("=")
+        if sep:
+            facts[key] = value.strip()
+    executable = facts.get("executable", python)
+    python_include = facts.get("python_include", "")
+    pybind11_include = facts.get("pybind11_include", "")
+    openblas_include = facts.get("openblas_include", "")
+    openblas_lib = facts.get("openblas_lib", "")
     if not pybind11_include:
-        fail("pybind11 is not installed for %s: run `%s -m pip install pybind11`" %
-             (executable, executable))
+        fail("pybind11 is not installed for %s: run `%s -m pip install -e \".[test]\"` " %
+             (executable, executable) + "(the test extra brings pybind11 for Bazel builds)")
     if not openblas_include:
         fail("scipy-openblas32 is not installed for %s: run `%s -m pip install scipy-openblas32`" %
              (executable, executable))
