@@ -145,10 +145,16 @@ def _cached_parallel_compile(self, sources, output_dir=None, macros=None, includ
     os.makedirs(OBJECT_CACHE, exist_ok=True)
     done = [0]
 
+    def key_of(obj):
+        src = build[obj][0]
+        key = _object_key(self, src, list(cc_args) + list(extra_postargs or []), headers)
+        return _cache_path(src, key)
+
+    cache_of = {obj: key_of(obj) for obj in objects}
+
     def one(obj):
         src, ext = build[obj]
-        key = _object_key(self, src, list(cc_args) + list(extra_postargs or []), headers)
-        cached = _cache_path(src, key)
+        cached = cache_of[obj]
         start = time.perf_counter()
         if os.path.exists(cached):
             shutil.copyfile(cached, obj)
@@ -167,8 +173,11 @@ def _cached_parallel_compile(self, sources, output_dir=None, macros=None, includ
         progress.say(f"[{count}/{len(objects)}] {os.path.relpath(src, ROOT)} ({how})")
 
     jobs = int(os.environ.get("NPY_NUM_BUILD_JOBS") or os.cpu_count() or 1)
-    progress.say(f"{len(objects)} C++ files for {os.path.relpath(output_dir or '.', ROOT)}, "
-                 f"{jobs} at a time (first build of all: about 4-5 minutes on 2 cores)")
+    todo = sum(not os.path.exists(path) for path in cache_of.values())
+    where = os.path.commonpath([os.path.relpath(os.path.abspath(build[o][0]), ROOT)
+                                for o in objects]) if objects else ""
+    progress.say(f"{where}: {len(objects)} C++ files, {todo} to compile ({jobs} at a time; "
+                 "about 15 s each on one core), the rest from build/objcache")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for _ in pool.map(one, objects):
             pass
