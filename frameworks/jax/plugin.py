@@ -51,6 +51,33 @@ def _options() -> dict:
     return {"backend": backend, "num_devices": num_devices}
 
 
+def unknown_backend_error(backend: str):
+    """A PluginError naming OPENHLO_JAX_BACKEND, its value and the registered backends, or
+    None when ``backend`` is registered (listing names imports no backend)."""
+    import pjrt
+    from pjrt.errors import PluginError
+    known = pjrt.available_backends()
+    if backend in known:
+        return None
+    return PluginError(f"OPENHLO_JAX_BACKEND={backend!r} is not an OpenHLO backend; known "
+                       f"backends: {', '.join(known)} (vendors register theirs with "
+                       f"pjrt.register_plugin or the 'openhlo.backends' entry point)")
+
+
+def _requested() -> bool:
+    """Whether JAX_PLATFORMS (jax_platforms) names our platform."""
+    from jax._src import config
+    return PLATFORM in (config.jax_platforms.value or "").split(",")
+
+
+def _refuse(error: Exception):
+    """Client options that raise ``error`` when JAX creates our backend (JAX calls a callable
+    ``options`` then), so that JAX reports it as the reason the backend failed."""
+    def options() -> dict:
+        raise error
+    return options
+
+
 PRIORITY = -1
 
 
@@ -67,7 +94,10 @@ def initialize() -> None:
     """Install our callbacks into the plugin library and register it with JAX.
 
     Cheap and never raising: when our runtime is unusable, registration is skipped (a
-    failing plugin would break every JAX backend when JAX_PLATFORMS is unset).
+    failing plugin would break every JAX backend when JAX_PLATFORMS is unset). An unknown
+    OPENHLO_JAX_BACKEND is reported now: when JAX_PLATFORMS names ``openhlo`` JAX's creation
+    of the backend fails with it (RuntimeError "Unable to initialize backend 'openhlo': ...");
+    otherwise the plugin is not registered and a warning says why.
     """
     global _registered
     if _registered:
@@ -77,6 +107,9 @@ def initialize() -> None:
 
         from pjrt.c_api import loader
         options = _options()
+        bad_backend = unknown_backend_error(options["backend"])
+        if bad_backend is not None and not _requested():
+            raise bad_backend
         path = loader.install(decode_program, make_client)
     except Exception as exc:  # noqa: BLE001
         logger.warning("openhlo JAX plugin not registered: %s", exc)
@@ -88,5 +121,6 @@ def initialize() -> None:
     # installed must not make every JAX program print a warning.
     getattr(xla_bridge, "_nonexperimental_plugins", set()).add(PLATFORM)
     _allow_donation()
-    xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path, options=options)
+    xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path,
+                               options=options if bad_backend is None else _refuse(bad_backend))
     _registered = True
