@@ -35,6 +35,17 @@ def decode_program(code: bytes, format: str) -> str:
         return module.operation.get_asm(enable_debug_info=False)
 
 
+def optimized_text(compiled) -> str:
+    """Our optimized program of ``compiled`` (a ``jax.stages.Compiled`` for ``openhlo``) as
+    StableHLO text, which ``openhlo run``/``opt`` and ``stablehlo.parse`` read.
+    ``compiled.as_text()`` shows the same program converted to HLO text by jaxlib (its
+    PJRT_Executable_OptimizedProgram route only prints HLO)."""
+    from pjrt.c_api import loader
+    from pjrt.executable_analysis import optimized_text as text_of
+    fingerprint = compiled.runtime_executable().fingerprint
+    return text_of(loader.compiled_executable(fingerprint.decode()))
+
+
 def make_client(backend: str, num_devices: int):
     """A client of any registered pjrt backend (ours or a vendor's, found by name in the
     ``openhlo.backends`` registry); ``num_devices`` goes to its factory unless it is 1, so

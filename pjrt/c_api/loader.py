@@ -196,6 +196,7 @@ class Bridge:
         self._make_client = make_client
         self._clients: dict = {}
         self._runners: dict = {}
+        self._fingerprints: dict = {}  # PJRT fingerprint -> handle of a live executable
         self._ids = itertools.count(1)
         lib.openhlo_report.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
                                        ctypes.c_size_t]
@@ -257,6 +258,7 @@ class Bridge:
             manifest = encode_manifest(loaded.name, fingerprint, loaded)
             handle = next(self._ids)
             self._runners[handle] = runner
+            self._fingerprints[fingerprint] = handle
             self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, manifest)
             return handle
@@ -301,6 +303,13 @@ class Bridge:
 
     def _release(self, handle) -> None:
         self._runners.pop(handle, None)
+        for fingerprint in [f for f, h in self._fingerprints.items() if h == handle]:
+            del self._fingerprints[fingerprint]
+
+    def executable(self, fingerprint: str):
+        """The live LoadedExecutable compiled under ``fingerprint`` (what
+        PJRT_Executable_Fingerprint reported for it); KeyError when there is none."""
+        return self._runners[self._fingerprints[fingerprint]].executable
 
     def wait_optimized(self, timeout: Optional[float] = None) -> bool:
         """Wait until every live executable's background-compiled kernels are in place;
@@ -330,6 +339,17 @@ def install(decode_program: Callable[[bytes, str], str],
     if _BRIDGE is None:
         _BRIDGE = Bridge(ctypes.CDLL(path), decode_program, make_client)
     return path
+
+
+def compiled_executable(fingerprint: str):
+    """Our LoadedExecutable behind a framework's executable, by its PJRT fingerprint; raises
+    ArgumentError when this process's plugin holds no live executable of that fingerprint."""
+    from pjrt.errors import ArgumentError
+    try:
+        return _BRIDGE.executable(fingerprint)
+    except (AttributeError, KeyError):
+        raise ArgumentError(f"the PJRT plugin holds no live executable with fingerprint "
+                            f"{fingerprint!r}") from None
 
 
 def wait_optimized(timeout: Optional[float] = None) -> bool:
