@@ -81,12 +81,17 @@ def _requested() -> bool:
     return PLATFORM in (config.jax_platforms.value or "").split(",")
 
 
-def _refuse(error: Exception):
-    """Client options that raise ``error`` when JAX creates our backend (JAX calls a callable
-    ``options`` then), so that JAX reports it as the reason the backend failed."""
-    def options() -> dict:
-        raise error
-    return options
+def _checked(options: dict):
+    """Client options that JAX reads when it creates our backend (it calls a callable
+    ``options`` then): an unknown backend raises there, and JAX reports it as the reason the
+    backend failed. Checked then, not earlier: a program may register its backend with pjrt
+    after this module initialized."""
+    def checked() -> dict:
+        error = unknown_backend_error(options["backend"])
+        if error is not None:
+            raise error
+        return options
+    return checked
 
 
 PRIORITY = -1
@@ -106,9 +111,9 @@ def initialize() -> None:
 
     Cheap and never raising: when our runtime is unusable, registration is skipped (a
     failing plugin would break every JAX backend when JAX_PLATFORMS is unset). An unknown
-    OPENHLO_JAX_BACKEND is reported now: when JAX_PLATFORMS names ``openhlo`` JAX's creation
-    of the backend fails with it (RuntimeError "Unable to initialize backend 'openhlo': ...");
-    otherwise the plugin is not registered and a warning says why.
+    OPENHLO_JAX_BACKEND is reported before any compile: when JAX_PLATFORMS names ``openhlo``,
+    JAX's creation of the backend fails with it (RuntimeError "Unable to initialize backend
+    'openhlo': ..."); otherwise the plugin is not registered and a warning says why.
     """
     global _registered
     if _registered:
@@ -118,9 +123,11 @@ def initialize() -> None:
 
         from pjrt.c_api import loader
         options = _options()
-        bad_backend = unknown_backend_error(options["backend"])
-        if bad_backend is not None and not _requested():
-            raise bad_backend
+        if not _requested():
+            # JAX would start our backend alongside its own: a bad option must not fail them
+            bad_backend = unknown_backend_error(options["backend"])
+            if bad_backend is not None:
+                raise bad_backend
         path = loader.install(decode_program, make_client)
     except Exception as exc:  # noqa: BLE001
         logger.warning("openhlo JAX plugin not registered: %s", exc)
@@ -133,5 +140,5 @@ def initialize() -> None:
     getattr(xla_bridge, "_nonexperimental_plugins", set()).add(PLATFORM)
     _allow_donation()
     xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path,
-                               options=options if bad_backend is None else _refuse(bad_backend))
+                               options=_checked(options))
     _registered = True

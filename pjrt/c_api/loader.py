@@ -4,8 +4,9 @@ The library (``_openhlo_pjrt*.so``, built by setup.py) implements the PJRT C API
 back here for what only Python can do: compile (program bytes -> one of our
 LoadedExecutables, described to C by a *manifest*), execute (run it on raw host
 pointers) and describe (an executable's optimized program, cost and memory statistics, asked
-for by the framework's introspection calls; see pjrt/executable_analysis.py). Frameworks supply how to turn their program bytes into StableHLO text
-(``decode_program``); this module never imports a framework.
+for by the framework's introspection calls; see pjrt/executable_analysis.py). Frameworks
+supply how to turn their program bytes into StableHLO text (``decode_program``); this module
+never imports a framework.
 """
 import atexit
 import ctypes
