@@ -157,7 +157,8 @@ static PJRT_Error* Describe(Compiled& c, DescribeWhat what, const char* fn) {
   if (what == kDescribeProgram) c.optimized_program = std::move(result.data);
   if (what == kDescribeCost) ok = DecodeCostAnalysis(result.data, &c);
   if (what == kDescribeMemory) ok = DecodeMemoryStats(result.data, &c);
-  if (!ok) return MakeError(PJRT_INTERNAL, std::string("openhlo ") + fn + ": malformed answer from Python");
+  if (!ok)
+    return MakeError(PJRT_INTERNAL, std::string("openhlo ") + fn + ": malformed answer from Python");
   c.described[what] = true;
   return nullptr;
 }
@@ -178,9 +179,10 @@ PJRT_Error* ExecutableOptimizedProgram(void* p) {
     return nullptr;
   }
   if (program->code_size < c.optimized_program.size())
-    return MakeError(PJRT_INVALID_ARGUMENT, "openhlo PJRT_Executable_OptimizedProgram: code buffer of " +
-                                                std::to_string(program->code_size) + " bytes, " +
-                                                std::to_string(c.optimized_program.size()) + " needed");
+    return MakeError(PJRT_INVALID_ARGUMENT,
+                     "openhlo PJRT_Executable_OptimizedProgram: code buffer of " +
+                         std::to_string(program->code_size) + " bytes, " +
+                         std::to_string(c.optimized_program.size()) + " needed");
   std::memcpy(program->code, c.optimized_program.data(), c.optimized_program.size());
   program->code_size = c.optimized_program.size();
   return nullptr;
