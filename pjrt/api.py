@@ -388,6 +388,17 @@ class LoadedExecutable(abc.ABC):
         return self.executable.entry
 
     @property
+    def optimized_module(self) -> Module:
+        """The program as the backend runs it (pjrt/executable_analysis.py reads it); backends
+        with a compiler pipeline return its output."""
+        return self.executable.module
+
+    @property
+    def generated_code_size(self) -> int:
+        """Bytes of machine code generated for this program (0: none)."""
+        return 0
+
+    @property
     def parameter_types(self) -> list[Type]:
         return self.executable.parameter_types
 

@@ -35,6 +35,17 @@ def decode_program(code: bytes, format: str) -> str:
         return module.operation.get_asm(enable_debug_info=False)
 
 
+def optimized_text(compiled) -> str:
+    """Our optimized program of ``compiled`` (a ``jax.stages.Compiled`` for ``openhlo``) as
+    StableHLO text, which ``openhlo run``/``opt`` and ``stablehlo.parse`` read.
+    ``compiled.as_text()`` shows the same program converted to HLO text by jaxlib (its
+    PJRT_Executable_OptimizedProgram route only prints HLO)."""
+    from pjrt.c_api import loader
+    from pjrt.executable_analysis import optimized_text as text_of
+    fingerprint = compiled.runtime_executable().fingerprint
+    return text_of(loader.compiled_executable(fingerprint.decode()))
+
+
 def make_client(backend: str, num_devices: int):
     """A client of any registered pjrt backend (ours or a vendor's, found by name in the
     ``openhlo.backends`` registry); ``num_devices`` goes to its factory unless it is 1, so
@@ -49,6 +60,38 @@ def _options() -> dict:
     backend = os.environ.get("OPENHLO_JAX_BACKEND", "cpu")
     num_devices = int(os.environ.get("OPENHLO_JAX_NUM_DEVICES", "1"))
     return {"backend": backend, "num_devices": num_devices}
+
+
+def unknown_backend_error(backend: str):
+    """A PluginError naming OPENHLO_JAX_BACKEND, its value and the registered backends, or
+    None when ``backend`` is registered (listing names imports no backend)."""
+    import pjrt
+    from pjrt.errors import PluginError
+    known = pjrt.available_backends()
+    if backend in known:
+        return None
+    return PluginError(f"OPENHLO_JAX_BACKEND={backend!r} is not an OpenHLO backend; known "
+                       f"backends: {', '.join(known)} (vendors register theirs with "
+                       f"pjrt.register_plugin or the 'openhlo.backends' entry point)")
+
+
+def _requested() -> bool:
+    """Whether JAX_PLATFORMS (jax_platforms) names our platform."""
+    from jax._src import config
+    return PLATFORM in (config.jax_platforms.value or "").split(",")
+
+
+def _checked(options: dict):
+    """Client options that JAX reads when it creates our backend (it calls a callable
+    ``options`` then): an unknown backend raises there, and JAX reports it as the reason the
+    backend failed. Checked then, not earlier: a program may register its backend with pjrt
+    after this module initialized."""
+    def checked() -> dict:
+        error = unknown_backend_error(options["backend"])
+        if error is not None:
+            raise error
+        return options
+    return checked
 
 
 PRIORITY = -1
@@ -67,7 +110,10 @@ def initialize() -> None:
     """Install our callbacks into the plugin library and register it with JAX.
 
     Cheap and never raising: when our runtime is unusable, registration is skipped (a
-    failing plugin would break every JAX backend when JAX_PLATFORMS is unset).
+    failing plugin would break every JAX backend when JAX_PLATFORMS is unset). An unknown
+    OPENHLO_JAX_BACKEND is reported before any compile: when JAX_PLATFORMS names ``openhlo``,
+    JAX's creation of the backend fails with it (RuntimeError "Unable to initialize backend
+    'openhlo': ..."); otherwise the plugin is not registered and a warning says why.
     """
     global _registered
     if _registered:
@@ -77,6 +123,11 @@ def initialize() -> None:
 
         from pjrt.c_api import loader
         options = _options()
+        if not _requested():
+            # JAX would start our backend alongside its own: a bad option must not fail them
+            bad_backend = unknown_backend_error(options["backend"])
+            if bad_backend is not None:
+                raise bad_backend
         path = loader.install(decode_program, make_client)
     except Exception as exc:  # noqa: BLE001
         logger.warning("openhlo JAX plugin not registered: %s", exc)
@@ -88,5 +139,6 @@ def initialize() -> None:
     # installed must not make every JAX program print a warning.
     getattr(xla_bridge, "_nonexperimental_plugins", set()).add(PLATFORM)
     _allow_donation()
-    xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path, options=options)
+    xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path,
+                               options=_checked(options))
     _registered = True

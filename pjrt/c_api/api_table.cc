@@ -89,13 +89,15 @@ OPENHLO_EXPORT const PJRT_Api* GetPjrtApi(void) {
 }
 
 // Installed by pjrt/c_api/loader.py; all NULL detaches Python (at interpreter exit), after
-// which compile/execute fail cleanly and releases are skipped.
+// which compile/execute/introspection fail cleanly and releases are skipped.
 OPENHLO_EXPORT void openhlo_set_callbacks(openhlo::CompileFn compile, openhlo::ExecuteFn execute,
-                                          openhlo::ReleaseFn release) {
+                                          openhlo::ReleaseFn release,
+                                          openhlo::DescribeFn describe) {
   openhlo::Callbacks& cb = openhlo::GetCallbacks();
   cb.compile = compile;
   cb.execute = execute;
   cb.release = release;
+  cb.describe = describe;
 }
 
 // Called by a Python callback, before it returns, with its result (code 0) or its error.

@@ -2,6 +2,8 @@
 // the manifest decoded at compile time, never from Python).
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <mutex>
 #include <string>
 
 #include "impl.h"
@@ -133,6 +135,86 @@ PJRT_Error* ExecutableParameterShardings(PJRT_Shardings_Args* a) {
   a->num_values = c.parameter_sharding_ptrs.size();
   a->shardings = c.parameter_sharding_ptrs.data();
   a->sharding_sizes = c.parameter_sharding_sizes.data();
+  return nullptr;
+}
+
+// ---- Introspection: asked of Python once per executable, then served from C ----------------
+// Fills c.described[what] (with its payload decoded) unless already done; the error otherwise.
+// Python runs without describe_mutex held: a caller holding the GIL may be waiting for it.
+static PJRT_Error* Describe(Compiled& c, DescribeWhat what, const char* fn) {
+  {
+    std::lock_guard<std::mutex> lock(c.describe_mutex);
+    if (c.described[what]) return nullptr;
+  }
+  Callbacks& cb = GetCallbacks();
+  if (cb.describe == nullptr) return Detached(fn);
+  CallResult result;
+  cb.describe(&result, c.handle, what);
+  if (PJRT_Error* error = Reported(result, fn)) return error;
+  std::lock_guard<std::mutex> lock(c.describe_mutex);
+  if (c.described[what]) return nullptr;  // another caller answered meanwhile
+  bool ok = true;
+  if (what == kDescribeProgram) c.optimized_program = std::move(result.data);
+  if (what == kDescribeCost) ok = DecodeCostAnalysis(result.data, &c);
+  if (what == kDescribeMemory) ok = DecodeMemoryStats(result.data, &c);
+  if (!ok)
+    return MakeError(PJRT_INTERNAL, std::string("openhlo ") + fn + ": malformed answer from Python");
+  c.described[what] = true;
+  return nullptr;
+}
+
+// The optimized program as StableHLO text, format "mlir" (jaxlib parses it and converts it to
+// an HloModule for `hlo_modules()` and `as_text()`). Called twice: code == NULL asks the size.
+PJRT_Error* ExecutableOptimizedProgram(void* p) {
+  auto* a = Args<PJRT_Executable_OptimizedProgram_Args>(p);
+  Compiled& c = *a->executable->compiled;
+  if (PJRT_Error* error = Describe(c, kDescribeProgram, "PJRT_Executable_OptimizedProgram"))
+    return error;
+  static const char kFormat[] = "mlir";
+  PJRT_Program* program = a->program;
+  program->format = kFormat;
+  program->format_size = sizeof(kFormat) - 1;
+  if (program->code == nullptr) {
+    program->code_size = c.optimized_program.size();
+    return nullptr;
+  }
+  if (program->code_size < c.optimized_program.size())
+    return MakeError(PJRT_INVALID_ARGUMENT,
+                     "openhlo PJRT_Executable_OptimizedProgram: code buffer of " +
+                         std::to_string(program->code_size) + " bytes, " +
+                         std::to_string(c.optimized_program.size()) + " needed");
+  std::memcpy(program->code, c.optimized_program.data(), c.optimized_program.size());
+  program->code_size = c.optimized_program.size();
+  return nullptr;
+}
+
+// Properties owned by the executable ("flops", "transcendentals", "bytes accessed",
+// "optimal_seconds"; see pjrt/executable_analysis.py).
+PJRT_Error* ExecutableCostAnalysis(void* p) {
+  auto* a = Args<PJRT_Executable_GetCostAnalysis_Args>(p);
+  Compiled& c = *a->executable->compiled;
+  if (PJRT_Error* error = Describe(c, kDescribeCost, "PJRT_Executable_GetCostAnalysis"))
+    return error;
+  a->num_properties = c.cost_properties.size();
+  a->properties = c.cost_properties.data();
+  return nullptr;
+}
+
+PJRT_Error* ExecutableCompiledMemoryStats(void* p) {
+  auto* a = Args<PJRT_Executable_GetCompiledMemoryStats_Args>(p);
+  Compiled& c = *a->executable->compiled;
+  if (PJRT_Error* error = Describe(c, kDescribeMemory, "PJRT_Executable_GetCompiledMemoryStats"))
+    return error;
+  a->generated_code_size_in_bytes = c.memory_stats[0];
+  a->argument_size_in_bytes = c.memory_stats[1];
+  a->output_size_in_bytes = c.memory_stats[2];
+  a->alias_size_in_bytes = c.memory_stats[3];
+  a->temp_size_in_bytes = c.memory_stats[4];
+  a->host_generated_code_size_in_bytes = 0;
+  a->host_argument_size_in_bytes = 0;
+  a->host_output_size_in_bytes = 0;
+  a->host_alias_size_in_bytes = 0;
+  a->host_temp_size_in_bytes = 0;
   return nullptr;
 }
 

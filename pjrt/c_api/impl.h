@@ -68,6 +68,9 @@ void ErrorMessageImpl(PJRT_Error_Message_Args* args);
   X(Executable_OutputDimensions, ExecutableOutputDimensions)                      \
   X(Executable_OutputMemoryKinds, ExecutableOutputMemoryKinds)                    \
   X(Executable_Fingerprint, ExecutableFingerprint)                                \
+  X(Executable_OptimizedProgram, ExecutableOptimizedProgram)                      \
+  X(Executable_GetCostAnalysis, ExecutableCostAnalysis)                           \
+  X(Executable_GetCompiledMemoryStats, ExecutableCompiledMemoryStats)             \
   X(LoadedExecutable_Destroy, LoadedDestroy) X(LoadedExecutable_Delete, LoadedDelete) \
   X(LoadedExecutable_IsDeleted, LoadedIsDeleted)                                  \
   X(LoadedExecutable_GetExecutable, LoadedGetExecutable)                          \

@@ -1,10 +1,12 @@
 """Python side of the PJRT C-API plugin: loads the shared library and serves its callbacks.
 
 The library (``_openhlo_pjrt*.so``, built by setup.py) implements the PJRT C API; it calls
-back here for the two things only Python can do: compile (program bytes -> one of our
-LoadedExecutables, described to C by a *manifest*) and execute (run it on raw host
-pointers). Frameworks supply how to turn their program bytes into StableHLO text
-(``decode_program``); this module never imports a framework.
+back here for what only Python can do: compile (program bytes -> one of our
+LoadedExecutables, described to C by a *manifest*), execute (run it on raw host
+pointers) and describe (an executable's optimized program, cost and memory statistics, asked
+for by the framework's introspection calls; see pjrt/executable_analysis.py). Frameworks
+supply how to turn their program bytes into StableHLO text (``decode_program``); this module
+never imports a framework.
 """
 import atexit
 import ctypes
@@ -19,6 +21,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from pjrt import executable_analysis
 from pjrt.api import CompileOptions
 from pjrt.c_api.protos import (decode_compile_options, encode_device_assignment,
                                encode_op_sharding)
@@ -37,6 +40,13 @@ _EXECUTE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_i
                                ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),
                                ctypes.POINTER(ctypes.c_void_p))
 _RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+_DESCRIBE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int)
+
+# What ``_describe`` is asked for (objects.h ``DescribeWhat``).
+_DESCRIBE_PROGRAM, _DESCRIBE_COST, _DESCRIBE_MEMORY = 0, 1, 2
+# The order of objects.h ``Compiled::memory_stats``.
+_MEMORY_STATS = ("generated_code_size_in_bytes", "argument_size_in_bytes", "output_size_in_bytes",
+                 "alias_size_in_bytes", "temp_size_in_bytes")
 
 
 def library_path() -> Optional[str]:
@@ -143,6 +153,20 @@ def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
     return b"".join(out)
 
 
+def encode_cost_analysis(properties: dict) -> bytes:
+    """``{name: number}`` as objects.cc ``DecodeCostAnalysis`` reads it: a count, then each
+    name (length-prefixed) and its value as a little-endian float64."""
+    out = [struct.pack("<q", len(properties))]
+    for name, value in properties.items():
+        out += [struct.pack("<q", len(name.encode())), name.encode(), struct.pack("<d", value)]
+    return b"".join(out)
+
+
+def encode_memory_stats(stats: dict) -> bytes:
+    """objects.cc ``DecodeMemoryStats``: the ``_MEMORY_STATS`` as little-endian int64s."""
+    return b"".join(struct.pack("<q", stats[name]) for name in _MEMORY_STATS)
+
+
 # Argument attributes by which a program lets the caller donate the argument (JAX writes the
 # first when the donated buffer matches a result, the second otherwise).
 _DONOR_ATTRIBUTES = ("tf.aliasing_output", "jax.buffer_donor")
@@ -173,11 +197,13 @@ class Bridge:
         self._make_client = make_client
         self._clients: dict = {}
         self._runners: dict = {}
+        self._fingerprints: dict = {}  # PJRT fingerprint -> handle of a live executable
         self._ids = itertools.count(1)
         lib.openhlo_report.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
                                        ctypes.c_size_t]
         lib.openhlo_report.restype = None
-        lib.openhlo_set_callbacks.argtypes = [_COMPILE_FN, _EXECUTE_FN, _RELEASE_FN]
+        lib.openhlo_set_callbacks.argtypes = [_COMPILE_FN, _EXECUTE_FN, _RELEASE_FN,
+                                              _DESCRIBE_FN]
         lib.openhlo_set_callbacks.restype = None
         lib.openhlo_offer_fast_path.argtypes = [ctypes.c_void_p] * 5
         lib.openhlo_offer_fast_path.restype = None
@@ -186,7 +212,7 @@ class Bridge:
         self._fast = os.environ.get("OPENHLO_PJRT_FAST_PATH", "1") != "0"
         # Kept referenced: C holds bare pointers to these trampolines.
         self._callbacks = (_COMPILE_FN(self._compile), _EXECUTE_FN(self._execute),
-                           _RELEASE_FN(self._release))
+                           _RELEASE_FN(self._release), _DESCRIBE_FN(self._describe))
         lib.openhlo_set_callbacks(*self._callbacks)
         # jaxlib may destroy executables while the interpreter finalizes: detach first.
         atexit.register(self.detach)
@@ -195,7 +221,8 @@ class Bridge:
         # Executions still queued on the dispatch thread finish first: they run native code
         # that interpreter shutdown may tear down (pjrt/c_api/dispatch.h).
         self._lib.openhlo_drain()
-        self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN())
+        self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN(),
+                                        _DESCRIBE_FN())
         self._runners.clear()
 
     def _report(self, ctx, code: int, data: bytes) -> None:
@@ -232,6 +259,7 @@ class Bridge:
             manifest = encode_manifest(loaded.name, fingerprint, loaded)
             handle = next(self._ids)
             self._runners[handle] = runner
+            self._fingerprints[fingerprint] = handle
             self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, manifest)
             return handle
@@ -259,8 +287,30 @@ class Bridge:
         if entry is not None:
             self._lib.openhlo_offer_fast_path(ctx, *entry)
 
+    def _describe(self, ctx, handle, what) -> None:
+        try:
+            executable = self._runners[handle].executable
+            if what == _DESCRIBE_PROGRAM:
+                answer = executable_analysis.optimized_text(executable).encode()
+            elif what == _DESCRIBE_COST:
+                answer = encode_cost_analysis(executable_analysis.cost_analysis(executable))
+            elif what == _DESCRIBE_MEMORY:
+                answer = encode_memory_stats(executable_analysis.compiled_memory_stats(executable))
+            else:
+                raise UnimplementedError(f"nothing to describe as {what}")
+            self._report(ctx, ErrorCode.OK, answer)
+        except Exception as exc:  # noqa: BLE001
+            self._fail(ctx, exc, "describe")
+
     def _release(self, handle) -> None:
         self._runners.pop(handle, None)
+        for fingerprint in [f for f, h in self._fingerprints.items() if h == handle]:
+            del self._fingerprints[fingerprint]
+
+    def executable(self, fingerprint: str):
+        """The live LoadedExecutable compiled under ``fingerprint`` (what
+        PJRT_Executable_Fingerprint reported for it); KeyError when there is none."""
+        return self._runners[self._fingerprints[fingerprint]].executable
 
     def wait_optimized(self, timeout: Optional[float] = None) -> bool:
         """Wait until every live executable's background-compiled kernels are in place;
@@ -290,6 +340,17 @@ def install(decode_program: Callable[[bytes, str], str],
     if _BRIDGE is None:
         _BRIDGE = Bridge(ctypes.CDLL(path), decode_program, make_client)
     return path
+
+
+def compiled_executable(fingerprint: str):
+    """Our LoadedExecutable behind a framework's executable, by its PJRT fingerprint; raises
+    ArgumentError when this process's plugin holds no live executable of that fingerprint."""
+    from pjrt.errors import ArgumentError
+    try:
+        return _BRIDGE.executable(fingerprint)
+    except (AttributeError, KeyError):
+        raise ArgumentError(f"the PJRT plugin holds no live executable with fingerprint "
+                            f"{fingerprint!r}") from None
 
 
 def wait_optimized(timeout: Optional[float] = None) -> bool:

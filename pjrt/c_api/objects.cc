@@ -106,7 +106,7 @@ PJRT_Error* AwaitDefined(const PJRT_Buffer* buffer, const char* fn) {
 
 // ---- compile manifests -----------------------------------------------------------------------
 // Little-endian int64s and length-prefixed byte strings, in the order written by
-// frameworks/jax/bridge.py `encode_manifest`.
+// pjrt/c_api/loader.py `encode_manifest`.
 namespace {
 struct Reader {
   const std::string& s;
@@ -117,6 +117,12 @@ struct Reader {
     if (pos + 8 > s.size()) { ok = false; return 0; }
     std::memcpy(&v, s.data() + pos, 8);
     pos += 8;
+    return v;
+  }
+  double Float() {
+    int64_t bits = Int();
+    double v;
+    std::memcpy(&v, &bits, 8);
     return v;
   }
   std::string Bytes() {
@@ -171,6 +177,36 @@ bool DecodeManifest(const std::string& bytes, Compiled* out) {
     out->parameter_sharding_sizes.push_back(sharding.size());
   }
   return true;
+}
+
+bool DecodeCostAnalysis(const std::string& bytes, Compiled* out) {
+  Reader r{bytes};
+  int64_t count = r.Int();
+  std::vector<std::string> names;
+  std::vector<double> values;
+  for (int64_t i = 0; r.ok && i < count; ++i) {
+    names.push_back(r.Bytes());
+    values.push_back(r.Float());
+  }
+  if (!r.ok || r.pos != bytes.size()) return false;
+  out->cost_names = std::move(names);
+  out->cost_properties.assign(values.size(), PJRT_NamedValue{});
+  for (size_t i = 0; i < values.size(); ++i) {
+    PJRT_NamedValue& v = out->cost_properties[i];
+    v.struct_size = sizeof(PJRT_NamedValue);
+    v.name = out->cost_names[i].data();
+    v.name_size = out->cost_names[i].size();
+    v.type = PJRT_NV_FLOAT;  // XLA reports cost properties as floats
+    v.float_value = static_cast<float>(values[i]);
+    v.value_size = 1;
+  }
+  return true;
+}
+
+bool DecodeMemoryStats(const std::string& bytes, Compiled* out) {
+  Reader r{bytes};
+  for (int64_t& stat : out->memory_stats) stat = r.Int();
+  return r.ok && r.pos == bytes.size();
 }
 
 void Compiled::InstallFastPath(std::unique_ptr<FastPath> offered) {

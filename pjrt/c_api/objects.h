@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,10 +64,15 @@ typedef int64_t (*CompileFn)(void* ctx, const char* backend, size_t backend_size
 typedef void (*ExecuteFn)(void* ctx, int64_t handle, int64_t num_devices, int64_t num_args,
                           void* const* inputs, void* const* outputs);
 typedef void (*ReleaseFn)(int64_t handle);
+// What the framework's introspection calls ask of a compiled program (pjrt/c_api/loader.py
+// `_describe` answers; payloads as DecodeCostAnalysis / DecodeMemoryStats read them).
+enum DescribeWhat : int { kDescribeProgram = 0, kDescribeCost = 1, kDescribeMemory = 2 };
+typedef void (*DescribeFn)(void* ctx, int64_t handle, int what);
 struct Callbacks {
   CompileFn compile = nullptr;
   ExecuteFn execute = nullptr;
   ReleaseFn release = nullptr;
+  DescribeFn describe = nullptr;
 };
 Callbacks& GetCallbacks();
 
@@ -167,11 +173,24 @@ struct Compiled {
   // while null, executions go through Python.
   std::atomic<FastPath*> fast{nullptr};
   std::atomic<int64_t> last_run_nanos{0};  // of the native path, to choose inline or queued
+  // Introspection answers (optimized program text, cost properties, memory stats): asked of
+  // Python on first request only (computing them costs a module walk) and kept; under
+  // describe_mutex.
+  std::mutex describe_mutex;
+  bool described[3] = {false, false, false};  // by DescribeWhat
+  std::string optimized_program;
+  std::vector<std::string> cost_names;
+  std::vector<PJRT_NamedValue> cost_properties;  // point into cost_names
+  int64_t memory_stats[5] = {0, 0, 0, 0, 0};    // generated code, argument, output, alias, temp
   void InstallFastPath(std::unique_ptr<FastPath> offered);
   ~Compiled();
 };
-// Decodes a manifest (see frameworks/jax/bridge.py, `encode_manifest`); false on malformed input.
+// Decodes a manifest (see pjrt/c_api/loader.py, `encode_manifest`); false on malformed input.
 bool DecodeManifest(const std::string& bytes, Compiled* out);
+// Decode the describe callback's answers (loader.py `encode_cost_analysis`,
+// `encode_memory_stats`) into `out`; false on malformed input.
+bool DecodeCostAnalysis(const std::string& bytes, Compiled* out);
+bool DecodeMemoryStats(const std::string& bytes, Compiled* out);
 
 }  // namespace openhlo
 

@@ -228,6 +228,19 @@ struct PJRT_Executable_MemoryKinds_Args {
   const size_t* memory_kind_sizes;
 };
 
+struct PJRT_Executable_OptimizedProgram_Args { PJRT_HDR; PJRT_Executable* executable; PJRT_Program* program; };
+struct PJRT_Executable_GetCostAnalysis_Args {
+  PJRT_HDR; PJRT_Executable* executable; size_t num_properties; const PJRT_NamedValue* properties;
+};
+// Device memory first, then the same five for host memory (all 0 here: no host offloading).
+struct PJRT_Executable_GetCompiledMemoryStats_Args {
+  PJRT_HDR; PJRT_Executable* executable;
+  int64_t generated_code_size_in_bytes; int64_t argument_size_in_bytes; int64_t output_size_in_bytes;
+  int64_t alias_size_in_bytes; int64_t temp_size_in_bytes;
+  int64_t host_generated_code_size_in_bytes; int64_t host_argument_size_in_bytes;
+  int64_t host_output_size_in_bytes; int64_t host_alias_size_in_bytes; int64_t host_temp_size_in_bytes;
+};
+
 struct PJRT_LoadedExecutable_Destroy_Args { PJRT_HDR; PJRT_LoadedExecutable* executable; };
 struct PJRT_LoadedExecutable_IsDeleted_Args { PJRT_HDR; PJRT_LoadedExecutable* executable; bool is_deleted; };
 struct PJRT_LoadedExecutable_GetExecutable_Args { PJRT_HDR; PJRT_LoadedExecutable* loaded_executable; PJRT_Executable* executable; };
@@ -415,6 +428,9 @@ OPENHLO_CHECK(PJRT_Executable_Count_Args, value, 32);
 OPENHLO_CHECK(PJRT_Executable_OutputElementTypes_Args, num_output_types, 40);
 OPENHLO_CHECK(PJRT_Executable_OutputDimensions_Args, dim_sizes, 48);
 OPENHLO_CHECK(PJRT_Executable_MemoryKinds_Args, memory_kind_sizes, 48);
+OPENHLO_CHECK(PJRT_Executable_OptimizedProgram_Args, program, 32);
+OPENHLO_CHECK(PJRT_Executable_GetCostAnalysis_Args, properties, 40);
+OPENHLO_CHECK(PJRT_Executable_GetCompiledMemoryStats_Args, host_temp_size_in_bytes, 104);
 OPENHLO_CHECK(PJRT_LoadedExecutable_IsDeleted_Args, is_deleted, 25);
 OPENHLO_CHECK(PJRT_LoadedExecutable_GetExecutable_Args, executable, 32);
 OPENHLO_CHECK(PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args, num_logical_ids, 40);

@@ -140,3 +140,9 @@ class Names:
             for index, value in enumerate(results):
                 self.value_names[value] = f"{base}#{index}"
             self.result_defs[op] = f"{base}:{len(results)}"
+
+
+def printed_names(top: Operation) -> dict[Value, str]:
+    """``{value: "%3"}`` for every value under ``top``: the names ``print_op(top)`` (and
+    ``print_module`` when ``top`` is the module op) writes at their uses, in pretty form."""
+    return Names(top, generic=False).value_names

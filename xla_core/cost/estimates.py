@@ -13,6 +13,11 @@ Conventions (see Note [op weights]):
 * bytes use the storage size of the element type (``i1`` is one byte, sub-byte
   floats are packed); ``Cost.bytes_read`` is an upper bound for ops that may
   read in place.
+* ``Cost.transcendentals`` counts elementwise evaluations of the ops in
+  ``TRANSCENDENTAL_OPS`` (exp, log, tanh, sqrt, power, ...), as XLA's cost
+  analysis reports them; they are also in ``flops`` with their weights.
+* A composite is one op: it reads its operands and writes its results once
+  (a ``openhlo.fusion`` is one kernel), and costs its decomposition's flops.
 * Ops that only reinterpret their operand (reshape, bitcast_convert,
   get_tuple_element, tuple, optimization_barrier) cost nothing: a backend
   aliases the buffer. Constants cost nothing themselves; their bytes are counted
@@ -41,6 +46,7 @@ is a constant and which the body returns as ``add(%iv, positive constant)``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -82,6 +88,12 @@ ELEMENTWISE_WEIGHTS = {
     "clamp": 2.0,  # max + min
 }
 
+# Elementwise ops whose every result element is one transcendental evaluation (the set XLA's
+# HloCostAnalysis counts as "transcendentals").
+TRANSCENDENTAL_OPS = frozenset((
+    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sine",
+    "cosine", "tan", "power", "atan2", "sqrt", "rsqrt", "cbrt"))
+
 
 class CostModelError(ValueError):
     """An op whose cost cannot be estimated (dynamic shape, unknown callee)."""
@@ -92,6 +104,7 @@ class Cost:
     flops: float = 0.0
     bytes_read: float = 0.0
     bytes_written: float = 0.0
+    transcendentals: float = 0.0
 
     @property
     def bytes_accessed(self) -> float:
@@ -99,10 +112,12 @@ class Cost:
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(self.flops + other.flops, self.bytes_read + other.bytes_read,
-                    self.bytes_written + other.bytes_written)
+                    self.bytes_written + other.bytes_written,
+                    self.transcendentals + other.transcendentals)
 
     def scaled(self, factor: float) -> Cost:
-        return Cost(self.flops * factor, self.bytes_read * factor, self.bytes_written * factor)
+        return Cost(self.flops * factor, self.bytes_read * factor, self.bytes_written * factor,
+                    self.transcendentals * factor)
 
 
 # ---------------------------------------------------------------------------
@@ -167,8 +182,12 @@ def _io(op: Operation, flops: float = 0.0) -> Cost:
 
 def _elementwise(op: Operation, ctx: _Context) -> Cost:
     out = op.results[0].type
-    weight = ELEMENTWISE_WEIGHTS.get(op.name.split(".", 1)[1], 1.0)
-    return _io(op, elements(out) * weight * _complex_factor(out))
+    name = op.name.split(".", 1)[1]
+    weight = ELEMENTWISE_WEIGHTS.get(name, 1.0)
+    cost = _io(op, elements(out) * weight * _complex_factor(out))
+    if name in TRANSCENDENTAL_OPS:
+        return dataclasses.replace(cost, transcendentals=float(elements(out)))
+    return cost
 
 
 def _region_weight(region: Region) -> float:
@@ -335,9 +354,13 @@ def _call(op: Operation, ctx: _Context) -> Cost:
         raise CostModelError(f"{op.where()}: no function @{attr.name}") from None
     ctx.calls.append(attr.name)
     try:
-        return _block_cost(callee.body, ctx)
+        inside = _block_cost(callee.body, ctx)
     finally:
         ctx.calls.pop()
+    if op.name == "stablehlo.composite":
+        # one op: its intermediates never reach memory (see the module docstring)
+        return dataclasses.replace(_io(op, inside.flops), transcendentals=inside.transcendentals)
+    return inside
 
 
 _RULES: dict[str, Callable[[Operation, _Context], Cost]] = {
@@ -412,9 +435,10 @@ def fusion_cost(ops: Sequence[Operation], external_inputs: Iterable[Value] | Non
     outside = [v for v in outs if v not in produced]
     if outside:
         raise CostModelError(f"fusion outputs not produced by the fusion: {outside}")
-    flops = sum(op_cost(op).flops for op in group)
+    costs = [op_cost(op) for op in group]
     constants = sum(_bytes(op.results) for op in group if op.name == "stablehlo.constant")
-    return Cost(flops, _bytes(inputs) + constants, _bytes(outs))
+    return Cost(sum(c.flops for c in costs), _bytes(inputs) + constants, _bytes(outs),
+                sum(c.transcendentals for c in costs))
 
 
 def roofline_seconds(cost: Cost, hw: HardwareDescription) -> float:

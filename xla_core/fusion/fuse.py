@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stablehlo.ir.core import Block, Module
+from stablehlo.text.names import printed_names
 from xla_core.cost import hardware as lookup_hardware
 from xla_core.fusion.explain import Explain
 from xla_core.fusion.graph import FusionGraph
@@ -34,9 +35,11 @@ def fuse_module(module: Module, *, hardware: str = "cpu",
     explain = explain if explain is not None else Explain()
     costs = CostCache(lookup_hardware(hardware))
     namer = FusionNamer(module)
+    names = printed_names(module.op)  # before any block is outlined (see explain.py)
     for block in fusible_blocks(module):
         costs.start_graph()
-        graph = FusionGraph(block, why_not_fusible, costs.flops)
+        graph = FusionGraph(block, why_not_fusible, costs.flops, names)
+        explain.explain_graph(graph)
         priority_fusion(graph, costs, max_operands, explain)
         explain_refusals(graph, costs, max_operands, explain)
         if multi_output:

@@ -26,6 +26,7 @@ holds its own copy, and merging two nodes that both hold it keeps one.
 from __future__ import annotations
 
 from stablehlo.ir.core import Block, Operation, Value
+from stablehlo.text.names import printed_names
 
 TERMINATOR = "it is the block's terminator"
 
@@ -76,13 +77,24 @@ class FusionNode:
         return f"<FusionNode #{self.id} {[op.name for op in self.ops]}>"
 
 
+def _outermost(block: Block) -> Operation:
+    """The op at the top of ``block``'s parents (the module op inside a module)."""
+    op = block.parent.parent
+    while op.parent is not None:  # op -> its block -> that block's region -> the region's op
+        op = op.parent.parent.parent
+    return op
+
+
 class FusionGraph:
     """Nodes, value users and value providers of one block."""
 
-    def __init__(self, block: Block, why_not_fusible, flops):
+    def __init__(self, block: Block, why_not_fusible, flops, names: dict | None = None):
         """``why_not_fusible(op)`` returns None for an op that may join fusions, else a
-        reason; ``flops(op)`` is an op's cost in flops (summed per node)."""
+        reason; ``flops(op)`` is an op's cost in flops (summed per node). ``names`` (value ->
+        ``"%3"``) name values in explanations and refusal reasons: the printer's names of the
+        module before fusion (``printed_names``); None numbers from the outermost op now."""
         self.block = block
+        self.names = names if names is not None else printed_names(_outermost(block))
         self._flops = flops
         self.index: dict[Operation, int] = {}
         self.nodes: dict[int, FusionNode] = {}

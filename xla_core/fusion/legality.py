@@ -166,8 +166,9 @@ def reduced_shape(reduction: tuple) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in dims)
 
 
-def check_kind(s: Summary, op_set: set) -> str | None:
-    """Why ops with merged summary ``s`` (the ops in ``op_set``) form no valid fusion."""
+def check_kind(s: Summary, op_set: set, names: dict) -> str | None:
+    """Why ops with merged summary ``s`` (the ops in ``op_set``) form no valid fusion;
+    ``names`` are the values' printed names (``FusionGraph.names``)."""
     if s.conflict:
         return s.conflict
     if len(s.dots) > 1:
@@ -178,7 +179,7 @@ def check_kind(s: Summary, op_set: set) -> str | None:
         dot = s.dots[0]
         inner = next((v for v in dot.operands if v.owner in op_set), None)
         if inner is not None:
-            return (f"the dot's operands must be fusion parameters ({_name(inner)} would be "
+            return (f"the dot's operands must be fusion parameters ({names[inner]} would be "
                     f"computed inside)")
         bad = sorted(shape for shape in s.shapes if shape != dot.results[0].type.shape)
         if bad:
@@ -234,7 +235,7 @@ def check_recompute(graph: FusionGraph, producer: FusionNode, consumer: FusionNo
                     (squeeze(op.operands[0].type.shape), squeeze(op.results[0].type.shape)) != row:
                 factor = dst // max(src, 1)
                 return (f"it would recompute expensive {summary(producer).expensive.name} "
-                        f"{factor}x through {_name(op.results[0])} = broadcast_in_dim")
+                        f"{factor}x through {graph.names[op.results[0]]} = broadcast_in_dim")
         tainted_here.update(op.results)
     return None
 
@@ -245,13 +246,13 @@ def why_not_fuse(graph: FusionGraph, producer: FusionNode, consumer: FusionNode,
     if not consumer.fusible:
         if consumer.why_not == TERMINATOR:
             return "its value is returned (a computation root is never duplicated)"
-        return f"consumer {describe(consumer)} is not fusible: {consumer.why_not}"
+        return f"consumer {describe(consumer, graph.names)} is not fusible: {consumer.why_not}"
     ps = summary(producer)
     if n_consumers > 1 and ps.expensive is not None:
         return (f"it would duplicate expensive {ps.expensive.name} into {n_consumers} "
                 f"consumers")
     merged = merge_summaries(ps, summary(consumer))
-    reason = check_kind(merged, producer.op_set | consumer.op_set)
+    reason = check_kind(merged, producer.op_set | consumer.op_set, graph.names)
     if reason is None:
         reason = check_recompute(graph, producer, consumer, merged)
     if reason is None:
@@ -263,22 +264,11 @@ def why_not_fuse(graph: FusionGraph, producer: FusionNode, consumer: FusionNode,
 
 # -- naming for explanations --------------------------------------------------
 
-def _name(value) -> str:
-    if value.is_block_argument:
-        return f"%arg{value.index}"
-    op = value.owner
-    hint = value.name_hint
-    if hint is None:
-        return f"%<{op.name.split('.', 1)[1]}>"
-    suffix = f"#{value.index}" if len(op.results) > 1 and not hint.endswith(f"#{value.index}") \
-        else ""
-    return f"%{hint}{suffix}"
-
-
-def describe(node: FusionNode) -> str:
-    """``%7 (stablehlo.exponential @ f.mlir:12)``, with ``, N ops`` for a fusion."""
+def describe(node: FusionNode, names: dict) -> str:
+    """``%7 (stablehlo.exponential @ f.mlir:12)``, with ``, N ops`` for a fusion; ``%7`` is the
+    name ``names`` (``FusionGraph.names``: the printer's) gives the node's root value."""
     root = node.root
-    name = _name(root.results[0]) if root.results else root.name
+    name = names[root.results[0]] if root.results else root.name
     where = f" @ {root.location.file}:{root.location.line}" if root.location else ""
     size = f", {len(node.ops)} ops" if len(node.ops) > 1 else ""
     return f"{name} ({root.name}{where}{size})"

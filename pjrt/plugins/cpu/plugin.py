@@ -9,6 +9,7 @@ runs on the calling thread, without the GIL, and costs a few microseconds of dis
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Optional
 
@@ -175,6 +176,14 @@ class CpuExecutable(LoadedExecutable):
     def optimized_module(self):
         """The program as the backend runs it (after the compiler pipeline)."""
         return self.program.module
+
+    @property
+    def generated_code_size(self) -> int:
+        """Bytes of the shared library of generated kernels (0 while it still compiles in the
+        background, or when every op runs in the executor)."""
+        fusions = self.program.fusion_library
+        library = fusions.library if fusions is not None else None
+        return os.path.getsize(library) if library and os.path.exists(library) else 0
 
     def memory_stats(self) -> dict:
         """Buffer assignment of the compiled entry function (computed on first call):

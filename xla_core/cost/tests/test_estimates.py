@@ -225,7 +225,26 @@ def test_module_cost_follows_calls():
       return %1 : tensor<8xf32>
     }""")
     cost = module_cost(module)
-    assert cost == Cost(2 * 8 * 10, 2 * 8 * F32, 2 * 8 * F32)
+    assert cost == Cost(2 * 8 * 10, 2 * 8 * F32, 2 * 8 * F32, transcendentals=2 * 8)
+
+
+def test_composite_is_one_op_with_its_decomposition_flops():
+    module = stablehlo.parse("""
+    func.func private @fused(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %0 = stablehlo.tanh %x : tensor<4x8xf32>
+      %1 = stablehlo.multiply %0, %y : tensor<4x8xf32>
+      %2 = stablehlo.sqrt %1 : tensor<4x8xf32>
+      return %2 : tensor<4x8xf32>
+    }
+    func.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %0 = stablehlo.composite "openhlo.fusion" %x, %y {decomposition = @fused} :
+          (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      return %0 : tensor<4x8xf32>
+    }""")
+    # tanh (10/element) + multiply (1) + sqrt (4); only the composite's operands and result
+    # touch memory; tanh and sqrt are transcendental.
+    assert module_cost(module) == Cost(32 * (10 + 1 + 4), 2 * 32 * F32, 32 * F32,
+                                       transcendentals=2 * 32)
 
 
 def test_dynamic_shape_is_an_error():

@@ -218,11 +218,12 @@ def test_side_effects_and_opaque_ops_are_explained():
     }"""
     _, explain = fuse_text(text)
     lines = "\n".join(explain.lines)
-    assert "refused %0 (stablehlo.negate @ test.mlir:3) into %1 (stablehlo.outfeed @ " \
-           "test.mlir:5): consumer %1 (stablehlo.outfeed @ test.mlir:5) is not fusible: it has " \
+    # values are named as the printer numbers them: the token is %1, so the outfeed is %2
+    assert "refused %0 (stablehlo.negate @ test.mlir:3) into %2 (stablehlo.outfeed @ " \
+           "test.mlir:5): consumer %2 (stablehlo.outfeed @ test.mlir:5) is not fusible: it has " \
            "side effects" in lines
     # negate still joins sqrt, as a second result that the outfeed reads
-    assert "merged %0 (stablehlo.negate @ test.mlir:3) with %2 (stablehlo.sqrt @ test.mlir:6) " \
+    assert "merged %0 (stablehlo.negate @ test.mlir:3) with %3 (stablehlo.sqrt @ test.mlir:6) " \
            "(producer-consumer multi-output)" in lines
 
 
