@@ -15,7 +15,9 @@ from typing import Optional
 import numpy as np
 
 from stablehlo.text import print_module
+from xla_core.instrument import trace
 
+from pjrt import counters
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,
                       Executable, ExecutionError, LoadedExecutable, MemorySpace,
                       UnimplementedError, check_arguments)
@@ -117,6 +119,7 @@ class CpuBuffer(Buffer):
             from stablehlo.interpreter.values import TOKEN
             return TOKEN
         array.flags.writeable = False
+        counters.count_to_host(array.nbytes)
         return from_stored(array, self._type) if self._type is not None else array
 
     def copy_to_device(self, device: Device) -> "CpuBuffer":
@@ -172,6 +175,10 @@ class CpuExecutable(LoadedExecutable):
         return program.native.c_entry()
 
     @property
+    def compile_cache_hit(self) -> bool:
+        return self.program.cache_hit
+
+    @property
     def optimized_module(self):
         """The program as the backend runs it (after the compiler pipeline)."""
         return self.program.module
@@ -193,6 +200,13 @@ class CpuExecutable(LoadedExecutable):
         self._check_live()
         if self.num_replicas * self.num_partitions != 1:
             return super().__call__(*arrays)
+        if trace.RECORDER is not None:
+            with trace.span(f"execute {self.name}", "execute", devices=1):
+                return self._call(arrays)
+        return self._call(arrays)
+
+    def _call(self, arrays) -> list:
+        counters.COUNTS.executions += 1
         program = self.program
         try:
             if program.native is not None:
@@ -351,6 +365,7 @@ class CpuClient(Client):
                 from None
         raw = type if stored_raw(type) else None
         handle = self._runtime.buffer_from_numpy(as_stored(array, type), spec[0], device.id)
+        counters.count_to_device(array.nbytes)
         return CpuBuffer(self, handle, array.dtype, raw)
 
 
