@@ -9,9 +9,11 @@
 
 Python backends subclass ``pjrt.host.HostClient`` (see pjrt/README.md). ``metrics()`` is a
 snapshot of this process's compile/execution/transfer counters; ``flush_trace()`` saves the
-``OPENHLO_TRACE`` Chrome trace now (pjrt/README.md, Debugging and metrics).
+``OPENHLO_TRACE`` Chrome trace now and ``trace_span(name, category, **args)`` adds a
+``with`` block to it (pjrt/README.md, Debugging and metrics).
 """
 from xla_core.instrument.trace import flush as flush_trace
+from xla_core.instrument.trace import span as trace_span
 
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
                       DeadlineExceededError, Device, ErrorCode, Event, Executable,
@@ -30,4 +32,5 @@ __all__ = [
     "UnimplementedError",
     "resolve_entry", "BACKENDS", "DEFAULT_BACKEND", "available_backends", "make_client",
     "register_plugin", "Metrics", "metrics", "reset_metrics", "flush_trace",
+    "trace_span",
 ]

@@ -19,6 +19,8 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
+from pjrt import counters
+
 from frameworks.torch.lowering import LOWERINGS
 from frameworks.torch.runner import GraphRunner, describe_changes, logger
 
@@ -66,6 +68,7 @@ def _log_dynamo_recompile(gm: torch.fx.GraphModule, example_inputs) -> None:
     if previous is not None and previous != signature:
         logger.info("openhlo: Dynamo recompiled a graph of inputs %s: %s", ", ".join(key),
                     describe_changes(previous, signature))
+        counters.count_recompilation("torch: Dynamo traced a new graph (guard failed)")
 
 
 def openhlo_backend(gm: torch.fx.GraphModule, example_inputs):
