@@ -680,7 +680,7 @@ class Client(abc.ABC):
             traced.set(program=loaded.name, cache_hit=loaded.compile_cache_hit)
         counters.count_compile(time.perf_counter() - start, loaded.compile_cache_hit)
         if isinstance(program, str):
-            counters.count_program_text(program)
+            counters.count_program_text(self, program)
         return loaded
 
     def _compile_program(self, program, options: CompileOptions) -> LoadedExecutable:

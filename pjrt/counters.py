@@ -18,7 +18,7 @@ What is counted, and where:
   convenience reads its arguments in place and transfers nothing;
 * fallbacks by op: ops that ran outside compiled code (the torch backend's eager ops,
   counted each time they run);
-* recompilations by cause: the same program text compiled again (JAX after
+* recompilations by cause: the same program text compiled again by a client (JAX after
   ``jax.clear_caches()``, a new ``jit`` of the same function...), and frameworks' own causes
   (the torch backend: a graph specialized again for new input shapes or dtypes).
 
@@ -29,6 +29,7 @@ Python; they are exact with the GIL.
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -51,7 +52,8 @@ class _Counters:
         self.bytes_to_host = 0
         self.fallbacks: Counter = Counter()
         self.recompilations: Counter = Counter()
-        self.programs_seen: set = set()
+        # client -> digests of the program texts it compiled
+        self.programs_seen: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 COUNTS = _Counters()
@@ -122,13 +124,14 @@ def metrics() -> Metrics:
 
 
 def reset_metrics() -> None:
-    """Zero every counter (native ones too); programs compiled before no longer count as
-    seen for recompilations."""
+    """Zero every counter (native ones too). The programs compiled so far stay known: one
+    compiled again after a reset (past a warm-up, say) is still a recompilation."""
     for source in _NATIVE_SOURCES:
         source(reset=True)
     fresh = _Counters()
     for name in _Counters.__slots__:
-        setattr(COUNTS, name, getattr(fresh, name))
+        if name != "programs_seen":
+            setattr(COUNTS, name, getattr(fresh, name))
 
 
 def add_native_source(source: Callable[..., dict]) -> None:
@@ -145,12 +148,13 @@ def count_compile(seconds: float, cache_hit: bool) -> None:
     COUNTS.compile_cache_hits += cache_hit
 
 
-def count_program_text(text: str) -> None:
-    """Counts a recompilation when ``text`` was compiled before (since the last reset)."""
+def count_program_text(client, text: str) -> None:
+    """Counts a recompilation when ``client`` compiled ``text`` before."""
     digest = hashlib.sha256(text.encode()).digest()
-    if digest in COUNTS.programs_seen:
+    seen = COUNTS.programs_seen.setdefault(client, set())
+    if digest in seen:
         count_recompilation("same program compiled again")
-    COUNTS.programs_seen.add(digest)
+    seen.add(digest)
 
 
 def count_recompilation(cause: str) -> None:
