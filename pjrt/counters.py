@@ -20,7 +20,8 @@ What is counted, and where:
   counted each time they run);
 * recompilations by cause: the same program text compiled again by a client (JAX after
   ``jax.clear_caches()``, a new ``jit`` of the same function...), and frameworks' own causes
-  (the torch backend: a graph specialized again for new input shapes or dtypes).
+  (the torch backend: a graph specialized again for new input shapes, dtypes or values, and
+  Dynamo tracing the same code again after a guard failed).
 
 Counting is an integer increment where a call passes through Python anyway; native paths
 count with relaxed atomics. Counts from several threads may race under free-threaded

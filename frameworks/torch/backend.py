@@ -68,12 +68,21 @@ def _log_dynamo_recompile(gm: torch.fx.GraphModule, example_inputs) -> None:
     if previous is not None and previous != signature:
         logger.info("openhlo: Dynamo recompiled a graph of inputs %s: %s", ", ".join(key),
                     describe_changes(previous, signature))
-        counters.count_recompilation("torch: Dynamo traced a new graph (guard failed)")
+
+
+def _count_dynamo_recompile() -> None:
+    """Dynamo numbers the graphs it traces from one frame (``frame_compile_id``): any but the
+    first is the same code traced again because a guard failed."""
+    from torch._guards import CompileContext
+    compile_id = CompileContext.current_compile_id()
+    if compile_id is not None and compile_id.frame_compile_id:
+        counters.count_recompilation("torch: Dynamo traced the same code again")
 
 
 def openhlo_backend(gm: torch.fx.GraphModule, example_inputs):
     """The Dynamo backend: ``torch.compile(model, backend=openhlo_backend)``."""
     _log_dynamo_recompile(gm, example_inputs)
+    _count_dynamo_recompile()
     # A fresh AOTAutograd wrapper per graph: it rewrites its own options when called.
     aot = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
                         inference_compiler=_compiler("inference"),

@@ -64,6 +64,16 @@ def test_recompilation_for_new_shapes_is_counted_once():
     assert (m.compiles, m.executions) == (2, 4)
 
 
+def test_dynamo_retracing_the_same_code_is_a_recompilation():
+    compiled = fresh_compile(lambda x: x * 2 + 1)
+    for dtype in (torch.float32, torch.float64, torch.float32):  # float64 fails a guard
+        x = torch.randn(3, dtype=dtype)
+        torch.testing.assert_close(compiled(x), x * 2 + 1)
+    m = pjrt.metrics()
+    assert m.recompilations == {"torch: Dynamo traced the same code again": 1}
+    assert (m.compiles, m.executions) == (2, 3)
+
+
 def test_dump_and_trace_of_a_compiled_model(tmp_path):
     dump.configure(tmp_path / "dump")
     trace.start(str(tmp_path / "trace.json"))
