@@ -27,6 +27,7 @@ def _run(tmp_path, monkeypatch, *flags):
     np.savez(tmp_path / "in.npz", arg0=x)
     monkeypatch.setenv("OPENHLO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OPENHLO_CPU_ASYNC_CODEGEN", "0")
+    monkeypatch.setenv("OPENHLO_CPU_OPT_LEVEL", "1")  # the pipeline runs (and is dumped)
     monkeypatch.setenv("OPENHLO_DUMP_TO", str(tmp_path / "dump"))
     monkeypatch.setenv("OPENHLO_TRACE", str(tmp_path / "trace.json"))
     r = run_subprocess("run", source, "--inputs", tmp_path / "in.npz", "-o",
