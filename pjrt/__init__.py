@@ -7,13 +7,20 @@
     bufs = exe.execute([client.buffer_from_numpy(x), y])   # Buffers, asynchronous
     bufs[0].to_numpy()
 
-Python backends subclass ``pjrt.host.HostClient`` (see pjrt/README.md).
+Python backends subclass ``pjrt.host.HostClient`` (see pjrt/README.md). ``metrics()`` is a
+snapshot of this process's compile/execution/transfer counters; ``flush_trace()`` saves the
+``OPENHLO_TRACE`` Chrome trace now and ``trace_span(name, category, **args)`` adds a
+``with`` block to it (pjrt/README.md, Debugging and metrics).
 """
+from xla_core.instrument.trace import flush as flush_trace
+from xla_core.instrument.trace import span as trace_span
+
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
                       DeadlineExceededError, Device, ErrorCode, Event, Executable,
                       ExecutionError, FailedPreconditionError, HostEvent, LoadedExecutable,
                       MemorySpace, PjrtError, PluginError, UnimplementedError, error_code,
                       ready_event, resolve_entry)
+from pjrt.counters import Metrics, metrics, reset_metrics
 from pjrt.registry import (BACKENDS, DEFAULT_BACKEND, available_backends, make_client,
                            register_plugin)
 
@@ -24,5 +31,6 @@ __all__ = [
     "DeadlineExceededError", "ExecutionError", "FailedPreconditionError", "PluginError",
     "UnimplementedError",
     "resolve_entry", "BACKENDS", "DEFAULT_BACKEND", "available_backends", "make_client",
-    "register_plugin",
+    "register_plugin", "Metrics", "metrics", "reset_metrics", "flush_trace",
+    "trace_span",
 ]

@@ -34,6 +34,7 @@ import dataclasses
 import functools
 import hashlib
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -43,6 +44,9 @@ import numpy as np
 from stablehlo.ir.attributes import IntegerAttr
 from stablehlo.ir.core import Module
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
+from xla_core.instrument import dump, trace
+
+from pjrt import counters
 
 # Errors and argument checks live in their own modules; the contract re-exports them.
 from pjrt.arguments import (  # noqa: F401
@@ -419,6 +423,11 @@ class LoadedExecutable(abc.ABC):
         return [d for row in self.device_assignment for d in row
                 if d.process_index == self.client.process_index]
 
+    @property
+    def compile_cache_hit(self) -> bool:
+        """Whether the backend loaded this program from its persistent compilation cache."""
+        return False
+
     def delete(self) -> None:
         self._deleted = True
 
@@ -522,6 +531,13 @@ class LoadedExecutable(abc.ABC):
             raise FailedPreconditionError(f"executable {self.name} was deleted")
 
     def _run(self, args_per_device: list, devices: list, donate) -> tuple:
+        counters.COUNTS.executions += 1
+        if trace.RECORDER is None:
+            return self._launch(args_per_device, devices, donate)
+        with trace.span(f"execute {self.name}", "execute", devices=len(devices)):
+            return self._launch(args_per_device, devices, donate)
+
+    def _launch(self, args_per_device: list, devices: list, donate) -> tuple:
         donated = self._donated_indices(donate)
         multi = len(devices) > 1
         checked = [self._check_args(args, device, multi)
@@ -661,22 +677,34 @@ class Client(abc.ABC):
 
         Parse and verification errors propagate as OpenHLOErrors naming the place.
         """
-        import stablehlo
+        if not isinstance(program, (str, Module)):
+            raise ArgumentError(f"compile takes a stablehlo Module or its text, "
+                                f"got {type(program).__name__}")
         options = options if options is not None else CompileOptions()
         if entry is not None:
             options = dataclasses.replace(options, entry=entry)
+        # Every compile is counted, traced and (OPENHLO_DUMP_TO) dumped here, for all backends.
+        start = time.perf_counter()
+        with trace.span("compile", "compile", backend=self.platform_name) as traced, \
+                dump.program(dump.program_name(program), program):
+            loaded = self._compile_program(program, options)
+            traced.set(program=loaded.name, cache_hit=loaded.compile_cache_hit)
+        counters.count_compile(time.perf_counter() - start, loaded.compile_cache_hit)
+        if isinstance(program, str):
+            counters.count_program_text(self, program)
+        return loaded
+
+    def _compile_program(self, program, options: CompileOptions) -> LoadedExecutable:
+        import stablehlo
         if isinstance(program, str):
             loaded = self._load_compiled(program, options)
             if loaded is not None:
                 return loaded
             module = stablehlo.parse(program)
-        elif isinstance(program, Module):
+        else:
             from stablehlo.verify import verify_module
             verify_module(program)
             module = program
-        else:
-            raise ArgumentError(f"compile takes a stablehlo Module or its text, "
-                                f"got {type(program).__name__}")
         num_partitions = _count(module, options.num_partitions, "num_partitions")
         if num_partitions > 1:
             module = _partition(module, program, resolve_entry(module, options.entry),

@@ -43,7 +43,9 @@ import numpy as np
 
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
+from xla_core.instrument import trace
 
+from pjrt import counters
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
                       Device, Event, Executable, ExecutionError, HostEvent, LoadedExecutable,
                       MemorySpace, _shape_fits, ready_event)
@@ -82,6 +84,7 @@ class HostClient(Client):
         device = self.own_device(device)
         value = _host_value(array)
         dtype, shape = _spec_of_value(value)
+        counters.count_to_device(getattr(value, "nbytes", 0))
         return HostBuffer(self, device, _Storage(value, ready_event()), dtype, shape)
 
     def _compile(self, executable: Executable, device_assignment: list) -> "HostExecutable":
@@ -152,6 +155,7 @@ class HostBuffer(Buffer):
     def to_numpy(self):
         storage = self._live_storage()
         storage.event.wait()
+        counters.count_to_host(getattr(storage.value, "nbytes", 0))
         return storage.value
 
     def copy_to_device(self, device: Device) -> "HostBuffer":
@@ -215,8 +219,10 @@ class HostExecutable(LoadedExecutable):
         device = self.device_assignment[0][0]
         args = [value.to_numpy() if isinstance(value, Buffer) else _read_only(value)
                 for value in self._check_args(arrays, device, False)]
+        counters.COUNTS.executions += 1
         try:
-            return self._run_program(args, 0, 0, None)
+            with trace.span(f"execute {self.name}", "execute", devices=1):
+                return self._run_program(args, 0, 0, None)
         except OpenHLOError:
             raise
         except Exception as exc:

@@ -45,6 +45,9 @@ def add_parser(subparsers) -> None:
     add_opt_level_argument(p)
     p.add_argument("--profile", action="store_true",
                    help="cpu backend: print the time of each instruction on stderr")
+    p.add_argument("--metrics", action="store_true",
+                   help="print the runtime counters (compiles, executions, transfers, "
+                        "fallbacks) on stderr after running")
     p.set_defaults(handler=run_command)
 
 
@@ -87,6 +90,9 @@ def run_command(args: argparse.Namespace) -> int:
         save_results(args.output, results)
     else:
         sys.stdout.write(format_results(results, result_types))
+    if args.metrics:
+        import pjrt
+        sys.stderr.write(f"{pjrt.metrics()}\n")
     return 0
 
 

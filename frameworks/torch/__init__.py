@@ -3,6 +3,7 @@ ATen-to-StableHLO lowering registry (see README.md)."""
 from frameworks.torch.backend import openhlo_backend
 from frameworks.torch.export import ExportedStableHLO, ExportError, export_to_stablehlo
 from frameworks.torch.lowering import LOWERINGS, Unsupported, lowers
+from frameworks.torch.metrics import metrics_report, reset_metrics
 
 __all__ = ["openhlo_backend", "export_to_stablehlo", "ExportedStableHLO", "ExportError",
-           "LOWERINGS", "lowers", "Unsupported"]
+           "LOWERINGS", "lowers", "Unsupported", "metrics_report", "reset_metrics"]

@@ -19,6 +19,8 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
+from pjrt import counters
+
 from frameworks.torch.lowering import LOWERINGS
 from frameworks.torch.runner import GraphRunner, describe_changes, logger
 
@@ -68,9 +70,19 @@ def _log_dynamo_recompile(gm: torch.fx.GraphModule, example_inputs) -> None:
                     describe_changes(previous, signature))
 
 
+def _count_dynamo_recompile() -> None:
+    """Dynamo numbers the graphs it traces from one frame (``frame_compile_id``): any but the
+    first is the same code traced again because a guard failed."""
+    from torch._guards import CompileContext
+    compile_id = CompileContext.current_compile_id()
+    if compile_id is not None and compile_id.frame_compile_id:
+        counters.count_recompilation("torch: Dynamo traced the same code again")
+
+
 def openhlo_backend(gm: torch.fx.GraphModule, example_inputs):
     """The Dynamo backend: ``torch.compile(model, backend=openhlo_backend)``."""
     _log_dynamo_recompile(gm, example_inputs)
+    _count_dynamo_recompile()
     # A fresh AOTAutograd wrapper per graph: it rewrites its own options when called.
     aot = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
                         inference_compiler=_compiler("inference"),

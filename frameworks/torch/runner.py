@@ -41,6 +41,9 @@ import sympy
 import torch
 from torch.fx.node import map_aggregate
 
+import pjrt
+from pjrt import counters
+
 from frameworks.torch import sharding as _sharding
 from frameworks.torch.lowering import (LoweringFailed, Unsupported, can_lower, lower_nodes,
                                        op_name)
@@ -72,6 +75,25 @@ def describe_changes(old: tuple, new: tuple) -> str:
     if len(old) != len(new):
         changes.append(f"{len(old)} -> {len(new)} inputs")
     return ", ".join(changes)
+
+
+def recompile_cause(old_key: tuple, new_key: tuple) -> str:
+    """The metrics' name for what made a graph specialize again (keys are ``(input
+    signature, shardings)``): ``torch: new input shapes``, ``... dtypes``, ``... values``."""
+    kinds = []
+    (old, old_shardings), (new, new_shardings) = old_key, new_key
+    pairs = [(o, n) for o, n in zip(old, new) if o != n]
+    if len(old) != len(new):
+        kinds.append("count")
+    if any(isinstance(o, tuple) and isinstance(n, tuple) and o[0] != n[0] for o, n in pairs):
+        kinds.append("shapes")
+    if any(isinstance(o, tuple) and isinstance(n, tuple) and o[1] != n[1] for o, n in pairs):
+        kinds.append("dtypes")
+    if any(not (isinstance(o, tuple) and isinstance(n, tuple)) for o, n in pairs):
+        kinds.append("values")
+    if old_shardings != new_shardings:
+        kinds.append("shardings")
+    return "torch: new input " + " and ".join(kinds)
 
 
 class Bindings:
@@ -262,9 +284,21 @@ class Plan:
                 args_, kwargs = map_aggregate(
                     (step.args, step.kwargs),
                     lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
-                env[step] = step.target(*args_, **kwargs)
+                env[step] = self._run_eager(step, args_, kwargs)
         return map_aggregate(self.output.args[0],
                              lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+
+
+    @staticmethod
+    def _run_eager(node: torch.fx.Node, args, kwargs):
+        """One op in eager PyTorch, counted and traced as a fallback (taking an item of an
+        eager op's tuple result is not one)."""
+        if node.target is operator.getitem:
+            return node.target(*args, **kwargs)
+        name = op_name(node)
+        counters.count_fallback(name)
+        with pjrt.trace_span(name, "fallback", node=node.name):
+            return node.target(*args, **kwargs)
 
 
 def _fetch_attr(gm: torch.fx.GraphModule, target: str):
@@ -298,6 +332,7 @@ class GraphRunner:
                            _sharding.describe_changes(self._last[1], shardings)]
                 logger.info("openhlo: recompiling %s: %s", self.name,
                             ", ".join(filter(None, changes)))
+                counters.count_recompilation(recompile_cause(self._last, key))
             plan = Plan(self.gm, args, self.client, self.name, shardings)
             self.plans[key] = plan
         self._last = key

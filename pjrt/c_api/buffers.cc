@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "counters.h"
 #include "impl.h"
 
 namespace openhlo {
@@ -76,6 +77,8 @@ PJRT_Error* ClientBufferFromHostBuffer(void* p) {
   else if (buffer->nbytes > 0)
     CopyStrided(static_cast<const char*>(a->data), a->byte_strides, buffer->data(), dense.data(),
                 buffer->dims, buffer->dims.size(), elem);
+  Count(kTransfersToDevice);
+  Count(kBytesToDevice, static_cast<int64_t>(buffer->nbytes));
   a->buffer = buffer;
   a->done_with_host_buffer = NewEvent(PJRT_OK, "");
   return nullptr;
@@ -188,6 +191,8 @@ PJRT_Error* BufferToHostBuffer(void* p) {
     CopyStrided(src->data(), dense.data(), static_cast<char*>(a->dst), dst_strides, src->dims,
                 src->dims.size(), elem);
   }
+  Count(kTransfersToHost);
+  Count(kBytesToHost, static_cast<int64_t>(src->nbytes));
   a->event = NewEvent(PJRT_OK, "");
   return nullptr;
 }

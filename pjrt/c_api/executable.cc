@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "counters.h"
 #include "impl.h"
 
 namespace openhlo {
@@ -296,6 +297,7 @@ static PJRT_Error_Code RunFast(Compiled& c, const FastPath& fast,
   c.last_run_nanos.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::steady_clock::now() - start).count(),
                          std::memory_order_relaxed);
+  Count(kFastExecutions);
   if (code != PJRT_OK) {
     *message = std::string("openhlo execute: ") + text;
     return static_cast<PJRT_Error_Code>(code);

@@ -21,7 +21,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from pjrt import executable_analysis
+from xla_core.instrument import trace
+
+from pjrt import counters, executable_analysis
 from pjrt.api import CompileOptions
 from pjrt.c_api.protos import (decode_compile_options, encode_device_assignment,
                                encode_op_sharding)
@@ -31,6 +33,10 @@ from pjrt.errors import ErrorCode, UnimplementedError, error_code
 _PJRT_TYPES = {"bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint8": 6,
                "uint16": 7, "uint32": 8, "uint64": 9, "float16": 10, "float32": 11,
                "float64": 12, "bfloat16": 13, "complex64": 14, "complex128": 15}
+
+# The counters of pjrt/c_api/counters.h, in their order, as pjrt.metrics() fields.
+_NATIVE_COUNTERS = ("executions", "transfers_to_device", "bytes_to_device", "transfers_to_host",
+                    "bytes_to_host")
 
 _COMPILE_FN = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
@@ -187,7 +193,8 @@ class Bridge:
 
     Executables the backend can run from C (no interpreter fallbacks, one device) are
     handed to the library's fast path and execute without entering Python;
-    ``OPENHLO_PJRT_FAST_PATH=0`` keeps every execution on the Python path.
+    ``OPENHLO_PJRT_FAST_PATH=0`` (and tracing, ``OPENHLO_TRACE``) keeps every execution on
+    the Python path.
     """
 
     def __init__(self, lib: ctypes.CDLL, decode_program: Callable[[bytes, str], str],
@@ -209,7 +216,14 @@ class Bridge:
         lib.openhlo_offer_fast_path.restype = None
         lib.openhlo_drain.argtypes = []
         lib.openhlo_drain.restype = None
-        self._fast = os.environ.get("OPENHLO_PJRT_FAST_PATH", "1") != "0"
+        lib.openhlo_counters.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
+        lib.openhlo_counters.restype = ctypes.c_int64
+        lib.openhlo_reset_counters.argtypes = []
+        lib.openhlo_reset_counters.restype = None
+        counters.add_native_source(self.counters)
+        # Under OPENHLO_TRACE every execution takes the Python path, where it is traced.
+        self._fast = os.environ.get("OPENHLO_PJRT_FAST_PATH", "1") != "0" \
+            and trace.recorder() is None
         # Kept referenced: C holds bare pointers to these trampolines.
         self._callbacks = (_COMPILE_FN(self._compile), _EXECUTE_FN(self._execute),
                            _RELEASE_FN(self._release), _DESCRIBE_FN(self._describe))
@@ -224,6 +238,16 @@ class Bridge:
         self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN(),
                                         _DESCRIBE_FN())
         self._runners.clear()
+
+    def counters(self, reset: bool = False) -> dict:
+        """The library's counters (pjrt/c_api/counters.h) by pjrt.metrics() name; ``reset``
+        zeroes them instead."""
+        if reset:
+            self._lib.openhlo_reset_counters()
+            return {}
+        values = (ctypes.c_int64 * len(_NATIVE_COUNTERS))()
+        self._lib.openhlo_counters(values, len(values))
+        return dict(zip(_NATIVE_COUNTERS, values))
 
     def _report(self, ctx, code: int, data: bytes) -> None:
         self._lib.openhlo_report(ctx, int(code), data, len(data))

@@ -19,6 +19,7 @@ from xla_core.fusion.legality import FUSION_NAME, why_not_fusible
 from xla_core.fusion.multi_output import multi_output_fusion
 from xla_core.fusion.outline import FusionNamer, outline_block
 from xla_core.fusion.priority import CostCache, explain_refusals, priority_fusion
+from xla_core.instrument import dump
 from xla_core.passes.base import Pass, PassContext
 
 # Control flow whose bodies are fused separately (other regions are scalar
@@ -78,6 +79,10 @@ class FusionPass(Pass):
     multi_output: bool = True
 
     def run(self, module: Module, ctx: PassContext) -> bool:
+        program_dump = dump.current()  # the decisions are spelled out only when dumped
         explain = fuse_module(module, hardware=self.hardware, max_operands=self.max_operands,
-                              multi_output=self.multi_output)
+                              multi_output=self.multi_output,
+                              explain=Explain(enabled=True) if program_dump else None)
+        if program_dump is not None:
+            program_dump.write("fusion.explain", "\n".join(explain.lines), "txt")
         return explain.counters["fusions"] > 0

@@ -8,7 +8,9 @@ changed anything.
 A ``Pipeline`` is a named list of passes. It runs them in order, skips the ones
 the context disables, times each one, can print the module after each one, and
 runs its checkers (the verifier by default) after every pass, so a pass that
-breaks the IR is named at once instead of failing somewhere later.
+breaks the IR is named at once instead of failing somewhere later. Under the process-wide
+instruments (xla_core/instrument) each pipeline and pass is a trace span and, while a
+program is being dumped, the module is written after every pass.
 
 ``PASSES`` maps a pass name to its class; ``PIPELINES`` maps a pipeline name to
 a function returning a fresh ``Pipeline``. Both take lazy ``"module:attr"``
@@ -26,6 +28,7 @@ from typing import Callable, ClassVar, TextIO
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.core import Module
 from stablehlo.registry import Registry, RegistryError
+from xla_core.instrument import dump, trace
 
 
 class PassError(OpenHLOError):
@@ -105,18 +108,25 @@ class Pipeline:
         """Run every enabled pass once; returns whether any changed the module."""
         ctx = ctx if ctx is not None else PassContext()
         changed = False
-        for p in self.passes:
-            if p.name in ctx.disabled:
-                ctx.records.append(PassRecord(p.name, 0.0, False, skipped=True))
-                continue
-            start = time.perf_counter()
-            did_change = bool(p.run(module, ctx))
-            ctx.records.append(PassRecord(p.name, time.perf_counter() - start, did_change))
-            changed |= did_change
-            if ctx.verify:
-                self._check(module, p)
-            if ctx.print_after_all:
-                _dump_after(module, p, ctx.dump or sys.stderr)
+        program_dump = dump.current()
+        with trace.span(f"pipeline {self.name}", "compile"):
+            for p in self.passes:
+                if p.name in ctx.disabled:
+                    ctx.records.append(PassRecord(p.name, 0.0, False, skipped=True))
+                    continue
+                with trace.span(p.name, "pass", pipeline=self.name) as traced:
+                    start = time.perf_counter()
+                    did_change = bool(p.run(module, ctx))
+                    ctx.records.append(PassRecord(p.name, time.perf_counter() - start,
+                                                  did_change))
+                    traced.set(changed=did_change)
+                changed |= did_change
+                if ctx.verify:
+                    self._check(module, p)
+                if ctx.print_after_all:
+                    _dump_after(module, p, ctx.dump or sys.stderr)
+                if program_dump is not None:
+                    program_dump.write_module(f"{self.name}.{p.name}", module)
         return changed
 
     def _check(self, module: Module, p: Pass) -> None:

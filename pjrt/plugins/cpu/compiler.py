@@ -14,6 +14,7 @@ import logging
 import numpy as np
 
 from stablehlo.ir.core import Func, Module
+from xla_core.instrument import trace
 
 from pjrt.plugins.cpu.lowering import (
     Fallback, HostState, Lowering, NotLowerable, as_stored, from_stored, native_type, stored_raw)
@@ -46,7 +47,10 @@ class CompiledProgram:
         try:
             lowering = Lowering(module, probe_dir, num_replicas, num_partitions, fusions,
                                 compile_now)
-            lowered = lowering.lower(func)
+            # Kernel generation and lowering to the executor's program (kernel compiles
+            # inside are spans of their own).
+            with trace.span("codegen", "compile", function=func.name):
+                lowered = lowering.lower(func)
             self.deferred = lowering.deferred
             self.fusion_library = lowering.fusions
             self.native = lowered.executable

@@ -344,29 +344,30 @@ class Lowering:
     def _lower_fusion(self, op, env, ins, b: _ProgramBuilder) -> bool:
         """An ``openhlo.fusion`` composite: its generated kernel (codegen/), else its
         decomposition inlined op by op (said once per fusion). False: not a fusion."""
-        from pjrt.plugins.cpu.codegen.program import is_fusion
+        from pjrt.plugins.cpu.codegen.program import fusion_where, is_fusion
         if not is_fusion(op):
             return False
+        where = fusion_where(op)  # names the fusion and its kind in profiles
         entry = self.fusions.lookup(op) if self.fusions is not None else None
         reason = self.fusions.reason(op) if self.fusions is not None else "no code generator"
         if entry is not None:
             library, symbol, pairs = entry
             outs = [self._define(env, r) for r in op.results]
             try:
-                b.add("add_generated", op.where(), library, symbol,
+                b.add("add_generated", where, library, symbol,
                       [native_type(r.type) for r in op.results], ins, outs, pairs,
                       uses=ins, outs=outs)
-                self.fusions_generated.append(op.where())
+                self.fusions_generated.append(where)
                 return True
             except native().Unsupported as exc:
                 reason = str(exc)
         if not self.fusions.deferred:  # deferred ones get their kernel shortly
-            LOG.info("%s runs op by op (not generated): %s", op.where(), reason)
-        self.fusions_inlined.append((op.where(), reason))
+            LOG.info("%s runs op by op (not generated): %s", where, reason)
+        self.fusions_inlined.append((where, reason))
         from pjrt.plugins.cpu.attrs import plain
         callee = self.module.lookup(plain(op.attributes.get("decomposition")))
         if callee is None:
-            raise NotLowerable(f"{op.where()}: no decomposition function")
+            raise NotLowerable(f"{where}: no decomposition function")
         results = self._lower_ops(callee.body, dict(zip(callee.body.arguments, ins)), b)
         for value, slot in zip(op.results, results):
             env[value] = slot

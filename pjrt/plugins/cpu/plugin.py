@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Optional
 
 import numpy as np
 
 from stablehlo.text import print_module
+from xla_core.instrument import trace
 
+from pjrt import counters
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,
                       Executable, ExecutionError, LoadedExecutable, MemorySpace,
                       UnimplementedError, check_arguments)
@@ -33,6 +36,7 @@ PLATFORM = "cpu"
 # Seconds an instance waits in a native collective for the others before failing (a failed
 # or finished instance stops the wait at once; this catches instances stuck elsewhere).
 COLLECTIVE_TIMEOUT_S = 120.0
+_COUNTS = counters.COUNTS  # one global lookup on the numpy fast path (reset keeps the object)
 
 
 def _translate(exc: BaseException) -> BaseException:
@@ -118,6 +122,7 @@ class CpuBuffer(Buffer):
             from stablehlo.interpreter.values import TOKEN
             return TOKEN
         array.flags.writeable = False
+        counters.count_to_host(array.nbytes)
         return from_stored(array, self._type) if self._type is not None else array
 
     def copy_to_device(self, device: Device) -> "CpuBuffer":
@@ -173,6 +178,10 @@ class CpuExecutable(LoadedExecutable):
         return program.native.c_entry()
 
     @property
+    def compile_cache_hit(self) -> bool:
+        return self.program.cache_hit
+
+    @property
     def optimized_module(self):
         """The program as the backend runs it (after the compiler pipeline)."""
         return self.program.module
@@ -202,19 +211,28 @@ class CpuExecutable(LoadedExecutable):
         self._check_live()
         if self.num_replicas * self.num_partitions != 1:
             return super().__call__(*arrays)
+        _COUNTS.executions += 1
+        recorder = trace.RECORDER  # None unless tracing: then the call is one event
+        started = time.perf_counter_ns() if recorder is not None else 0
         program = self.program
         try:
-            if program.native is not None:
-                return program.view_results(program.native.run(arrays, program.host_state()))
-        except native().ArgumentMismatch:
-            pass  # not exact numpy arrays: check and convert below, with clear errors
-        except Exception as exc:  # noqa: BLE001
-            raise _translate(exc) from None
-        checked = check_arguments(program.parameter_types, list(arrays), self.entry)
-        try:
-            return program.run(checked)
-        except Exception as exc:  # noqa: BLE001
-            raise _translate(exc) from None
+            try:
+                if program.native is not None:
+                    return program.view_results(program.native.run(arrays,
+                                                                   program.host_state()))
+            except native().ArgumentMismatch:
+                pass  # not exact numpy arrays: check and convert below, with clear errors
+            except Exception as exc:  # noqa: BLE001
+                raise _translate(exc) from None
+            checked = check_arguments(program.parameter_types, list(arrays), self.entry)
+            try:
+                return program.run(checked)
+            except Exception as exc:  # noqa: BLE001
+                raise _translate(exc) from None
+        finally:
+            if recorder is not None:
+                recorder.add(f"execute {self.name}", "execute", started,
+                             time.perf_counter_ns() - started, {"devices": 1})
 
     def _execute(self, args_per_device: list, devices: list) -> tuple:
         program = self.program
@@ -360,6 +378,7 @@ class CpuClient(Client):
                 from None
         raw = type if stored_raw(type) else None
         handle = self._runtime.buffer_from_numpy(as_stored(array, type), spec[0], device.id)
+        counters.count_to_device(array.nbytes)
         return CpuBuffer(self, handle, array.dtype, raw)
 
 

@@ -10,11 +10,19 @@ print(prof.report())          # slowest instructions first, with their source pl
 The executor times every instruction it runs while a profile is open (nested ``while``/``if``
 bodies too, so a loop's time appears both on the loop and on its body's instructions).
 Profiling is process-wide: executions on other threads during the block are included.
+
+Under ``OPENHLO_TRACE`` (xla_core/instrument/trace.py) the block is a ``profile`` span and each
+instruction an event inside it, with its calls and total time: the executor keeps totals,
+not start times, so the instructions are laid end to end, slowest first, from the block's
+start (``args.aggregated`` says so).
 """
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass, field
+
+from xla_core.instrument import trace
 
 from pjrt.plugins.cpu.native_module import native
 
@@ -45,6 +53,7 @@ def profile():
     lib.profile_reset()
     lib.set_profiling(True)
     result = Profile()
+    start_ns = time.perf_counter_ns()
     try:
         yield result
     finally:
@@ -52,3 +61,15 @@ def profile():
         rows = [(where, calls, ns * 1e-9) for where, calls, ns in lib.profile_snapshot()]
         result.rows = sorted(rows, key=lambda r: -r[2])
         lib.profile_reset()
+        _trace_rows(result.rows, start_ns, time.perf_counter_ns() - start_ns)
+
+
+def _trace_rows(rows: list, start_ns: int, dur_ns: int) -> None:
+    if trace.recorder() is None:
+        return
+    trace.event("profile", "profile", start_ns, dur_ns, instructions=len(rows))
+    at = start_ns
+    for where, calls, seconds in rows:
+        ns = int(seconds * 1e9)
+        trace.event(where, "instruction", at, ns, calls=calls, aggregated=True)
+        at += ns

@@ -28,6 +28,8 @@ import subprocess
 import tempfile
 import time
 
+from xla_core.instrument import trace
+
 LOG = logging.getLogger("openhlo.cpu")
 
 FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
@@ -100,7 +102,9 @@ def compile_source(source: str, now: bool = True):
     # folder under a background compile that tiering.py lets finish at interpreter exit.
     tmp = tempfile.mkdtemp(dir=folder)
     try:
-        if not _build(compiler, source, tmp, library):
+        with trace.span("kernel compile", "compile", source_bytes=len(source)):
+            built = _build(compiler, source, tmp, library)
+        if not built:
             return None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

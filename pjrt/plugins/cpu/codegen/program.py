@@ -16,6 +16,7 @@ import logging
 from stablehlo.ir.core import Func, Module, Operation
 
 from xla_core.buffers import inplace_pairs
+from xla_core.instrument import dump
 
 from pjrt.plugins.cpu.codegen import abi, build, mathlib
 from pjrt.plugins.cpu.codegen.kernels import SYMBOL, Kernel, loop_kernel, reduction_kernel
@@ -31,6 +32,14 @@ _EMITTERS = {"loop": loop_kernel, "reduction": reduction_kernel, "output": outpu
 def is_fusion(op: Operation) -> bool:
     name = op.attributes.get("name")
     return op.name == "stablehlo.composite" and name is not None and name.value == "openhlo.fusion"
+
+
+def fusion_where(op: Operation) -> str:
+    """A fusion's place for profiles and logs: ``file:1:2: 'stablehlo.composite'
+    @fused_loop_0 (loop)`` (its decomposition's name and its kind)."""
+    callee = op.attributes.get("decomposition")
+    name = getattr(callee, "name", None) or "?"
+    return f"{op.where()} @{name} ({fusion_kind(op) or 'unknown kind'})"
 
 
 def fusion_kind(op: Operation) -> str | None:
@@ -129,6 +138,9 @@ class FusionLibrary:
         if not texts:
             return lib
         lib.source = abi.PRELUDE + mathlib.source(math) + "".join(texts.values())
+        program_dump = dump.current()
+        if program_dump is not None:
+            program_dump.write("kernels", lib.source, "cc")
         try:
             lib.library = build.compile_source(lib.source, now=compile_now)
         except build.Deferred:
