@@ -41,6 +41,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from stablehlo.errors import api_boundary
 from stablehlo.ir.attributes import IntegerAttr
 from stablehlo.ir.core import Module
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
@@ -435,6 +436,7 @@ class LoadedExecutable(abc.ABC):
     def is_deleted(self) -> bool:
         return self._deleted
 
+    @api_boundary
     def execute(self, args, *, device: Optional[Device] = None, donate=(),
                 with_event: bool = False):
         """Run on one device (default: the assigned one); returns result Buffers at once.
@@ -459,6 +461,7 @@ class LoadedExecutable(abc.ABC):
         outputs, events = self._run([args], [device], donate)
         return (outputs[0], events[0]) if with_event else outputs[0]
 
+    @api_boundary
     def execute_sharded(self, args_per_device, *, donate=(), with_events: bool = False):
         """Run on every addressable assigned device; one argument list per device.
 
@@ -476,6 +479,7 @@ class LoadedExecutable(abc.ABC):
         outputs, events = self._run(args_per_device, devices, donate)
         return (outputs, events) if with_events else outputs
 
+    @api_boundary
     def __call__(self, *arrays) -> list:
         """Numpy convenience: run on one device, wait for the end (raising the
         execution's error), return the results as host values."""
@@ -483,6 +487,7 @@ class LoadedExecutable(abc.ABC):
         event.wait()
         return [buffer.to_numpy() for buffer in results]
 
+    @api_boundary
     def execute_global(self, *arrays) -> list:
         """Numpy convenience for a partitioned program (one replica): cut each global
         argument into the pieces its parameter sharding gives each device, run on every
@@ -671,6 +676,7 @@ class Client(abc.ABC):
             spaces.setdefault(device.default_memory_space.id, device.default_memory_space)
         return list(spaces.values())
 
+    @api_boundary
     def compile(self, program, options: Optional[CompileOptions] = None, *,
                 entry: Optional[str] = None) -> LoadedExecutable:
         """Compile a StableHLO ``Module`` or its text; ``entry=`` overrides options.entry.

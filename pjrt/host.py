@@ -41,7 +41,7 @@ from typing import Optional
 
 import numpy as np
 
-from stablehlo.errors import OpenHLOError
+from stablehlo.errors import OpenHLOError, api_boundary
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
 from xla_core.instrument import trace
 
@@ -209,6 +209,7 @@ class HostExecutable(LoadedExecutable):
         self.client._workers.submit(work)
         return outputs, events
 
+    @api_boundary
     def __call__(self, *arrays) -> list:
         """The synchronous numpy call runs the program on the calling thread: the
         device thread's hand-off costs more than a small program, and programs

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from stablehlo.errors import api_boundary
 from stablehlo.registry import Registry, RegistryError
 
 from pjrt.api import Client, PluginError
@@ -35,6 +36,7 @@ def available_backends() -> list[str]:
     return [str(name) for name in BACKENDS.names()]
 
 
+@api_boundary
 def make_client(backend: str = DEFAULT_BACKEND, **options) -> Client:
     """Create a client of ``backend``; options go to the plugin's factory.
 

@@ -11,7 +11,7 @@ Public API::
 from __future__ import annotations
 
 from stablehlo.errors import (CheckFailure, InterpreterError, OpenHLOError, ParseError,
-                              VerificationError)
+                              VerificationError, api_boundary)
 from stablehlo.ir.core import Block, Func, Location, Module, Operation, Region, Value
 from stablehlo.ir.ops import OPS
 
@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 
+@api_boundary
 def parse(text: str, filename: str = "<string>", *, verify: bool = True) -> Module:
     """Parse MLIR text into a Module, and verify it unless ``verify=False``."""
     from stablehlo.text import parse_module
@@ -32,18 +33,21 @@ def parse(text: str, filename: str = "<string>", *, verify: bool = True) -> Modu
     return module
 
 
+@api_boundary
 def print_module(module: Module, generic: bool = False) -> str:
     """MLIR text of ``module``: pretty form, or generic form with ``generic=True``."""
     from stablehlo.text import print_module as _print
     return _print(module, generic=generic)
 
 
+@api_boundary
 def verify(module: Module) -> None:
     """Raise VerificationError naming the op and place of the first violation."""
     from stablehlo.verify import verify_module
     verify_module(module)
 
 
+@api_boundary
 def evaluate(module: Module, args=(), entry: str = "main"):
     """Run ``entry`` on numpy ``args`` with the reference interpreter."""
     from stablehlo.interpreter import evaluate as _evaluate

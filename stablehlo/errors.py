@@ -1,5 +1,11 @@
-"""Error types of the IR layer; higher layers derive their own from OpenHLOError."""
+"""Error types of the IR layer (higher layers derive their own from OpenHLOError), and
+``api_boundary``, which shortens the tracebacks of OpenHLOErrors leaving the public API."""
 from __future__ import annotations
+
+import functools
+import os
+from types import TracebackType
+from typing import Callable, Optional
 
 
 class OpenHLOError(Exception):
@@ -25,3 +31,43 @@ class InterpreterError(OpenHLOError):
 
 class CheckFailure(InterpreterError):
     """A ``check.*`` op found a wrong value; carries the worst mismatch."""
+
+
+TRACEBACK_ENV = "OPENHLO_TRACEBACK"
+"""Set this environment variable to 1 to keep OpenHLO's own frames and chained causes in the
+tracebacks of errors raised through the public API (for debugging OpenHLO itself)."""
+
+# Frames in files of these packages are OpenHLO's own. Matched by path, not imported: the
+# IR layer imports nothing above it.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INTERNAL_DIRS = tuple(os.path.join(_PACKAGE_DIR, name) + os.sep
+                       for name in ("stablehlo", "xla_core", "pjrt", "frameworks", "tools"))
+
+
+def api_boundary(fn: Callable) -> Callable:
+    """Decorates a public entry point: an OpenHLOError leaves it with OpenHLO's own frames
+    and chained causes removed from its traceback, so a user sees the message and their own
+    frames (their code that called in, and a plugin of theirs that OpenHLO called), not
+    fifteen frames of the parser. ``OPENHLO_TRACEBACK=1`` keeps everything."""
+    @functools.wraps(fn)
+    def boundary(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OpenHLOError as exc:
+            if os.environ.get(TRACEBACK_ENV, "0") not in ("", "0"):
+                raise
+            raise exc.with_traceback(_user_frames(exc.__traceback__)) from None
+    return boundary
+
+
+def _user_frames(tb: Optional[TracebackType]) -> Optional[TracebackType]:
+    """The traceback ``tb`` without the frames of OpenHLO's own files."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+            kept.append(tb)
+        tb = tb.tb_next
+    trimmed = None
+    for entry in reversed(kept):
+        trimmed = TracebackType(trimmed, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return trimmed

@@ -12,15 +12,18 @@
 Errors in the input are reported on stderr as ``openhlo: error: ...`` (or
 ``file:line:col: error: ...`` with the source line and a caret) with exit
 code 1; usage errors exit with code 2. ``--traceback`` shows the Python
-traceback of an error, for debugging OpenHLO itself.
+traceback of an error, for debugging OpenHLO itself (before or after the
+subcommand; it sets ``OPENHLO_TRACEBACK=1`` for the API's errors too).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import traceback
 
-from stablehlo.errors import OpenHLOError
+from stablehlo.errors import TRACEBACK_ENV, OpenHLOError
 from stablehlo.registry import RegistryError
 
 from tools.diagnostics import CliError, format_error
@@ -34,19 +37,48 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="openhlo",
         description="OpenHLO: run, transform, test and benchmark StableHLO programs.")
-    parser.add_argument("--traceback", action="store_true",
-                        help="show the Python traceback of errors (for debugging OpenHLO)")
+    _add_traceback_flag(parser, default=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (run, opt, sharding_view, conformance, bench_text, bench_runtime, bench,
                    jax_suite):
         module.add_parser(subparsers)
+    for subparser in set(subparsers.choices.values()):
+        # SUPPRESS: a subcommand without the flag leaves the value given before it alone.
+        _add_traceback_flag(subparser, default=argparse.SUPPRESS)
     return parser
+
+
+def _add_traceback_flag(parser: argparse.ArgumentParser, default) -> None:
+    parser.add_argument("--traceback", action="store_true", default=default,
+                        help="show the Python traceback of errors (for debugging OpenHLO)")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.sources = {}  # file name -> text, filled by read_source for error snippets
+    with _full_api_tracebacks(args.traceback):
+        return _run_command(args)
+
+
+@contextlib.contextmanager
+def _full_api_tracebacks(enabled: bool):
+    """With --traceback, errors from the public API keep their internal frames too
+    (stablehlo.errors.api_boundary reads the variable); restored after the command, so an
+    in-process caller's environment is left as it was."""
+    previous = os.environ.get(TRACEBACK_ENV)
+    if enabled:
+        os.environ[TRACEBACK_ENV] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(TRACEBACK_ENV, None)
+        else:
+            os.environ[TRACEBACK_ENV] = previous
+
+
+def _run_command(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args) or 0)
     except (CliError, OpenHLOError, RegistryError) as exc:

@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from stablehlo.errors import api_boundary
 from stablehlo.text import print_module
 from xla_core.instrument import trace
 
@@ -207,6 +208,7 @@ class CpuExecutable(LoadedExecutable):
                             "heap_bytes": a.heap_bytes, "report": a.report()}
         return dict(self._memory)
 
+    @api_boundary
     def __call__(self, *arrays) -> list:
         self._check_live()
         if self.num_replicas * self.num_partitions != 1:
