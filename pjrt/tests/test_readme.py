@@ -1,17 +1,20 @@
-"""The Python example of pjrt/README.md runs as written."""
+"""The Python examples of pjrt/README.md run as written."""
 from __future__ import annotations
 
 import pathlib
 import re
 
+import pytest
 
-def test_readme_example_runs():
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    example = re.search(r"## Using it\n\n```python\n(.*?)```", text, re.S).group(1)
-    exec(compile(example, "pjrt/README.md", "exec"), {})
+_README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_readme_metrics_example_runs():
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    example = re.search(r"## Debugging and metrics\n.*?```python\n(.*?)```", text, re.S).group(1)
-    exec(compile(example, "pjrt/README.md", "exec"), {})
+@pytest.mark.parametrize("section", ["Using it", "Reading a program (for backends)",
+                                     "Debugging and metrics"])
+def test_readme_example_runs(section):
+    text = _README.read_text()
+    # the first Python block of the section (never one of a later section)
+    example = re.search(rf"## {re.escape(section)}\n(?:(?!\n## ).)*?```python\n(.*?)```",
+                        text, re.S)
+    assert example is not None, f"no Python example in section {section!r}"
+    exec(compile(example.group(1), "pjrt/README.md", "exec"), {})

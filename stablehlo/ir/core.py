@@ -109,9 +109,7 @@ class Operation:
         """This op and every op nested in its regions, in pre-order."""
         yield self
         for region in self.regions:
-            for block in region.blocks:
-                for op in block.operations:
-                    yield from op.walk()
+            yield from region.walk()
 
     def where(self) -> str:
         """``file:line:col: 'stablehlo.add'`` for error messages."""
@@ -146,6 +144,11 @@ class Block:
     def terminator(self) -> Optional[Operation]:
         return self.operations[-1] if self.operations else None
 
+    def walk(self) -> Iterator[Operation]:
+        """The ops of this block and every op nested in their regions, in pre-order."""
+        for op in self.operations:
+            yield from op.walk()
+
 
 class Region:
     __slots__ = ("blocks", "parent")
@@ -167,6 +170,11 @@ class Region:
         if len(self.blocks) != 1:
             raise ValueError(f"region has {len(self.blocks)} blocks, not 1")
         return self.blocks[0]
+
+    def walk(self) -> Iterator[Operation]:
+        """Every op of this region's blocks, nested ones included, in pre-order."""
+        for block in self.blocks:
+            yield from block.walk()
 
 
 class Func:
@@ -194,6 +202,11 @@ class Func:
     def body(self) -> Optional[Block]:
         region = self.op.regions[0] if self.op.regions else None
         return region.blocks[0] if region and region.blocks else None
+
+    def walk(self) -> Iterator[Operation]:
+        """Every op of the body, nested ones (in regions of reduce, while, ...) included, in
+        pre-order; the ``func.func`` op itself (``self.op``) is not among them."""
+        return self.op.regions[0].walk() if self.op.regions else iter(())
 
     def arg_attrs(self, index: int) -> DictAttr:
         return _nth_dict(self.op.attributes.get("arg_attrs"), index)
