@@ -127,9 +127,7 @@ def format_report(report: dict) -> str:
                    "fused code can pass 100% of the bandwidth"),
               "cold: fresh empty compilation caches; cached: a second process on them",
               *_kernels_ready(report),
-              ("peak MB: openhlo exe.memory_stats() (n/a: the executable has none), xla "
-               "memory_analysis() (args+outputs+temps-aliased), torch: args + the peak of its "
-               "CPU allocator during one call (profiler)"),
+              *_peak_memory_notes(report),
               "", "summary (time ratios; geometric mean over the workloads that ran correctly):"]
     summary = report["summary"]
     for runner, entry in summary["runners"].items():
@@ -150,6 +148,15 @@ def format_report(report: dict) -> str:
                   for f in summary["failures"]]
     lines.append(f"\nwall time {report['wall_s']:.0f} s")
     return "\n".join(lines)
+
+
+def _peak_memory_notes(report: dict) -> list[str]:
+    """What the peak MB column means for each runner in the report (runner.peak_memory)."""
+    from tools.bench.runners import RUNNER_CLASSES
+    runners = list(dict.fromkeys(runner for record in report["workloads"]
+                                 for runner in record["results"]))
+    return ["peak MB:", *(f"  {runner}: {RUNNER_CLASSES[runner].peak_memory}"
+                          for runner in runners if runner in RUNNER_CLASSES)]
 
 
 def _kernels_ready(report: dict) -> list[str]:

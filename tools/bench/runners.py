@@ -6,20 +6,25 @@ reports the compile time and the peak memory the runner can tell:
 
 * ``openhlo``: the JAX function's StableHLO (``jax.jit(f).lower(...).as_text()``),
   compiled by ``pjrt.make_client("cpu").compile(text)``; compile time = that call (parse
-  included); memory = ``exe.memory_stats()["peak_bytes"]`` where the executable has it;
+  included); memory = ``exe.memory_stats()["peak_bytes"]`` (the cpu executable's buffer
+  assignment: always there);
 * ``xla``: ``jax.jit``; compile time = ``lowered.compile()`` (tracing and lowering excluded,
   as for openhlo); memory = ``memory_analysis()``: arguments + outputs + temporaries -
-  aliased;
+  aliased (n/a where jax gives no memory analysis);
 * ``torch_eager``: no compile; ``inductor``: ``torch.compile`` (default backend), compile
   time = first call - second call (it compiles lazily, on the first call). Memory for both:
   arguments + the peak of bytes held by PyTorch's CPU allocator during one call, from the
-  profiler's allocation events.
+  profiler's allocation events (n/a where that private event tree is missing).
 * ``jax_plugin`` (not run unless asked for): the openhlo runtime again, reached through
   JAX's PJRT plugin (frameworks/jax): ``jax.jit`` on ``jax.devices("openhlo")``, inputs
   placed there once with ``device_put``, each call ending in ``block_until_ready`` (jax
   arrays out: the figure is what a JAX user pays per call, set against ``openhlo``'s
   direct call); compile time = ``lowered.compile()`` on that device (after ``openhlo``'s
-  compile of the same program, its kernels come from the cache); memory: n/a.
+  compile of the same program, its kernels come from the cache); memory: n/a (the plugin
+  reports none).
+
+Each runner's ``peak_memory`` says in a line what its peak-memory figure is (the report's
+footnote).
 
 ``use_cache_root`` points all three persistent compilation caches (OpenHLO's kernel cache,
 JAX's compilation cache, TorchInductor's cache) at one folder, so a fresh folder gives
@@ -113,6 +118,8 @@ def _warm_up_program():
 class OpenHLORunner:
     name = "openhlo"
     compiles = True
+    peak_memory = ("exe.memory_stats()['peak_bytes']: arguments + the packed heap of "
+                   "temporaries of the cpu executable's buffer assignment")
 
     def setup(self) -> None:
         import pjrt
@@ -136,6 +143,8 @@ class OpenHLORunner:
 class XlaRunner:
     name = "xla"
     compiles = True
+    peak_memory = ("memory_analysis(): arguments + outputs + temporaries - aliased "
+                   "(n/a where jax gives none)")
 
     def setup(self) -> None:
         _warm_up_program().compile()
@@ -163,6 +172,7 @@ class JaxPluginRunner:
     """
     name = "jax_plugin"
     compiles = True
+    peak_memory = "n/a (the plugin reports no memory figure)"
 
     def setup(self) -> None:
         import jax
@@ -241,6 +251,8 @@ def _torch_peak_bytes(fn, inputs) -> int | None:
 
 class _TorchRunner:
     compiles = False
+    peak_memory = ("arguments + the peak of torch's CPU allocator during one call, from the "
+                   "profiler (n/a where its event tree is missing)")
 
     def setup(self) -> None:
         import torch

@@ -126,3 +126,19 @@ def test_interleaved_medians_orders_by_cost():
     assert result["slow"]["median_s"] >= 0.002
     assert result["fast"]["median_s"] < result["slow"]["median_s"]
     assert result["slow"]["samples"] >= 5
+
+
+def test_peak_memory_footnote_says_what_each_runner_reports():
+    report = _report({"w": {"openhlo": 3e-3, "xla": 1e-3, "jax_plugin": 4e-3}})
+    report["workloads"][0]["results"]["jax_plugin"]["peak_bytes"] = None
+    add_ratios(report)
+    report["summary"] = summarize(report)
+    lines = format_report(report).splitlines()
+    row = next(line for line in lines if line.split()[:1] == ["w"])
+    assert row.split()[-2] == "1"  # openhlo's 1 MiB: a real number
+    notes = lines[lines.index("peak MB:") + 1:lines.index("peak MB:") + 4]
+    assert notes[0].startswith("  openhlo: exe.memory_stats()") and "n/a" not in notes[0]
+    assert notes[1].startswith("  xla: memory_analysis()")
+    assert notes[2] == "  jax_plugin: n/a (the plugin reports no memory figure)"
+    jax_row = next(line for line in lines if line.split()[:1] == ["jax_plugin"])
+    assert jax_row.split()[-2] == "n/a"
