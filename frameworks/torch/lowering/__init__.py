@@ -4,8 +4,9 @@ Importing this package registers every rule (each family module registers its ow
 """
 from frameworks.torch.lowering import (  # noqa: F401  (each registers its rules)
     attention, elementwise, indexing, linalg, pooling, reductions, shape, sorting)
-from frameworks.torch.lowering.graph import LoweringFailed, can_lower, lower_nodes, op_name
+from frameworks.torch.lowering.graph import (LoweringFailed, can_lower, eager_by_design,
+                                            lower_nodes, op_name)
 from frameworks.torch.lowering.registry import LOWERINGS, Unsupported, lowers
 
 __all__ = ["LOWERINGS", "lowers", "Unsupported", "LoweringFailed", "lower_nodes", "can_lower",
-           "op_name"]
+           "eager_by_design", "op_name"]

@@ -41,6 +41,30 @@ def tensor_type(val, concrete: Callable) -> TensorType:
     return TensorType(tuple(int(concrete(d)) for d in val.shape), element_type(val.dtype))
 
 
+_aten = torch.ops.aten
+# Ops left to eager PyTorch on purpose (frameworks/torch/README.md), by packet, with why;
+# seeded random ops are recognised by their tag (eager_by_design). Any other op without a
+# rule is a missing lowering.
+_EAGER_BY_DESIGN = {
+    _aten.nonzero: "its result size depends on the data",
+    _aten._local_scalar_dense: "it makes a Python scalar for the eager side",
+    _aten._fft_r2c: "its result is complex",
+    _aten._fft_c2r: "it takes a complex tensor",
+    _aten.resize_: "it resizes its argument in place",
+    _aten.polygamma: ("the backends' chlo.polygamma disagrees with torch for negative "
+                      "arguments"),
+}
+
+
+def eager_by_design(op: torch._ops.OpOverload) -> str | None:
+    """Why ``op`` runs in eager PyTorch on purpose, or None if it would be lowered if it
+    had a rule."""
+    if torch.Tag.nondeterministic_seeded in op.tags:
+        return "by design: a random op (its values must come from eager's generator)"
+    reason = _EAGER_BY_DESIGN.get(op.overloadpacket)
+    return None if reason is None else f"by design: {reason}"
+
+
 def can_lower(node: torch.fx.Node) -> str | None:
     """None if ``node`` has a rule, else why not (a cheap check made before lowering)."""
     if node.target is operator.getitem:
@@ -48,7 +72,7 @@ def can_lower(node: torch.fx.Node) -> str | None:
     if not isinstance(node.target, torch._ops.OpOverload):
         return f"{op_name(node)} is not an ATen op"
     if node.target not in LOWERINGS:
-        return "no lowering registered"
+        return eager_by_design(node.target) or "no lowering registered"
     for used in [node, *node.all_input_nodes]:
         vals = used.meta.get("val")
         for val in vals if isinstance(vals, (tuple, list)) else [vals]:

@@ -126,6 +126,20 @@ def test_op_without_lowering_runs_eagerly_and_logs(caplog):
     assert "aten.i0.default" in line and "no lowering registered" in line
 
 
+def test_op_eager_by_design_logs_why_not_a_missing_lowering(caplog):
+    def f(x):
+        return F.dropout(x * 2, p=0.5, training=True) + 1  # random: eager by design
+
+    x = torch.rand(64, 8) + 1
+    out = fresh_compile(f)(x)
+    kept = out != 1
+    torch.testing.assert_close(out[kept], 4 * x[kept] + 1)  # kept values scaled by 1/(1-p)
+    assert 0 < kept.sum() < kept.numel()
+    lines = records(caplog, "runs in eager")
+    assert lines and all("by design: a random op" in line for line in lines), lines
+    assert not any("no lowering registered" in line for line in lines)
+
+
 def test_recompilation_is_cached_and_logged(caplog):
     compiled = fresh_compile(lambda x: torch.tanh(x) * 3)
     x = torch.randn(4, 8)

@@ -1,5 +1,8 @@
 """The core ATen coverage table: every core op classified, at least 95% not falling back."""
+import torch
+
 from frameworks.torch.coverage import classify, core_aten_ops
+from frameworks.torch.lowering import eager_by_design
 
 # Eager by design: random numbers (eager's generator state), data-dependent result sizes or
 # Python scalars, complex results, in-place resizing.
@@ -21,3 +24,12 @@ def test_at_least_95_percent_do_not_fall_back():
     fallbacks = {op for op, status in table.items() if status == "fallback"}
     assert fallbacks <= EXPECTED_FALLBACKS, sorted(fallbacks - EXPECTED_FALLBACKS)
     assert 1 - len(fallbacks) / len(table) >= 0.95
+
+
+def test_every_core_fallback_is_eager_by_design():
+    # the fallback log then gives the reason, not "no lowering registered"
+    ops = {str(op): op for op in core_aten_ops()}
+    for name, status in classify().items():
+        if status == "fallback":
+            assert eager_by_design(ops[name]) is not None, name
+    assert eager_by_design(torch.ops.aten.i0.default) is None  # a missing lowering
