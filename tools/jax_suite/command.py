@@ -29,8 +29,9 @@ def default_src() -> Path:
     if os.environ.get(SRC_ENV):
         return Path(os.environ[SRC_ENV])
     import jax
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "openhlo" / "jax-src" / jax.__version__
+
+    from xla_core.cache_root import openhlo_cache_home
+    return Path(openhlo_cache_home()) / "jax-src" / jax.__version__
 
 
 def add_parser(subparsers) -> None:

@@ -2,8 +2,8 @@
 
 The measurement takes well under two seconds (numpy f32 matmuls of 512..1024,
 a copy of a 64 MiB array, best of a few repeats) and is cached as JSON in
-``$OPENHLO_CACHE_DIR/hardware/<host-key>.json`` (default root
-``~/.cache/openhlo``), so later processes only read a file. The key names the
+``$OPENHLO_CACHE_DIR/hardware/<host-key>.json`` (the root from ``xla_core.cache_root``,
+default ``~/.cache/openhlo``), so later processes only read a file. The key names the
 machine: hostname, CPU model (from ``/proc/cpuinfo``) and core count; a cache
 file whose recorded key or format version differs is ignored and rewritten.
 Nothing here touches the network.
@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from xla_core.cost.hardware import HardwareDescription
+from xla_core.cache_root import cache_root
 
 CACHE_VERSION = 1
 DEFAULT_MATMUL_SIZES = (512, 768, 1024)
@@ -36,9 +37,7 @@ DEFAULT_REPEATS = 3
 
 
 def cache_dir() -> str:
-    root = os.environ.get("OPENHLO_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "openhlo")
-    return os.path.join(root, "hardware")
+    return cache_root("hardware")
 
 
 def _cpu_model() -> str:

@@ -1,7 +1,7 @@
 """The cpu backend's persistent compilation cache: a second process compiles nothing.
 
-A compiled program is stored under ``$OPENHLO_CACHE_DIR/cpu_programs`` (default
-``~/.cache/openhlo``) as ``<key>.pkl``: the optimized module and the generated-kernel
+A compiled program is stored under ``$OPENHLO_CACHE_DIR/cpu_programs`` (the root from
+``xla_core.cache_root``, default ``~/.cache/openhlo``) as ``<key>.pkl``: the optimized module and the generated-kernel
 library of its fusions (whose shared object lives in the kernel cache, codegen/build.py).
 On a hit of a program given as text nothing is parsed (the record holds the module as given,
 too), and the pipeline and the code generator are skipped: only lowering to the executor's
@@ -27,6 +27,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
+from xla_core.cache_root import cache_root
+
 LOG = logging.getLogger("openhlo.cpu")
 
 FORMAT = 2  # bump when the record layout changes
@@ -46,9 +48,7 @@ def enabled() -> bool:
 
 
 def cache_dir() -> str:
-    root = os.environ.get("OPENHLO_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "openhlo")
-    return os.path.join(root, "cpu_programs")
+    return cache_root("cpu_programs")
 
 
 def _compiler_fingerprint() -> str:

@@ -68,5 +68,6 @@ def test_cache_is_keyed_by_machine(cache_root, monkeypatch):
 
 def test_default_location_without_env(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENHLO_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert calibrate_module.cache_dir() == str(tmp_path / ".cache" / "openhlo" / "hardware")

@@ -1,8 +1,9 @@
 """Compiling generated C++ into shared libraries, with a content-keyed on-disk cache.
 
 A translation unit is compiled by the system C++ compiler (``$CXX``, else ``c++``/``g++``)
-for the host CPU and stored under ``$OPENHLO_CACHE_DIR/cpu_kernels`` (default
-``~/.cache/openhlo/cpu_kernels``) as ``<sha256 of source, compiler, processor and flags>.so``: a second
+for the host CPU and stored under ``$OPENHLO_CACHE_DIR/cpu_kernels`` (the root from
+``xla_core.cache_root``, default ``~/.cache/openhlo``) as ``<sha256 of source, compiler, processor
+and flags>.so``: a second
 process (or a second compile of the same program) loads the library and compiles nothing.
 Without a compiler the backend says so once and runs everything in the executor.
 
@@ -28,6 +29,7 @@ import subprocess
 import tempfile
 import time
 
+from xla_core.cache_root import cache_root
 from xla_core.instrument import trace
 
 LOG = logging.getLogger("openhlo.cpu")
@@ -41,9 +43,7 @@ COMPILE_TIMES: list[tuple[float, int]] = []
 
 
 def cache_dir() -> str:
-    root = os.environ.get("OPENHLO_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "openhlo")
-    return os.path.join(root, "cpu_kernels")
+    return cache_root("cpu_kernels")
 
 
 @functools.lru_cache(maxsize=1)

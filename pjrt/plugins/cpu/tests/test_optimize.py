@@ -1,6 +1,7 @@
 """The cpu backend's compiler pipeline: opt levels, the persistent compilation cache and the
 memory figures of a compiled program, checked against the reference interpreter."""
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -120,3 +121,17 @@ def test_a_damaged_entry_is_dropped_and_compiled_again(cache_dir):
     (expected,) = stablehlo.evaluate(stablehlo.parse(SOFTMAX), [_x()])
     np.testing.assert_allclose(exe(_x())[0], expected, rtol=2e-6, atol=1e-6)
     assert client.compile(SOFTMAX).program.cache_hit  # written again
+
+
+def test_the_test_sessions_caches_are_temporary(tmp_path_factory):
+    # no cache_dir fixture: the session's own (the root conftest.py), not ~/.cache/openhlo
+    from pjrt.plugins.cpu import compile_cache
+    from pjrt.plugins.cpu.codegen import build
+    root = pathlib.Path(os.environ["OPENHLO_CACHE_DIR"]).resolve()
+    assert pathlib.Path(tmp_path_factory.getbasetemp()).resolve() in root.parents
+    assert pathlib.Path(compile_cache.cache_dir()).resolve() == root / "cpu_programs"
+    assert pathlib.Path(build.cache_dir()).resolve() == root / "cpu_kernels"
+    before = set(pathlib.Path(compile_cache.cache_dir()).glob("*.pkl"))
+    pjrt.make_client("cpu").compile(SOFTMAX.replace("%r = stablehlo.add %p, %x",
+                                                    "%r = stablehlo.subtract %p, %x"))
+    assert set(pathlib.Path(compile_cache.cache_dir()).glob("*.pkl")) - before  # written there

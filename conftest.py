@@ -1,0 +1,17 @@
+"""Test-session settings for every test folder: the session's caches live in a temporary
+folder, never in the user's ``~/.cache/openhlo``."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache_root(tmp_path_factory):
+    """Points ``OPENHLO_CACHE_DIR`` (the root of every OpenHLO cache, xla_core.cache_root) at
+    a fresh folder for the session, so the tests neither write into the user's real cache
+    nor read programs and kernels a previous run left there; subprocesses inherit it. Tests
+    that need a cache of their own still set the variable themselves."""
+    from xla_core.cache_root import CACHE_DIR_ENV
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_DIR_ENV, str(tmp_path_factory.mktemp("openhlo-cache")))
+        yield
