@@ -1,9 +1,9 @@
 """The cpu backend's persistent compilation cache: a second process compiles nothing.
 
 A compiled program is stored under ``$OPENHLO_CACHE_DIR/cpu_programs`` (the root from
-``xla_core.cache_root``, default ``~/.cache/openhlo``) as ``<key>.pkl``: the optimized module and the generated-kernel
-library of its fusions (whose shared object lives in the kernel cache, codegen/build.py).
-On a hit of a program given as text nothing is parsed (the record holds the module as given,
+``xla_core.cache_root``, default ``~/.cache/openhlo``) as ``<key>.pkl``: the optimized module
+and the generated-kernel library of its fusions (whose shared object lives in the kernel cache,
+codegen/build.py). On a hit of a program given as text nothing is parsed (the record holds the module as given,
 too), and the pipeline and the code generator are skipped: only lowering to the executor's
 program runs.
 

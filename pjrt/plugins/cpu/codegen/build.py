@@ -2,9 +2,9 @@
 
 A translation unit is compiled by the system C++ compiler (``$CXX``, else ``c++``/``g++``)
 for the host CPU and stored under ``$OPENHLO_CACHE_DIR/cpu_kernels`` (the root from
-``xla_core.cache_root``, default ``~/.cache/openhlo``) as ``<sha256 of source, compiler, processor
-and flags>.so``: a second
-process (or a second compile of the same program) loads the library and compiles nothing.
+``xla_core.cache_root``, default ``~/.cache/openhlo``) as ``<sha256 of source, compiler,
+processor and flags>.so``: a second process (or a second compile of the same program) loads the
+library and compiles nothing.
 Without a compiler the backend says so once and runs everything in the executor.
 
 The unit is compiled to an object (``-c``) and linked by ``ld -shared`` directly: generated
