@@ -3,9 +3,9 @@
 A compiled program is stored under ``$OPENHLO_CACHE_DIR/cpu_programs`` (the root from
 ``xla_core.cache_root``, default ``~/.cache/openhlo``) as ``<key>.pkl``: the optimized module
 and the generated-kernel library of its fusions (whose shared object lives in the kernel cache,
-codegen/build.py). On a hit of a program given as text nothing is parsed (the record holds the module as given,
-too), and the pipeline and the code generator are skipped: only lowering to the executor's
-program runs.
+codegen/build.py). On a hit of a program given as text nothing is parsed (the record holds
+the module as given, too), and the pipeline and the code generator are skipped: only lowering
+to the executor's program runs.
 
 The key hashes the program text as given (or the printed module), the compile options as
 given (entry, replicas, partitions, overrides such as the optimization level) and a fingerprint
