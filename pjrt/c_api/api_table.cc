@@ -1,5 +1,5 @@
 // GetPjrtApi: the 138-slot table (every slot a named UNIMPLEMENTED stub, then the implemented
-// functions over them), the Shardings extension, optional per-call tracing
+// functions over them), the Shardings and Layouts extensions, optional per-call tracing
 // (OPENHLO_PJRT_TRACE=1 prints each slot's name to stderr) and the exported entry points
 // through which Python installs its callbacks.
 #include <cstdio>
@@ -73,7 +73,7 @@ const PJRT_Api* BuildApi() {
   if (trace != nullptr && trace[0] != '\0' && trace[0] != '0') InstallTrace(slots, all);
   g_shardings.base.struct_size = sizeof(PJRT_Shardings_Extension);
   g_shardings.base.type = kExtensionShardings;
-  g_shardings.base.next = nullptr;
+  g_shardings.base.next = LayoutsExtension(nullptr);
   g_shardings.parameter_shardings = ExecutableParameterShardings;
   g_shardings.output_shardings = ExecutableOutputShardings;
   g_api.extension_start = &g_shardings.base;

@@ -85,6 +85,8 @@ OPENHLO_IMPLEMENTED(OPENHLO_DECLARE)
 
 PJRT_Error* ExecutableOutputShardings(PJRT_Shardings_Args* args);
 PJRT_Error* ExecutableParameterShardings(PJRT_Shardings_Args* args);
+// The Layouts extension (layouts.cc), linked in front of `next`.
+PJRT_Extension_Base* LayoutsExtension(PJRT_Extension_Base* next);
 
 }  // namespace openhlo
 

@@ -153,7 +153,8 @@ def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
         out += [i64(pjrt_type(spec.dtype)), i64(len(spec.shape))] + [i64(d) for d in spec.shape]
         out += [text("device"), text(encode_op_sharding(tiles))]  # memory kind, OpSharding
     out.append(i64(len(parameter_tiles)))
-    out += [text(encode_op_sharding(tiles)) for tiles in parameter_tiles]
+    for tiles, param in zip(parameter_tiles, executable.parameter_types, strict=True):
+        out += [text(encode_op_sharding(tiles)), i64(len(param.shape))]  # OpSharding, rank
     donors = donor_parameters(executable.executable)
     out += [i64(len(donors))] + [i64(i) for i in donors]
     return b"".join(out)

@@ -155,8 +155,10 @@ bool DecodeManifest(const std::string& bytes, Compiled* out) {
     out->output_shardings.push_back(r.Bytes());
   }
   int64_t num_parameters = r.Int();
-  for (int64_t i = 0; r.ok && i < num_parameters; ++i)
+  for (int64_t i = 0; r.ok && i < num_parameters; ++i) {
     out->parameter_shardings.push_back(r.Bytes());
+    out->parameter_ranks.push_back(r.Int());
+  }
   int64_t num_donors = r.Int();
   for (int64_t i = 0; r.ok && i < num_donors; ++i) out->donors.push_back(r.Int());
   if (!r.ok || r.pos != bytes.size() ||
@@ -171,11 +173,19 @@ bool DecodeManifest(const std::string& bytes, Compiled* out) {
     out->sharding_ptrs.push_back(out->output_shardings[i].data());
     out->sharding_sizes.push_back(out->output_shardings[i].size());
     if (ElementSize(out->output_types[i]) == 0) return false;
+    out->output_layouts.push_back(RowMajorLayout(out->output_dims[i].size(), true));
   }
-  for (const std::string& sharding : out->parameter_shardings) {
-    out->parameter_sharding_ptrs.push_back(sharding.data());
-    out->parameter_sharding_sizes.push_back(sharding.size());
+  for (size_t i = 0; i < out->parameter_shardings.size(); ++i) {
+    out->parameter_sharding_ptrs.push_back(out->parameter_shardings[i].data());
+    out->parameter_sharding_sizes.push_back(out->parameter_shardings[i].size());
+    if (out->parameter_ranks[i] < 0) return false;
+    out->parameter_layouts.push_back(RowMajorLayout(out->parameter_ranks[i], true));
   }
+  // Pointers last: the vectors no longer grow.
+  for (PJRT_Layouts_MemoryLayout& layout : out->output_layouts)
+    out->output_layout_ptrs.push_back(&layout);
+  for (PJRT_Layouts_MemoryLayout& layout : out->parameter_layouts)
+    out->parameter_layout_ptrs.push_back(&layout);
   return true;
 }
 

@@ -153,6 +153,20 @@ PJRT_Buffer* NewBuffer(PJRT_Buffer_Type type, const int64_t* dims, size_t rank, 
 // Waits until `buffer` is defined; its producer's error (naming `fn`) if that failed.
 PJRT_Error* AwaitDefined(const PJRT_Buffer* buffer, const char* fn);
 
+}  // namespace openhlo
+
+// ---- layouts (the Layouts extension) ---------------------------------------------------------
+// Every array the plugin holds is dense row-major, so a layout is its rank. `serialized` is what
+// the framework reads: the text of its minor_to_major (rank-1 ... 0), see layouts.cc.
+struct PJRT_Layouts_MemoryLayout {
+  std::string serialized;
+  bool owned_by_executable = false;  // from an executable getter: Destroy leaves it alone
+};
+
+namespace openhlo {
+
+PJRT_Layouts_MemoryLayout RowMajorLayout(size_t rank, bool owned_by_executable);
+
 // ---- executables -----------------------------------------------------------------------------
 // What Client_Compile learns from the Python compile callback (its manifest), decoded once.
 struct Compiled {
@@ -163,12 +177,17 @@ struct Compiled {
   std::vector<PJRT_Buffer_Type> output_types;
   std::vector<std::vector<int64_t>> output_dims;
   std::vector<std::string> output_kinds, output_shardings, parameter_shardings;
+  std::vector<int64_t> parameter_ranks;
   std::vector<int64_t> donors;  // parameters the program lets the caller donate
   // Flattened views served to the metadata calls.
   std::vector<int64_t> flat_dims;
   std::vector<size_t> ranks;
   std::vector<const char*> kind_ptrs, sharding_ptrs, parameter_sharding_ptrs;
   std::vector<size_t> kind_sizes, sharding_sizes, parameter_sharding_sizes;
+  // Their layouts, answered from C: without them jaxlib falls back to parsing the optimized
+  // program on every compile (PjRtExecutable's default layout getters go through HLO modules).
+  std::vector<PJRT_Layouts_MemoryLayout> parameter_layouts, output_layouts;
+  std::vector<PJRT_Layouts_MemoryLayout*> parameter_layout_ptrs, output_layout_ptrs;
   // Set at most once (at compile, or by an execution once background codegen finished);
   // while null, executions go through Python.
   std::atomic<FastPath*> fast{nullptr};

@@ -19,6 +19,7 @@ struct PJRT_Extension_Base {
   int type;  // PJRT_Extension_Type
   PJRT_Extension_Base* next;
 };
+constexpr int kExtensionLayouts = 4;
 constexpr int kExtensionShardings = 19;
 
 #define PJRT_HDR            \
@@ -306,6 +307,41 @@ struct PJRT_Shardings_Extension {
   PJRT_Error* (*output_shardings)(PJRT_Shardings_Args*);
 };
 
+// Layouts extension (type 4, version 4; the executable getters since API 0.81/0.93): layouts
+// are opaque handles the framework reads by serializing them (jaxlib 0.10.2 parses the bytes
+// as xla::Layout text, "{1,0}"). Handles from the executable getters stay owned by the
+// executable; those from the buffer and default-layout getters are the caller's to destroy.
+struct PJRT_Layouts_MemoryLayout;    // defined in objects.h
+struct PJRT_Layouts_SerializedLayout;  // the backing of serialized bytes, defined in layouts.cc
+struct PJRT_Layouts_MemoryLayout_Destroy_Args { PJRT_HDR; PJRT_Layouts_MemoryLayout* layout; };
+struct PJRT_Layouts_MemoryLayout_Serialize_Args {
+  PJRT_HDR; PJRT_Layouts_MemoryLayout* layout; const char* serialized_bytes;
+  size_t serialized_bytes_size; PJRT_Layouts_SerializedLayout* serialized_layout;
+  void (*serialized_layout_deleter)(PJRT_Layouts_SerializedLayout*);
+};
+struct PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args {
+  PJRT_HDR; PJRT_Buffer* buffer; PJRT_Layouts_MemoryLayout* layout;
+};
+// Client_GetDefaultLayout and Topology_GetDefaultLayout: the same fields after the owner.
+struct PJRT_Layouts_DefaultLayout_Args {
+  PJRT_HDR; void* owner; PJRT_Buffer_Type type; const int64_t* dims; size_t num_dims;
+  PJRT_Layouts_MemoryLayout* layout;
+};
+// Executable_GetOutputLayouts and Executable_GetParameterLayouts.
+struct PJRT_Layouts_Executable_Args {
+  PJRT_HDR; PJRT_Executable* executable; size_t num_values; PJRT_Layouts_MemoryLayout** layouts;
+};
+struct PJRT_Layouts_Extension {
+  PJRT_Extension_Base base;
+  PJRT_Error* (*memory_layout_destroy)(PJRT_Layouts_MemoryLayout_Destroy_Args*);
+  PJRT_Error* (*memory_layout_serialize)(PJRT_Layouts_MemoryLayout_Serialize_Args*);
+  PJRT_Error* (*client_default_layout)(PJRT_Layouts_DefaultLayout_Args*);
+  PJRT_Error* (*buffer_memory_layout)(PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args*);
+  PJRT_Error* (*topology_default_layout)(PJRT_Layouts_DefaultLayout_Args*);
+  PJRT_Error* (*executable_output_layouts)(PJRT_Layouts_Executable_Args*);
+  PJRT_Error* (*executable_parameter_layouts)(PJRT_Layouts_Executable_Args*);
+};
+
 // ---- the API table ----------------------------------------------------------------------
 // The 138 slots in ABI order (section 3.3). One list drives the table layout, the stubs,
 // the names and the tracing trampolines, so they cannot drift apart.
@@ -443,5 +479,12 @@ OPENHLO_CHECK(PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes, 32)
 OPENHLO_CHECK(PJRT_Buffer_ToHostBuffer_Args, event, 56);
 OPENHLO_CHECK(PJRT_Buffer_CopyToMemory_Args, dst_buffer, 40);
 OPENHLO_CHECK(PJRT_Shardings_Args, sharding_sizes, 48);
+OPENHLO_CHECK(PJRT_Layouts_MemoryLayout_Destroy_Args, layout, 24);
+OPENHLO_CHECK(PJRT_Layouts_MemoryLayout_Serialize_Args, serialized_layout_deleter, 56);
+OPENHLO_CHECK(PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args, layout, 32);
+OPENHLO_CHECK(PJRT_Layouts_DefaultLayout_Args, layout, 56);
+static_assert(offsetof(PJRT_Layouts_DefaultLayout_Args, dims) == 32, "default layout dims");
+OPENHLO_CHECK(PJRT_Layouts_Executable_Args, layouts, 40);
+OPENHLO_CHECK(PJRT_Layouts_Extension, executable_parameter_layouts, 80);
 
 #endif  // OPENHLO_PJRT_C_API_PJRT_ABI_H_

@@ -64,6 +64,33 @@ def test_as_text_shows_the_optimized_program(tmp_path):
     """, platform="openhlo,cpu", OPENHLO_CACHE_DIR=str(tmp_path))
 
 
+def test_compile_reports_layouts_without_the_optimized_program(tmp_path):
+    """Parameter and output layouts come from the plugin's Layouts extension: equal to what
+    JAX's own CPU backend reports, and a plain compile never fetches the optimized program
+    (which jaxlib would convert to HLO modules to derive them; only as_text asks for it)."""
+    proc = run("""
+        import sys
+        x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+        f = lambda x, s: (jnp.transpose(x, (2, 0, 1)) * s, x.sum() + s, x[0].T)
+        def formats(device):
+            args = [jax.device_put(a, device) for a in (x, np.float32(2))]
+            compiled = jax.jit(f).lower(*args).compile()
+            outs = compiled(*args)
+            return (compiled, [a.layout for a in compiled.input_formats[0]],
+                    [o.layout for o in compiled.output_formats], [o.format.layout for o in outs])
+        compiled, params, outputs, results = formats(jax.devices("openhlo")[0])
+        _, cpu_params, cpu_outputs, _ = formats(jax.devices("cpu")[0])
+        assert params == cpu_params, (params, cpu_params)
+        assert outputs == cpu_outputs == results, (outputs, cpu_outputs, results)
+        print("as_text", file=sys.stderr, flush=True)
+        assert "transpose(" in compiled.as_text()
+    """, platform="openhlo,cpu", OPENHLO_PJRT_TRACE="1", OPENHLO_CACHE_DIR=str(tmp_path))
+    compiling, as_text = proc.stderr.split("\nas_text\n")
+    assert "PJRT_Client_Compile" in compiling
+    assert "PJRT_Executable_OptimizedProgram" not in compiling
+    assert "PJRT_Executable_OptimizedProgram" in as_text
+
+
 def test_unknown_backend_is_reported_when_jax_creates_the_backend(tmp_path):
     message = "OPENHLO_JAX_BACKEND='nosuch' is not an OpenHLO backend; known backends: cpu, "
     out = run("""
