@@ -54,10 +54,22 @@ def api_boundary(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except OpenHLOError as exc:
-            if os.environ.get(TRACEBACK_ENV, "0") not in ("", "0"):
+            if debugging_openhlo():
                 raise
-            raise exc.with_traceback(_user_frames(exc.__traceback__)) from None
+            raise for_user(exc) from None
     return boundary
+
+
+def debugging_openhlo() -> bool:
+    """Whether ``OPENHLO_TRACEBACK`` asks for OpenHLO's own frames in API errors."""
+    return os.environ.get(TRACEBACK_ENV, "0") not in ("", "0")
+
+
+def for_user(exc: OpenHLOError) -> OpenHLOError:
+    """``exc`` with OpenHLO's own frames dropped from its traceback: what ``api_boundary``
+    raises, for hot entry points that catch at their end instead of paying for a wrapper
+    call (raise it ``from None``, after checking ``debugging_openhlo()``)."""
+    return exc.with_traceback(_user_frames(exc.__traceback__))
 
 
 def _user_frames(tb: Optional[TracebackType]) -> Optional[TracebackType]:
