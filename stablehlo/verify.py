@@ -30,6 +30,7 @@ from stablehlo.errors import VerificationError
 from stablehlo.ir.attributes import ArrayAttr, SymbolRefAttr, TypeAttr
 from stablehlo.ir.core import Module, Operation
 from stablehlo.ir.ops import OPS, VARIADIC, op_error
+from stablehlo.ir.ops.shape_inference import check_fits_int64
 from stablehlo.ir.types import FunctionType
 
 REGISTERED_DIALECTS = frozenset({"stablehlo", "chlo", "func", "builtin", "check",
@@ -115,6 +116,7 @@ class _Verifier:
     def verify(self, op: Operation, visible: set) -> None:
         opdef = self._opdef(op)
         self._check_dominance(op, visible)
+        _check_type_sizes(op)
         if opdef is not None:
             self._check_regions(op, opdef)
         inner = set() if op.name in _ISOLATED else visible
@@ -174,6 +176,16 @@ class _Verifier:
                                    f"{terminator}")
             for block in region.blocks:
                 _check_block_terminator(op, r, block, terminator)
+
+
+def _check_type_sizes(op: Operation) -> None:
+    """Result and block argument types must have element counts that fit in int64."""
+    for i, result in enumerate(op.results):
+        check_fits_int64(op, f"result #{i}", result.type)
+    for r, region in enumerate(op.regions):
+        for b, block in enumerate(region.blocks):
+            for a, arg in enumerate(block.arguments):
+                check_fits_int64(op, f"region #{r} block #{b} argument #{a}", arg.type)
 
 
 def _check_block_terminator(op: Operation, r: int, block, terminator: str) -> None:

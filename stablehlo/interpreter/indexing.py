@@ -103,7 +103,9 @@ def _gather(op, operand, start_indices, slice_sizes) -> np.ndarray:
             axis = offset_dims[offset_operand_dims.index(d)]
             component = component + _axis_iota(slice_sizes[d], axis, rank)
         index.append(component)
-    if any(size == 0 for size in result_shape):
+    # A slice size of 0 on a collapsed dimension gathers nothing into a non-empty result; XLA
+    # fills it with zeros (and the clamped start would point one past the end).
+    if 0 in result_shape or 0 in slice_sizes:
         return np.zeros(result_shape, dtype=operand.dtype)
     gathered = operand[tuple(index)] if index else np.broadcast_to(operand, [1] * rank)
     return np.broadcast_to(gathered, result_shape).copy()

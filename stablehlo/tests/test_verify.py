@@ -361,3 +361,41 @@ def test_dynamic_conv_window_attributes_are_as_lenient_as_mlir():
     from stablehlo.text import parse_module
     assert mlir_verify(_DYNAMIC_CONV_1D_WITH_2D_WINDOW) is None
     verify_module(parse_module(_DYNAMIC_CONV_1D_WITH_2D_WINDOW))
+
+
+# -- element counts that do not fit in int64
+
+
+def _broadcast_program(shape: str) -> str:
+    result = f"tensor<{shape}xf32>"
+    return (f"func.func @main(%x: tensor<f32>) -> {result} {{\n"
+            f"  %0 = stablehlo.broadcast_in_dim %x, dims = [] : (tensor<f32>) -> {result}\n"
+            f"  return %0 : {result}\n}}\n")
+
+
+@pytest.mark.parametrize("shape", [
+    "9223372036854775807x2",        # the element count wraps around int64
+    "1099511627776x1099511627776",  # 2^80 elements
+    "4611686018427387904",          # 2^62 elements fit, their 2^64 bytes do not
+])
+def test_type_whose_size_overflows_int64_is_rejected(shape):
+    import stablehlo
+    with pytest.raises(VerificationError, match=re.escape(
+            f"'stablehlo.broadcast_in_dim': result #0 type tensor<{shape}xf32>")):
+        stablehlo.parse(_broadcast_program(shape))
+
+
+def test_block_argument_whose_size_overflows_int64_is_rejected():
+    import stablehlo
+    big = "tensor<9223372036854775807x4xi8>"
+    text = f"func.func @main(%x: {big}) -> {big} {{\n  return %x : {big}\n}}\n"
+    with pytest.raises(VerificationError, match=re.escape(f"argument #0 type {big}")):
+        stablehlo.parse(text)
+
+
+def test_big_type_that_fits_int64_verifies():
+    # 2^50 f32 elements cannot be allocated but are a valid program: the runtime, not the
+    # verifier, refuses them (pjrt/plugins/cpu/tests/test_cpu_backend.py).
+    import stablehlo
+    stablehlo.parse(_broadcast_program("1099511627776x1024"))
+    stablehlo.parse(_broadcast_program("0x9223372036854775807x4"))

@@ -126,6 +126,34 @@ _FLOAT_BITS = {
 }
 
 
+INT64_MAX = 2**63 - 1
+
+
+def check_fits_int64(op, what: str, t: Type) -> None:
+    """``t``'s element count and byte size fit in int64 (the tensors of a tuple too).
+
+    Backends size buffers with int64 arithmetic, so a larger type would wrap around there;
+    rejecting it here keeps it a verification error. A type that fits but is merely too big
+    to allocate is valid and fails at execution instead. Dynamic dimensions are skipped.
+    """
+    if isinstance(t, TupleType):
+        for part in t.types:
+            check_fits_int64(op, what, part)
+        return
+    if not isinstance(t, TensorType):
+        return
+    count = 1
+    for d in t.shape:
+        count *= 1 if d is None else d
+    try:
+        element_bytes = (bit_width(t.element_type) + 7) // 8
+    except ValueError:  # an opaque element type: its size is unknown, count 1 byte each
+        element_bytes = 1
+    if count * element_bytes > INT64_MAX:
+        raise op_error(op, f"{what} type {t} has {count} elements ({count * element_bytes} "
+                           f"bytes), more than fit in int64 ({INT64_MAX})")
+
+
 def baseline(e: Type):
     """An element type with quantization scales and zero points forgotten.
 

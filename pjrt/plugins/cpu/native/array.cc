@@ -97,6 +97,17 @@ DType dtype_from_name(const std::string& name) {
   throw std::invalid_argument("element type " + name + " is not stored natively");
 }
 
+[[noreturn]] void throw_size_overflow(const Shape& shape, size_t element_size) {
+  std::string text = "shape [";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  text += "]";
+  if (element_size == 0) {
+    throw std::length_error(text + ": its element count does not fit in int64");
+  }
+  throw std::length_error(text + " of " + std::to_string(element_size) +
+                          "-byte elements: its size in bytes does not fit in int64");
+}
+
 Storage::Storage(size_t bytes) : nbytes(bytes) {
   const size_t alignment = alignment_for(bytes);
   const size_t rounded = rounded_size(bytes, alignment);
@@ -128,8 +139,7 @@ Array allocate(DType dtype, const Shape& shape) {
   Array a;
   a.dtype = dtype;
   a.shape = shape;
-  a.storage = std::make_shared<Storage>(static_cast<size_t>(num_elements(shape)) *
-                                        dtype_size(dtype));
+  a.storage = std::make_shared<Storage>(num_bytes(dtype, shape));
   return a;
 }
 

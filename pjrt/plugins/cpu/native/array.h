@@ -31,10 +31,32 @@ DType dtype_from_name(const std::string& name);
 
 using Shape = std::vector<int64_t>;
 
+// Throws std::length_error naming the shape: its element count (element_size 0) or byte
+// size does not fit in int64.
+[[noreturn]] void throw_size_overflow(const Shape& shape, size_t element_size);
+
+// Element count of a shape. Checked: a verified program never overflows, but shapes also
+// come from the native API, and a wrapped count would size a buffer too small for the
+// kernel that fills it (Storage rounds a wrapped size_t up to a small allocation).
 inline int64_t num_elements(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  bool wrapped = false;
+  for (int64_t d : shape) {
+    if (d == 0) return 0;  // empty, however large the other dimensions are
+    wrapped |= __builtin_mul_overflow(n, d, &n);
+  }
+  if (wrapped) throw_size_overflow(shape, 0);
   return n;
+}
+
+// Bytes of an array of this element type and shape, checked like num_elements.
+inline size_t num_bytes(DType dtype, const Shape& shape) {
+  const auto element_size = static_cast<int64_t>(dtype_size(dtype));
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(num_elements(shape), element_size, &bytes)) {
+    throw_size_overflow(shape, dtype_size(dtype));
+  }
+  return static_cast<size_t>(bytes);
 }
 
 // Row-major strides in elements.
@@ -74,7 +96,7 @@ struct Array {
 
   bool defined() const { return storage != nullptr; }
   int64_t size() const { return num_elements(shape); }
-  size_t nbytes() const { return static_cast<size_t>(size()) * dtype_size(dtype); }
+  size_t nbytes() const { return num_bytes(dtype, shape); }
   void* raw() const { return storage->data; }
   template <typename T> T* data() const { return static_cast<T*>(storage->data); }
 };

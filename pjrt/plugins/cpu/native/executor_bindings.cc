@@ -67,7 +67,7 @@ Array argument_array(const py::array& arr, DType dtype) {
                               py::detail::npy_api::NPY_ARRAY_ALIGNED_;
   if ((arr.flags() & kBorrowable) != kBorrowable) return array_from_numpy(arr, dtype);
   Shape shape(arr.shape(), arr.shape() + arr.ndim());
-  const size_t nbytes = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
+  const size_t nbytes = num_bytes(dtype, shape);
   return Array{dtype, std::move(shape),
                std::make_shared<Storage>(const_cast<void*>(arr.data()), nbytes,
                                          Storage::Borrowed{})};
@@ -158,7 +158,7 @@ int c_run(void* ctx, int64_t num_args, void* const* inputs, void** results, void
     std::vector<Array> args(exe.param_specs.size());
     for (size_t i = 0; i < args.size(); ++i) {
       const TensorSpec& spec = exe.param_specs[i];
-      size_t nbytes = static_cast<size_t>(num_elements(spec.shape)) * dtype_size(spec.dtype);
+      size_t nbytes = num_bytes(spec.dtype, spec.shape);
       args[i] = Array{spec.dtype, spec.shape,
                       std::make_shared<Storage>(inputs[i], nbytes, Storage::Borrowed{})};
     }

@@ -76,8 +76,7 @@ Step make_generated_step(const std::string& library, const std::string& symbol,
     for (auto [r, o] : inplace) {
       const Array& a = operands[o];
       if (!outs[r].defined() && a.storage.use_count() == 1 && a.storage->owned &&
-          a.nbytes() == static_cast<size_t>(num_elements(results[r].shape)) *
-                                   dtype_size(results[r].dtype)) {
+          a.nbytes() == num_bytes(results[r].dtype, results[r].shape)) {
         outs[r] = Array{results[r].dtype, results[r].shape, a.storage};
       }
     }

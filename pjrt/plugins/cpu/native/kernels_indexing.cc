@@ -297,15 +297,20 @@ Step make_gather(const OpSpec& spec) {
     plan.start_stride.push_back(in_strides[d]);
   }
   plan.slice = make_copy_plan(slice_shape, slice_src, slice_dst);
-  // Collapsed dimensions of size 0 have no element to read (the interpreter fails there).
-  require(num_elements(in.shape) > 0 || num_elements(out.shape) == 0,
-          "gathers from an empty operand");
+  // A slice size of 0 on a collapsed dimension leaves result elements that no operand element
+  // is gathered into (an empty operand implies one); XLA returns zeros there, and reading
+  // would clamp the start to one past the end.
+  const bool empty_slice = std::find(sizes.begin(), sizes.end(), 0) != sizes.end();
   const GatherFn run = dispatch_bytes(out.dtype, [&](auto tag) -> GatherFn {
     return dispatch_index(indices.dtype, "start_indices", [](auto index_tag) -> GatherFn {
       return &gather_all<typename decltype(tag)::type, typename decltype(index_tag)::type>;
     });
   });
-  return [out, plan, run](ExecContext&, const Array* operands, Array* results) {
+  return [out, plan, run, empty_slice](ExecContext&, const Array* operands, Array* results) {
+    if (empty_slice) {
+      results[0] = allocate_zeroed(out.dtype, out.shape);
+      return;
+    }
     results[0] = allocate(out.dtype, out.shape);
     if (num_elements(out.shape) == 0) return;
     run(plan, operands[1].raw(), operands[0].raw(), results[0].raw());

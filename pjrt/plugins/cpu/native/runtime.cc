@@ -275,8 +275,7 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("device", [](const NativeBuffer& b) { return b.device; })
       .def_property_readonly("is_token", [](const NativeBuffer& b) { return b.is_token; })
       .def_property_readonly("nbytes", [](const NativeBuffer& b) {
-        return b.is_token ? 0 : static_cast<int64_t>(num_elements(b.spec.shape) *
-                                                     dtype_size(b.spec.dtype));
+        return b.is_token ? 0 : static_cast<int64_t>(num_bytes(b.spec.dtype, b.spec.shape));
       })
       .def_property_readonly("is_deleted", [](const NativeBuffer& b) { return b.deleted; })
       .def("delete", [](NativeBuffer& b) {

@@ -318,3 +318,50 @@ def test_a_sharding_constraint_passes_its_value_through(backend):
     a = np.arange(32, dtype=np.float32).reshape(4, 8)
     (out,) = pjrt.make_client(backend).compile(SHARDED)(a)
     np.testing.assert_array_equal(out, a * a + a)
+
+
+# In a subprocess, so that a crash fails the test instead of killing pytest.
+_SIZE_SCRIPT = '''
+import sys
+import numpy as np, pjrt, stablehlo
+from pjrt.plugins.cpu.tests.kernel_check import run_native, single_op
+result = f"tensor<{sys.argv[1]}xf32>"
+text = (f"func.func @main(%x: tensor<f32>) -> {result} {{\\n"
+        f"  %0 = stablehlo.broadcast_in_dim %x, dims = [] : (tensor<f32>) -> {result}\\n"
+        f"  return %0 : {result}\\n}}\\n")
+try:
+    if sys.argv[2] == "native":  # the kernel alone, on a module the verifier never saw
+        run_native(single_op(stablehlo.parse(text, verify=False)), [np.float32(1)])
+    else:
+        pjrt.make_client("cpu").compile(text)(np.float32(1))
+except Exception as exc:
+    print(type(exc).__name__, exc)
+'''
+
+
+def _run_size_script(shape: str, how: str) -> str:
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _SIZE_SCRIPT, shape, how],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("shape,message", [
+    ("9223372036854775807x2", "element count does not fit in int64"),
+    ("1099511627776x1099511627776", "element count does not fit in int64"),
+    ("4611686018427387904", "size in bytes does not fit in int64"),
+])
+def test_size_overflowing_int64(shape, message):
+    """The verifier rejects the program; the native kernel given it anyway refuses the
+    shape instead of allocating a wrapped size."""
+    assert _run_size_script(shape, "compile").startswith(
+        "VerificationError <string>:2:3: 'stablehlo.broadcast_in_dim': result #0 type")
+    assert message in _run_size_script(shape, "native")
+
+
+def test_valid_but_unallocatable_fails_at_execution():
+    # 2^52 bytes fit in int64 but not in memory (nor in a 48-bit address space).
+    out = _run_size_script("1099511627776x1024", "compile")
+    assert out.startswith("ExecutionError") and "stablehlo.broadcast_in_dim" in out, out

@@ -148,6 +148,18 @@ def test_gather_index_types(index_dtype):
     check_op(text, [rand((5, 4), "f32"), starts.astype(rand((), index_dtype).dtype)])
 
 
+@pytest.mark.parametrize("operand,sizes", [((3, 4), [0, 4]), ((0, 4), [0, 4])])
+def test_gather_zero_slice_on_collapsed_dim_is_zeros(operand, sizes):
+    """An empty slice collapsed away leaves result elements nothing is gathered into: XLA's
+    cpu backend (jax's compile_and_load of this text) returns zeros, for any start."""
+    text = one_op("stablehlo.gather", [ttype(operand, "f32"), ttype((3, 1), "i32")],
+                  [ttype((3, 4), "f32")], gather_attrs([1], [0], [0], 1, sizes))
+    inputs = [rand(operand, "f32") + 1, np.array([[0], [2], [7]], np.int32)]
+    want = np.zeros((3, 4), np.float32)
+    np.testing.assert_array_equal(evaluate(stablehlo.parse(text), inputs)[0], want)
+    np.testing.assert_array_equal(check_op(text, inputs)[0], want)
+
+
 def test_gather_large_embedding_lookup():
     text = one_op("stablehlo.gather", [ttype((1000, 64), "f32"), ttype((5000, 1), "i64")],
                   [ttype((5000, 64), "f32")], gather_attrs([1], [0], [0], 1, [1, 64]))
