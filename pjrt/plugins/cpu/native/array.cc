@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <new>
@@ -131,6 +132,12 @@ Array allocate(DType dtype, const Shape& shape) {
   a.storage = std::make_shared<Storage>(static_cast<size_t>(num_elements(shape)) *
                                         dtype_size(dtype));
   return a;
+}
+
+Array copy_array(const Array& array) {
+  Array copy = allocate(array.dtype, array.shape);
+  if (copy.nbytes() > 0) std::memcpy(copy.raw(), array.raw(), copy.nbytes());
+  return copy;
 }
 
 Array allocate_zeroed(DType dtype, const Shape& shape) {
