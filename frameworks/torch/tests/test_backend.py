@@ -183,3 +183,19 @@ def test_installed_entry_point_names_the_backend():
         pytest.skip("openhlo is not installed with its torch_dynamo_backends entry point")
     assert found[0].load() is openhlo_backend
     assert "openhlo" in torch._dynamo.list_backends(exclude_tags=())
+
+
+def test_mutating_a_returned_tensor_leaves_the_next_call_alone():
+    # The second result folds to a constant of the compiled program: it must still be a
+    # fresh tensor per call, as in eager PyTorch.
+    def f(x):
+        return x + 1, torch.full((2,), 3.0) * 2
+
+    compiled = fresh_compile(f)
+    x = torch.zeros(2)
+    y, c = compiled(x)
+    y.add_(5)
+    c.add_(100)
+    expected = f(x)
+    torch.testing.assert_close(compiled(x), expected)
+    torch.testing.assert_close(expected, (torch.ones(2), torch.full((2,), 6.0)))

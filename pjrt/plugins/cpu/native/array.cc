@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <new>
@@ -141,6 +142,12 @@ Array allocate(DType dtype, const Shape& shape) {
   a.shape = shape;
   a.storage = std::make_shared<Storage>(num_bytes(dtype, shape));
   return a;
+}
+
+Array copy_array(const Array& array) {
+  Array copy = allocate(array.dtype, array.shape);
+  if (copy.nbytes() > 0) std::memcpy(copy.raw(), array.raw(), copy.nbytes());
+  return copy;
 }
 
 Array allocate_zeroed(DType dtype, const Shape& shape) {

@@ -103,6 +103,8 @@ struct Array {
 
 // A new array of the given type; contents uninitialized.
 Array allocate(DType dtype, const Shape& shape);
+// A new array holding a copy of `array`'s bytes in storage of its own.
+Array copy_array(const Array& array);
 // A new array with all bytes zero.
 Array allocate_zeroed(DType dtype, const Shape& shape);
 

@@ -293,6 +293,17 @@ std::vector<Array> run_executable(const Executable& exe, std::vector<Array> args
   std::vector<Array> results;
   results.reserve(main.results.size());
   for (int32_t s : main.results) results.push_back(frame.slots[s]);
+  // Note [Results own their storage]: the caller gets storage that nobody else can see or
+  // change. With the frame gone, a fresh result is held by `results` alone; one that is
+  // still held elsewhere is the executable's constant (or a view of it), an argument, or a
+  // value returned twice, and is copied, so writing into it cannot change a later call or
+  // another result. A value returned twice keeps its storage in its last place.
+  frame.slots.clear();
+  for (Array& result : results) {
+    if (result.defined() && (!result.storage->owned || result.storage.use_count() > 1)) {
+      result = copy_array(result);
+    }
+  }
   return results;
 }
 

@@ -38,12 +38,6 @@ void add_type(const py::handle& item, std::vector<TensorSpec>& specs, std::vecto
 
 using ProgramPtr = std::shared_ptr<Program>;
 
-Array owned_copy(const Array& array) {
-  Array copy = allocate(array.dtype, array.shape);
-  if (copy.nbytes() > 0) std::memcpy(copy.raw(), array.raw(), copy.nbytes());
-  return copy;
-}
-
 Instr& add(Program& p, InstrKind kind, std::string where, std::vector<int32_t> in,
            std::vector<int32_t> out) {
   Instr instr;
@@ -74,8 +68,8 @@ Array argument_array(const py::array& arr, DType dtype) {
 }
 
 // The numpy fast path: exact-match arguments are borrowed, the program runs on the calling
-// thread without the GIL, and results come back as numpy arrays sharing the result memory (a
-// result that is an argument's memory is copied: the caller may change or free the argument).
+// thread without the GIL, and results come back as numpy arrays sharing the result memory
+// (each result's storage is the caller's alone: Note [Results own their storage]).
 py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequence& args,
                   py::object host_state, int64_t replica_id, int64_t partition_id) {
   const size_t n = exe->param_specs.size();
@@ -109,9 +103,6 @@ py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequen
     ctx.replica_id = replica_id;
     ctx.partition_id = partition_id;
     results = run_executable(*exe, std::move(arrays), ctx, state);
-    for (Array& result : results) {
-      if (result.defined() && !result.storage->owned) result = owned_copy(result);
-    }
   }
   py::list out;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -142,8 +133,8 @@ bool runs_without_python(const Program& program) {
 // Zero-copy both ways: arguments are borrowed (the caller's memory, never written: in-place
 // kernels take over owned storage only), and results are handed over as they are, each with
 // an owner the caller frees with c_free_result once done with the memory. A result that is an
-// argument itself (a program returning its parameter) is copied, since the caller may free
-// the argument first.
+// argument, a constant or returned twice is a copy (Note [Results own their storage]), since
+// the caller may free or donate either one first.
 int c_run(void* ctx, int64_t num_args, void* const* inputs, void** results, void** owners,
           char* message, size_t message_size) {
   const Executable& exe = **static_cast<const std::shared_ptr<const Executable>*>(ctx);
@@ -165,11 +156,7 @@ int c_run(void* ctx, int64_t num_args, void* const* inputs, void** results, void
     std::vector<Array> out = run_executable(exe, std::move(args), ExecContext{},
                                             SharedPyObject());
     std::vector<std::unique_ptr<Array>> handed(out.size());
-    for (size_t j = 0; j < out.size(); ++j) {
-      Array result = std::move(out[j]);
-      if (!result.storage->owned) result = owned_copy(result);
-      handed[j] = std::make_unique<Array>(std::move(result));
-    }
+    for (size_t j = 0; j < out.size(); ++j) handed[j] = std::make_unique<Array>(std::move(out[j]));
     for (size_t j = 0; j < handed.size(); ++j) {
       results[j] = handed[j]->raw();
       owners[j] = handed[j].release();
