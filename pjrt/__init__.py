@@ -12,8 +12,8 @@ snapshot of this process's compile/execution/transfer counters; ``flush_trace()`
 ``OPENHLO_TRACE`` Chrome trace now and ``trace_span(name, category, **args)`` adds a
 ``with`` block to it (pjrt/README.md, Debugging and metrics).
 """
-from xla_core.instrument.trace import flush as flush_trace
-from xla_core.instrument.trace import span as trace_span
+from stablehlo.instrument.trace import flush as flush_trace
+from stablehlo.instrument.trace import span as trace_span
 
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
                       DeadlineExceededError, Device, ErrorCode, Event, Executable,

@@ -45,7 +45,7 @@ from stablehlo.errors import api_boundary
 from stablehlo.ir.attributes import IntegerAttr
 from stablehlo.ir.core import Module
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
-from xla_core.instrument import dump, trace
+from stablehlo.instrument import dump, trace
 
 from pjrt import counters
 
@@ -394,7 +394,7 @@ class LoadedExecutable(abc.ABC):
 
     @property
     def optimized_module(self) -> Module:
-        """The program as the backend runs it (pjrt/executable_analysis.py reads it); backends
+        """The program as the backend runs it (pjrt/c_api/introspection.py reads it); backends
         with a compiler pipeline return its output."""
         return self.executable.module
 

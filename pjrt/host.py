@@ -43,7 +43,7 @@ import numpy as np
 
 from stablehlo.errors import OpenHLOError, api_boundary
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
-from xla_core.instrument import trace
+from stablehlo.instrument import trace
 
 from pjrt import counters
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,

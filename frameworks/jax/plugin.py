@@ -41,7 +41,7 @@ def optimized_text(compiled) -> str:
     ``compiled.as_text()`` shows the same program converted to HLO text by jaxlib (its
     PJRT_Executable_OptimizedProgram route only prints HLO)."""
     from pjrt.c_api import loader
-    from pjrt.executable_analysis import optimized_text as text_of
+    from pjrt.c_api.introspection import optimized_text as text_of
     fingerprint = compiled.runtime_executable().fingerprint
     return text_of(loader.compiled_executable(fingerprint.decode()))
 

@@ -4,7 +4,7 @@ The library (``_openhlo_pjrt*.so``, built by setup.py) implements the PJRT C API
 back here for what only Python can do: compile (program bytes -> one of our
 LoadedExecutables, described to C by a *manifest*), execute (run it on raw host
 pointers) and describe (an executable's optimized program, cost and memory statistics, asked
-for by the framework's introspection calls; see pjrt/executable_analysis.py). Frameworks
+for by the framework's introspection calls; see pjrt/c_api/introspection.py). Frameworks
 supply how to turn their program bytes into StableHLO text (``decode_program``); this module
 never imports a framework.
 """
@@ -21,10 +21,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from xla_core.instrument import trace
+from stablehlo.instrument import trace
 
-from pjrt import counters, executable_analysis
+from pjrt import counters
 from pjrt.api import CompileOptions
+from pjrt.c_api import introspection
 from pjrt.c_api.protos import (decode_compile_options, encode_device_assignment,
                                encode_op_sharding)
 from pjrt.errors import ErrorCode, UnimplementedError, error_code
@@ -316,11 +317,11 @@ class Bridge:
         try:
             executable = self._runners[handle].executable
             if what == _DESCRIBE_PROGRAM:
-                answer = executable_analysis.optimized_text(executable).encode()
+                answer = introspection.optimized_text(executable).encode()
             elif what == _DESCRIBE_COST:
-                answer = encode_cost_analysis(executable_analysis.cost_analysis(executable))
+                answer = encode_cost_analysis(introspection.cost_analysis(executable))
             elif what == _DESCRIBE_MEMORY:
-                answer = encode_memory_stats(executable_analysis.compiled_memory_stats(executable))
+                answer = encode_memory_stats(introspection.compiled_memory_stats(executable))
             else:
                 raise UnimplementedError(f"nothing to describe as {what}")
             self._report(ctx, ErrorCode.OK, answer)

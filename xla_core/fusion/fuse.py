@@ -19,7 +19,7 @@ from xla_core.fusion.legality import FUSION_NAME, why_not_fusible
 from xla_core.fusion.multi_output import multi_output_fusion
 from xla_core.fusion.outline import FusionNamer, outline_block
 from xla_core.fusion.priority import CostCache, explain_refusals, priority_fusion
-from xla_core.instrument import dump
+from stablehlo.instrument import dump
 from xla_core.passes.base import Pass, PassContext
 
 # Control flow whose bodies are fused separately (other regions are scalar

@@ -9,7 +9,7 @@ A ``Pipeline`` is a named list of passes. It runs them in order, skips the ones
 the context disables, times each one, can print the module after each one, and
 runs its checkers (the verifier by default) after every pass, so a pass that
 breaks the IR is named at once instead of failing somewhere later. Under the process-wide
-instruments (xla_core/instrument) each pipeline and pass is a trace span and, while a
+instruments (stablehlo/instrument) each pipeline and pass is a trace span and, while a
 program is being dumped, the module is written after every pass.
 
 ``PASSES`` maps a pass name to its class; ``PIPELINES`` maps a pipeline name to
@@ -28,7 +28,7 @@ from typing import Callable, ClassVar, TextIO
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.core import Module
 from stablehlo.registry import Registry, RegistryError
-from xla_core.instrument import dump, trace
+from stablehlo.instrument import dump, trace
 
 
 class PassError(OpenHLOError):

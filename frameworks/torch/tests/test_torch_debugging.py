@@ -11,7 +11,7 @@ import torch
 import frameworks.torch as oht
 import pjrt
 from frameworks.torch.tests.torch_support import fresh_compile
-from xla_core.instrument import dump, trace
+from stablehlo.instrument import dump, trace
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from stablehlo.ir.core import Func, Module
-from xla_core.instrument import trace
+from stablehlo.instrument import trace
 
 from pjrt.plugins.cpu.lowering import (
     Fallback, HostState, Lowering, NotLowerable, as_stored, from_stored, native_type, stored_raw)

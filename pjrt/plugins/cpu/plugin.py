@@ -18,7 +18,7 @@ import numpy as np
 
 from stablehlo.errors import OpenHLOError, debugging_openhlo, for_user
 from stablehlo.text import print_module
-from xla_core.instrument import trace
+from stablehlo.instrument import trace
 
 from pjrt import counters
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,

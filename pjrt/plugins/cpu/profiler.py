@@ -11,7 +11,7 @@ The executor times every instruction it runs while a profile is open (nested ``w
 bodies too, so a loop's time appears both on the loop and on its body's instructions).
 Profiling is process-wide: executions on other threads during the block are included.
 
-Under ``OPENHLO_TRACE`` (xla_core/instrument/trace.py) the block is a ``profile`` span and each
+Under ``OPENHLO_TRACE`` (stablehlo/instrument/trace.py) the block is a ``profile`` span and each
 instruction an event inside it, with its calls and total time: the executor keeps totals,
 not start times, so the instructions are laid end to end, slowest first, from the block's
 start (``args.aggregated`` says so).
@@ -22,7 +22,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
-from xla_core.instrument import trace
+from stablehlo.instrument import trace
 
 from pjrt.plugins.cpu.native_module import native
 

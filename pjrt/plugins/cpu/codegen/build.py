@@ -30,7 +30,7 @@ import tempfile
 import time
 
 from xla_core.cache_root import cache_root
-from xla_core.instrument import trace
+from stablehlo.instrument import trace
 
 LOG = logging.getLogger("openhlo.cpu")
 

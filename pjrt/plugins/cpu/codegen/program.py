@@ -16,7 +16,7 @@ import logging
 from stablehlo.ir.core import Func, Module, Operation
 
 from xla_core.buffers import inplace_pairs
-from xla_core.instrument import dump
+from stablehlo.instrument import dump
 
 from pjrt.plugins.cpu.codegen import abi, build, mathlib
 from pjrt.plugins.cpu.codegen.kernels import SYMBOL, Kernel, loop_kernel, reduction_kernel

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import stablehlo
-from xla_core.instrument import dump, trace
+from stablehlo.instrument import dump, trace
 from xla_core.passes import PassContext, make_pipeline
 
 PROGRAM = """
