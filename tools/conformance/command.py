@@ -7,7 +7,7 @@ import sys
 import time
 
 from tools.conformance.discover import SKIP, Case, find_files, plan_file
-from tools.conformance.execute import ERROR, FAIL
+from tools.conformance.execute import ERROR, FAIL, Target
 from tools.conformance.pool import run_cases
 from tools.conformance.report import Progress, Result, summarize, summary_text, write_json
 from tools.diagnostics import CliError
@@ -34,6 +34,10 @@ def add_parser(subparsers) -> None:
                         "process without timeouts)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds allowed per case (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--check-result-ownership", action="store_true",
+                   help="after each case, overwrite its results and run it again: the second "
+                        "run must give the same bits (no result shares storage with the "
+                        "executable's constants or the arguments)")
     add_opt_level_argument(p)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print every result as it arrives and no capped list at the end")
@@ -62,7 +66,8 @@ def conformance_command(args: argparse.Namespace) -> int:
         results[index] = Result(case, status, message)
         progress.update(results[index])
 
-    run_cases(cases, args.backend, args.jobs, args.timeout, on_result)
+    run_cases(cases, Target(args.backend, args.check_result_ownership), args.jobs,
+              args.timeout, on_result)
     done = [r for r in results if r is not None]
     summary = summarize(done, len(files), time.monotonic() - start)
     if args.json:

@@ -13,6 +13,7 @@ import io
 import shutil
 import tempfile
 import traceback
+from dataclasses import dataclass
 
 from stablehlo.errors import CheckFailure, OpenHLOError
 from stablehlo.registry import RegistryError
@@ -25,19 +26,29 @@ STATUSES = (PASS, FAIL, ERROR, SKIP)
 _CLIENTS: dict = {}  # one client per backend per worker process
 
 
+@dataclass(frozen=True)
+class Target:
+    """What to run the cases on: a backend, and whether to check that results are the
+    caller's own (each result is overwritten and the program run again: the second run
+    must give the first run's bits, so no result shared storage with anything the
+    executable keeps, such as a folded constant or an argument)."""
+    backend: str
+    check_result_ownership: bool = False
+
+
 class _Failed(Exception):
     """A case outcome that is a failure rather than an error."""
 
 
-def execute_case(case: Case, backend: str) -> tuple[str, str]:
-    """(status, message) of ``case`` on ``backend``."""
+def execute_case(case: Case, target: Target) -> tuple[str, str]:
+    """(status, message) of ``case`` on ``target``."""
     if case.kind == SKIP:
         return SKIP, case.message
     try:
         if case.kind == ROUNDTRIP:
             return _roundtrip(case)
         if case.kind == INTERPRET:
-            return _interpret(case, backend)
+            return _interpret(case, target)
         return ERROR, case.message or f"unknown case kind {case.kind!r}"
     except (CheckFailure, _Failed) as exc:
         return FAIL, str(exc)
@@ -83,18 +94,18 @@ def _first_difference(a: str, b: str) -> str:
     return f"{len(la)} lines became {len(lb)} lines"
 
 
-def _interpret(case: Case, backend: str) -> tuple[str, str]:
+def _interpret(case: Case, target: Target) -> tuple[str, str]:
     inv = case.invocation
     if not inv.expect_error:
-        return _evaluate(case, backend)
+        return _evaluate(case, target)
     try:
-        _evaluate(case, backend)
+        _evaluate(case, target)
     except (OpenHLOError, RegistryError, _Failed, ValueError) as exc:
         return PASS, f"failed as expected: {exc}"
     raise _Failed("expected an error (the RUN line starts with 'not'), but the program ran")
 
 
-def _evaluate(case: Case, backend: str) -> tuple[str, str]:
+def _evaluate(case: Case, target: Target) -> tuple[str, str]:
     from stablehlo.interpreter.evaluator import parse_args
     from stablehlo.text import parse_module
     inv = case.invocation
@@ -102,14 +113,34 @@ def _evaluate(case: Case, backend: str) -> tuple[str, str]:
     args = parse_args(inv.args_text) if inv.args_text is not None else []
     if inv.passes:
         _run_passes(module, inv.passes)
-    with _client(backend, inv) as client:
+    with _client(target.backend, inv) as client:
         exe = client.compile(module)
         captured = io.StringIO()
         with contextlib.redirect_stdout(captured):
             results = exe(*args)
+            if target.check_result_ownership:
+                _check_results_are_owned(exe, args, results)
     if inv.check_prefixes:
         _filecheck(case, inv, captured.getvalue(), results, exe.result_types)
     return PASS, ""
+
+
+def _check_results_are_owned(exe, args: list, results: list) -> None:
+    """Overwrite every writable result, run again: the new results must be the old bits."""
+    import numpy as np
+    kept = [np.array(r, copy=True) if isinstance(r, np.ndarray) else None for r in results]
+    for r in results:
+        if isinstance(r, np.ndarray) and r.flags.writeable and r.size:
+            pattern = np.frombuffer(b"\xa5" * r.nbytes, dtype=r.dtype).reshape(r.shape)
+            np.copyto(r, pattern, casting="no")
+    again = exe(*args)
+    for i, (old, new) in enumerate(zip(kept, again)):
+        if old is None:
+            continue
+        new = np.asarray(new)
+        if old.shape != new.shape or old.tobytes() != new.tobytes():
+            raise _Failed(f"result #{i} changed after the previous call's result #{i} was "
+                          f"written into: it shares storage with the executable or an argument")
 
 
 def _run_passes(module, names: tuple) -> None:

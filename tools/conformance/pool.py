@@ -24,23 +24,23 @@ from multiprocessing.connection import wait
 from typing import Callable
 
 from tools.conformance.discover import Case
-from tools.conformance.execute import ERROR, execute_case
+from tools.conformance.execute import ERROR, Target, execute_case
 
 OnResult = Callable[[int, Case, str, str], None]
 
 
-def run_cases(cases: list[Case], backend: str, jobs: int, timeout: float,
+def run_cases(cases: list[Case], target: Target, jobs: int, timeout: float,
               on_result: OnResult) -> None:
     """Run every case; ``on_result(index, case, status, message)`` for each."""
     if jobs <= 0:
         for i, case in enumerate(cases):
-            status, message = execute_case(case, backend)
+            status, message = execute_case(case, target)
             on_result(i, case, status, message)
         return
-    _Pool(backend, min(jobs, max(len(cases), 1)), timeout, on_result).run(cases)
+    _Pool(target, min(jobs, max(len(cases), 1)), timeout, on_result).run(cases)
 
 
-def _worker_main(conn, backend: str) -> None:
+def _worker_main(conn, target: Target) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
     while True:
@@ -51,13 +51,13 @@ def _worker_main(conn, backend: str) -> None:
         if task is None:
             return
         index, case = task
-        conn.send((index, execute_case(case, backend)))
+        conn.send((index, execute_case(case, target)))
 
 
 class _Worker:
-    def __init__(self, ctx, backend: str):
+    def __init__(self, ctx, target: Target):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, backend), daemon=True)
+        self.process = ctx.Process(target=_worker_main, args=(child, target), daemon=True)
         self.process.start()
         child.close()
         self.task: tuple[int, Case] | None = None
@@ -99,14 +99,14 @@ def _start_method() -> str:
 
 
 class _Pool:
-    def __init__(self, backend: str, jobs: int, timeout: float, on_result: OnResult):
+    def __init__(self, target: Target, jobs: int, timeout: float, on_result: OnResult):
         self.ctx = multiprocessing.get_context(_start_method())
-        self.backend, self.jobs, self.timeout = backend, jobs, timeout
+        self.target, self.jobs, self.timeout = target, jobs, timeout
         self.on_result = on_result
 
     def run(self, cases: list[Case]) -> None:
         pending = deque(enumerate(cases))
-        workers = [_Worker(self.ctx, self.backend) for _ in range(self.jobs)]
+        workers = [_Worker(self.ctx, self.target) for _ in range(self.jobs)]
         try:
             while pending or any(w.task for w in workers):
                 for w in workers:
@@ -145,7 +145,7 @@ class _Pool:
         w.task = None
         w.stop(kill=True)
         self.on_result(index, case, ERROR, message)
-        return _Worker(self.ctx, self.backend)
+        return _Worker(self.ctx, self.target)
 
     @staticmethod
     def _crash_message(w: _Worker) -> str:

@@ -205,10 +205,10 @@ def test_worker_crash_costs_only_its_case(capsys, tmp_path, monkeypatch):
     import tools.conformance.pool as pool
     real = pool.execute_case
 
-    def crashing(case, backend):
+    def crashing(case, target):
         if os.path.basename(case.file) == "crash.mlir":
             os._exit(7)  # like a segfault: no exception, the process is gone
-        return real(case, backend)
+        return real(case, target)
 
     monkeypatch.setattr(pool, "execute_case", crashing)  # forked workers inherit it
     monkeypatch.setattr(pool, "_start_method", lambda: "fork")  # even if jax is loaded
@@ -232,3 +232,22 @@ def test_bad_paths_and_backend(capsys, tmp_path):
     assert r.code == 1 and "no .mlir files" in r.err
     r = run_cli(capsys, "conformance", tmp_path, "--backend", "nope")
     assert r.code == 1 and "unknown backend 'nope'" in r.err
+
+
+def test_result_ownership_check_fails_a_result_the_executable_keeps():
+    # An executable that hands out its own array (as a folded constant would) must fail the
+    # check; one that returns fresh storage on every call must pass it.
+    import numpy as np
+    from tools.conformance.execute import _check_results_are_owned, _Failed
+    kept = np.arange(4, dtype=np.float32)
+
+    def leaky(*args):
+        return [kept]
+
+    with pytest.raises(_Failed, match="result #0 changed"):
+        _check_results_are_owned(leaky, [], leaky())
+
+    def fresh(*args):
+        return [np.arange(4, dtype=np.float32)]
+
+    _check_results_are_owned(fresh, [], fresh())

@@ -4,7 +4,8 @@ The slice is chosen by rule, not by hand: the testdata op families (file name
 up to its first dtype word) are sorted and 40 are taken at even spacing, each
 with its smallest enabled file; plus 15 interpreter-suite files at even
 spacing over the sorted single-process files. The runner's own verdicts (the
-files' check ops) are the oracle.
+files' check ops) are the oracle. Every case also runs a second time after its results were
+overwritten, and must give the same bits (no result shares the executable's storage).
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_representative_slice_passes(capsys, tmp_path):
     files = choose_testdata() + choose_interpret()
     assert len(files) == 55
     report = tmp_path / "slice.json"
-    r = run_cli(capsys, "conformance", *files, "--jobs", "2", "--json", report)
+    r = run_cli(capsys, "conformance", *files, "--jobs", "2", "--json", report,
+                "--check-result-ownership")
     results = json.loads(report.read_text())["results"]
     bad = [f"{e['file']}#{e['case']}: {e['status']}: {e['message'][:200]}"
            for e in results if e["status"] not in ("pass", "skip")]
