@@ -119,14 +119,15 @@ def _evaluate(case: Case, target: Target) -> tuple[str, str]:
         with contextlib.redirect_stdout(captured):
             results = exe(*args)
             if target.check_result_ownership:
-                _check_results_are_owned(exe, args, results)
+                results = _check_results_are_owned(exe, args, results)
     if inv.check_prefixes:
         _filecheck(case, inv, captured.getvalue(), results, exe.result_types)
     return PASS, ""
 
 
-def _check_results_are_owned(exe, args: list, results: list) -> None:
-    """Overwrite every writable result, run again: the new results must be the old bits."""
+def _check_results_are_owned(exe, args: list, results: list) -> list:
+    """Overwrite every writable result, run again: the new results must be the old bits.
+    Returns the new results (the old ones now hold the overwriting pattern)."""
     import numpy as np
     kept = [np.array(r, copy=True) if isinstance(r, np.ndarray) else None for r in results]
     for r in results:
@@ -141,6 +142,7 @@ def _check_results_are_owned(exe, args: list, results: list) -> None:
         if old.shape != new.shape or old.tobytes() != new.tobytes():
             raise _Failed(f"result #{i} changed after the previous call's result #{i} was "
                           f"written into: it shares storage with the executable or an argument")
+    return again
 
 
 def _run_passes(module, names: tuple) -> None:
