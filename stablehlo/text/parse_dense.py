@@ -21,6 +21,7 @@ from stablehlo.ir.types import (
     IntegerType,
     QuantizedType,
     TensorType,
+    integer_range,
     numpy_dtype,
 )
 from stablehlo.text import literals
@@ -78,6 +79,8 @@ class DenseParser(TypeParser):
                 if text == "[" and kind == "punct":
                     if leaf_depth is not None and depth >= leaf_depth:
                         raise self.error("unexpected '[' in dense literal (inconsistent nesting)")
+                    if self.depth + depth >= self.max_depth:
+                        raise self.too_deep("dense literal")
                     counts.append(0)
                     self.i += 1
                     if texts[self.i] != "]":
@@ -265,8 +268,7 @@ def _integers(elements: list, elem, dtype: np.dtype) -> np.ndarray:
         return np.array(values, dtype=np.bool_)
     width = 64 if isinstance(elem, IndexType) else elem.width
     signed = isinstance(elem, IndexType) or elem.signed
-    low = -(1 << (width - 1)) if signed else 0
-    high = (1 << width) - 1  # signless: the unsigned spelling is accepted too, as in MLIR
+    low, high = integer_range(elem)
     for v in values:
         if v < low or v > high:
             raise ValueError(f"integer constant {v} out of range for {elem}")
