@@ -6,6 +6,8 @@ ParseError that says what was expected, in which context, and what was found.
 """
 from __future__ import annotations
 
+import sys
+
 from stablehlo.errors import ParseError
 from stablehlo.limits import NESTING_DEPTH_ENV, max_nesting_depth
 from stablehlo.text.lexer import EOF, Tokens
@@ -14,6 +16,11 @@ from stablehlo.text.lexer import EOF, Tokens
 # are refused before ``int()`` converts them: they cannot be in range, and Python refuses to
 # convert more than 4300 digits with a ValueError of its own.
 MAX_INTEGER_DIGITS = 20
+# Python frames one level of nesting takes in the recursive descent: a region inside an op
+# inside a region measures 6-7 (parse_region, _parse_block_body, parse_operation, the op's
+# format, ...); types and attributes take fewer. The printer and verifier take fewer still.
+FRAMES_PER_LEVEL = 8
+_FRAMES_SLACK = 100
 
 
 class Cursor:
@@ -28,6 +35,7 @@ class Cursor:
         # become a ParseError long before it becomes a RecursionError.
         self.depth = 0
         self.max_depth = max_nesting_depth()
+        _ensure_recursion_headroom(self.max_depth * FRAMES_PER_LEVEL + _FRAMES_SLACK)
 
     # -- looking -------------------------------------------------------------------------
     @property
@@ -173,3 +181,26 @@ class Cursor:
 def _abbreviate(text: str) -> str:
     """A number token short enough to quote in a message."""
     return text if len(text) <= 30 else f"{text[:12]}...{text[-12:]} ({len(text)} characters)"
+
+
+def _ensure_recursion_headroom(frames: int) -> None:
+    """Raise Python's recursion limit so that ``frames`` more frames fit above the caller.
+
+    See Note [nesting and the recursion limit]: the nesting limit, not Python's, is what
+    refuses a deep program, so the parser (and later the printer and verifier, which recurse
+    less) must never meet Python's limit first, whatever the caller's own stack depth. The
+    limit is only ever raised, and pure-Python frames do not use the C stack (Python 3.11+).
+    """
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    if sys.getrecursionlimit() < depth + frames:
+        sys.setrecursionlimit(depth + frames)
+
+
+# Note [nesting and the recursion limit]
+# A program nested N deep costs about FRAMES_PER_LEVEL * N Python frames to parse, print or
+# verify. The default OPENHLO_MAX_NESTING_DEPTH (128) fits Python's default limit of 1000 only
+# when the caller's stack is shallow; a raised OPENHLO_MAX_NESTING_DEPTH would not fit at all.
