@@ -37,7 +37,7 @@ from stablehlo.ir.types import (
     numpy_dtype,
 )
 from stablehlo.text.parse_dense import DenseParser
-from stablehlo.text.struct_attrs import ENUM_KINDS, STRUCT_FIELDS
+from stablehlo.text.struct_attrs import ENUM_KINDS, REQUIRED_FIELDS, STRUCT_FIELDS
 
 _ESCAPE_RE = re.compile(r"\\(?:([0-9a-fA-F]{2})|(.))", re.DOTALL)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
@@ -286,7 +286,13 @@ class AttributeParser(DenseParser):
             self.expect("=", f"after '{name}'")
             values[name] = self._struct_value(fields[name])
 
+        start = self.i
         self.comma_list(entry, ">", f"in #{dialect}.{mnemonic}")
+        missing = [name for name in fields
+                   if name in REQUIRED_FIELDS.get(mnemonic, ()) and name not in values]
+        if missing:
+            raise self.error_at(start, f"#{dialect}.{mnemonic} is missing field "
+                                       f"'{missing[0]}'")
         ordered = tuple((name, values.get(name, default)) for name, default in fields.items())
         return StructAttr(mnemonic, ordered, dialect)
 
