@@ -263,3 +263,32 @@ def test_verify_is_the_function_after_a_parse():
     module = stablehlo.parse(_func("%a: tensor<f32>", "tensor<f32>", " return %a : tensor<f32>"))
     assert callable(stablehlo.verify)
     stablehlo.verify(module)
+
+
+# -- found by mutating the conformance programs -----------------------------------------
+
+@pytest.mark.parametrize("elem", ["!stablehlo.token", "tuple<>", "tensor<f32>"])
+def test_tensor_of_a_non_number_type_is_a_parse_error(elem):
+    text = _func("", f"tensor<2x{elem}>", f" %0 = stablehlo.constant dense<1> : "
+                                          f"tensor<2x{elem}>\n return %0 : tensor<2x{elem}>")
+    with pytest.raises(ParseError, match=r"<string>:1:\d+: error: (tensor element type must "
+                                         r"be a number or quantized type|unknown element type)"):
+        stablehlo.parse(text)
+
+
+def test_probe_without_operands_is_a_parse_error():
+    text = _func("%a: tensor<f32>", "tensor<f32>",
+                 ' %0 = interpreter.probe, probe_id = "p" : tensor<f32>\n'
+                 " return %a : tensor<f32>")
+    with pytest.raises(ParseError, match=r"<string>:2:\d+: error: 'interpreter.probe' has 0 "
+                                         r"operands but 1 operand types"):
+        stablehlo.parse(text)
+
+
+def test_bitcast_of_an_opaque_element_type_is_a_verification_error():
+    text = _func("%a: tensor<2x!foo.bar>", "tensor<2xf32>",
+                 " %0 = stablehlo.bitcast_convert %a : (tensor<2x!foo.bar>) -> tensor<2xf32>\n"
+                 " return %0 : tensor<2xf32>")
+    with pytest.raises(VerificationError, match=r"<string>:2:2: 'stablehlo.bitcast_convert': "
+                                                r"cannot bitcast"):
+        stablehlo.parse(text)

@@ -20,6 +20,7 @@ from stablehlo.ir.types import (
     FloatType,
     IndexType,
     IntegerType,
+    OpaqueType,
     QuantizedType,
     TensorType,
     integer_range,
@@ -57,6 +58,9 @@ class DenseParser(TypeParser):
             raise self.error_at(type_index, f"dense literal needs a tensor type, got {typ}")
         if not typ.is_static:
             raise self.error_at(type_index, f"dense literal type {typ} must be static")
+        if isinstance(typ.element_type, OpaqueType):
+            raise self.error_at(type_index, f"dense literal type {typ} has an element type "
+                                            f"this parser does not know")
         try:
             if hex_digits is not None:
                 array = _array_from_hex(hex_digits, typ)

@@ -12,6 +12,7 @@ from stablehlo.ir.types import (
     ComplexType,
     FloatType,
     FunctionType,
+    IndexType,
     IntegerType,
     OpaqueType,
     QuantizedType,
@@ -33,6 +34,9 @@ _TENSOR_TOKEN_RE = re.compile(r"tensor<((?:(?:\d+|\?)x)*)(.*)>$")
 # (``!foo.bar<...>``) are kept as text too.
 _OPAQUE_KEYWORDS = ("vector", "memref", "none")
 _MAX_DIMENSION = str((1 << 63) - 1)
+# What a tensor may hold: numbers, quantized numbers, and element types of other dialects
+# (kept opaque).
+_ELEMENT_TYPES = (IntegerType, FloatType, ComplexType, QuantizedType, IndexType, OpaqueType)
 
 
 def element_type_from_name(name: str) -> Type | None:
@@ -182,7 +186,7 @@ class TypeParser(Cursor):
             elif kind == "punct" and text == "?":
                 dims.append(None)
             else:
-                elem = self.parse_type("as tensor element type")
+                elem = self._tensor_element()
                 break
             self.i += 1
             # after a dimension comes ``x``, maybe with more dims and the element glued on
@@ -200,6 +204,15 @@ class TypeParser(Cursor):
             encoding = self.parse_attribute()  # type: ignore[attr-defined]
         self.expect(">", "to close tensor type")
         return TensorType(tuple(dims), elem, encoding)
+
+    def _tensor_element(self) -> Type:
+        """A tensor's element type written as its own token(s): a scalar type only."""
+        token = self.i
+        elem = self.parse_type("as tensor element type")
+        if not isinstance(elem, _ELEMENT_TYPES):
+            raise self.error_at(token, f"tensor element type must be a number or quantized "
+                                       f"type, got {elem}")
+        return elem
 
     def _dimension(self, index: int, text: str) -> int:
         try:
