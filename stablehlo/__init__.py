@@ -14,6 +14,10 @@ from stablehlo.errors import (CheckFailure, InterpreterError, OpenHLOError, Pars
                               VerificationError, api_boundary)
 from stablehlo.ir.core import Block, Func, Location, Module, Operation, Region, Value
 from stablehlo.ir.ops import OPS
+# Loaded before ``def verify`` below: importing a submodule for the first time binds it as an
+# attribute of this package, which would replace the public ``verify`` function with the
+# ``stablehlo.verify`` module on the first ``parse()``.
+from stablehlo.verify import verify_module as _verify_module
 
 __all__ = [
     "parse", "print_module", "verify", "evaluate", "Module", "Func", "Operation", "Block",
@@ -28,8 +32,7 @@ def parse(text: str, filename: str = "<string>", *, verify: bool = True) -> Modu
     from stablehlo.text import parse_module
     module = parse_module(text, filename)
     if verify:
-        from stablehlo.verify import verify_module
-        verify_module(module)
+        _verify_module(module)
     return module
 
 
@@ -43,8 +46,7 @@ def print_module(module: Module, generic: bool = False) -> str:
 @api_boundary
 def verify(module: Module) -> None:
     """Raise VerificationError naming the op and place of the first violation."""
-    from stablehlo.verify import verify_module
-    verify_module(module)
+    _verify_module(module)
 
 
 @api_boundary

@@ -213,6 +213,12 @@ def _function_type(op: Operation) -> FunctionType:
 def _check_func(verifier: _Verifier, op: Operation) -> None:
     ftype = _function_type(op)
     if not op.regions or not op.regions[0].blocks:
+        # As in MLIR: a body-less function is a declaration of a symbol defined elsewhere,
+        # which only a private (or nested) symbol may be.
+        visibility = getattr(op.attributes.get("sym_visibility"), "value", "public")
+        if visibility not in ("private", "nested"):
+            raise op_error(op, f"function @{_sym_name(op)} has no body: a symbol "
+                               f"declaration cannot have public visibility")
         return
     block = op.regions[0].blocks[0]
     args = [a.type for a in block.arguments]

@@ -10,7 +10,8 @@ None of these ops does arithmetic, so they work unchanged on every element
 type, including quantized tensors (which arrive as their storage integers).
 Kernels never write into their operands: results are fresh arrays (or, for
 ``constant``, a read-only view of the attribute's array, so an accidental
-in-place write elsewhere fails loudly instead of corrupting the program).
+in-place write elsewhere fails loudly instead of corrupting the program; a splat the parser
+holds as one element is materialized here, within ``max_constant_bytes()``).
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from stablehlo.interpreter.index_values import (check_shape, index_scalars, inde
                                                 static_result_shape)
 from stablehlo.interpreter.kernels import kernel
 from stablehlo.interpreter.opattrs import fail, int_list, int_value
-from stablehlo.ir.attributes import DenseElementsAttr
+from stablehlo.ir.attributes import DenseElementsAttr, held_as_splat
+from stablehlo.limits import CONSTANT_BYTES_ENV, max_constant_bytes
 
 
 @kernel("stablehlo.constant")
@@ -29,7 +31,14 @@ def constant(ctx, op):
     attr = op.attributes.get("value")
     if not isinstance(attr, DenseElementsAttr):
         raise fail(op, f"'value' must be a dense elements attribute, got {attr}")
-    view = attr.array.view()
+    array = attr.array
+    if held_as_splat(array):  # the parser's one-element splat becomes a real array here
+        nbytes = array.size * array.itemsize
+        if nbytes > max_constant_bytes():
+            raise fail(op, f"constant {attr.type} needs {nbytes} bytes, more than the "
+                           f"limit of {max_constant_bytes()} ({CONSTANT_BYTES_ENV})")
+        array = np.ascontiguousarray(array)
+    view = array.view()
     view.flags.writeable = False
     return view
 

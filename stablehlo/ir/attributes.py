@@ -78,7 +78,11 @@ class DenseElementsAttr(Attribute):
     """``dense<...> : tensor<...>``.
 
     ``array`` is a numpy array of ``numpy_dtype(type.element_type)`` with the
-    tensor's shape (quantized element types hold their storage values).
+    tensor's shape (quantized element types hold their storage values). The parser holds a
+    splat (``dense<1.0> : tensor<100000x100000xf32>``) as a read-only view of one element
+    broadcast to the shape (every stride 0; see ``held_as_splat``): it costs one element
+    however large the shape. Consumers treat ``array`` as read-only and call
+    ``np.ascontiguousarray`` where they need contiguous memory, after checking its size.
     """
     type: TensorType
     array: np.ndarray
@@ -87,10 +91,37 @@ class DenseElementsAttr(Attribute):
         if not isinstance(other, DenseElementsAttr) or other.type != self.type:
             return False
         a, b = self.array, other.array
-        return a.shape == b.shape and a.tobytes() == b.tobytes()
+        if a.shape != b.shape:
+            return False
+        if held_as_splat(a) or held_as_splat(b):
+            splat = splat_bytes(a)
+            return splat is not None and splat == splat_bytes(b)
+        return a.tobytes() == b.tobytes()
 
     def __hash__(self) -> int:
-        return hash((self.type, self.array.tobytes()))
+        # A splat hashes by its one element whether it is held as a view or materialized,
+        # so that equal attributes hash equal.
+        splat = splat_bytes(self.array)
+        return hash((self.type, self.array.tobytes() if splat is None else splat))
+
+
+def held_as_splat(array: np.ndarray) -> bool:
+    """Whether ``array`` is one element broadcast to its shape (every stride 0), as the
+    parser holds a splat literal."""
+    return array.size > 1 and not any(array.strides)
+
+
+def splat_bytes(array: np.ndarray) -> Optional[bytes]:
+    """The bytes of the one value every element of ``array`` holds, None when its elements
+    differ (bitwise) or it has none. Costs one element for a view ``held_as_splat``."""
+    if array.size == 0:
+        return None
+    first = np.ascontiguousarray(array[(0,) * array.ndim]).tobytes()
+    if held_as_splat(array) or array.size == 1:
+        return first
+    flat = np.ascontiguousarray(array).reshape(-1)
+    rows = flat.view(np.uint8).reshape(flat.size, flat.itemsize)
+    return first if bool((rows == rows[0]).all()) else None
 
 
 

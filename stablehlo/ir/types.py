@@ -256,13 +256,32 @@ def parse_element_type_name(text: str) -> Type:
         return FloatType(text)
     if text == "index":
         return IndexType()
-    if text.startswith("ui") and text[2:].isdigit():
-        return IntegerType(int(text[2:]), False)
-    if text.startswith("si") and text[2:].isdigit():
-        return IntegerType(int(text[2:]), True)
-    if text.startswith("i") and text[1:].isdigit():
-        return IntegerType(int(text[1:]), True)
+    for prefix, signed, widths in _INTEGER_SPELLINGS:
+        digits = text[len(prefix):]
+        if text.startswith(prefix) and digits.isdigit():
+            if digits not in widths:
+                known = ", ".join(prefix + width for width in widths)
+                raise ValueError(f"unsupported integer type '{text}' (StableHLO has {known})")
+            return IntegerType(int(digits), signed)
     raise ValueError(f"unknown element type '{text}'")
+
+
+# The integer widths StableHLO has: i1 (boolean) and 2, 4, 8, 16, 32, 64 bits, signless or
+# unsigned (``si`` is the explicitly signed spelling, as in MLIR).
+_WIDTHS = ("2", "4", "8", "16", "32", "64")
+_INTEGER_SPELLINGS = (("ui", False, _WIDTHS), ("si", True, _WIDTHS),
+                      ("i", True, ("1",) + _WIDTHS))
+
+
+def integer_range(element_type: Type) -> tuple[int, int]:
+    """The values an integer literal of ``element_type`` may be written as: a signless
+    integer also takes its unsigned spelling (as in MLIR: ``255 : i8`` is -1)."""
+    if isinstance(element_type, IndexType):
+        width, signed = 64, True
+    else:
+        width, signed = element_type.width, element_type.signed
+    low = -(1 << (width - 1)) if signed and width > 1 else 0
+    return low, (1 << width) - 1
 
 
 def is_float(t: Type) -> bool:

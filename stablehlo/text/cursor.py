@@ -6,8 +6,21 @@ ParseError that says what was expected, in which context, and what was found.
 """
 from __future__ import annotations
 
+import sys
+
 from stablehlo.errors import ParseError
+from stablehlo.limits import NESTING_DEPTH_ENV, max_nesting_depth
 from stablehlo.text.lexer import EOF, Tokens
+
+# Decimal digits of the longest integer any attribute holds (2**64 - 1 has 20). Longer tokens
+# are refused before ``int()`` converts them: they cannot be in range, and Python refuses to
+# convert more than 4300 digits with a ValueError of its own.
+MAX_INTEGER_DIGITS = 20
+# Python frames one level of nesting takes in the recursive descent: a region inside an op
+# inside a region measures 6-7 (parse_region, _parse_block_body, parse_operation, the op's
+# format, ...); types and attributes take fewer. The printer and verifier take fewer still.
+FRAMES_PER_LEVEL = 8
+_FRAMES_SLACK = 100
 
 
 class Cursor:
@@ -17,6 +30,12 @@ class Cursor:
         self.texts = tokens.texts
         self.starts = tokens.starts
         self.i = 0
+        # Open nested constructs (types, attributes, regions) and how many may be open: the
+        # recursive descent needs a few Python frames per level, so a hostile nest must
+        # become a ParseError long before it becomes a RecursionError.
+        self.depth = 0
+        self.max_depth = max_nesting_depth()
+        _ensure_recursion_headroom(self.max_depth * FRAMES_PER_LEVEL + _FRAMES_SLACK)
 
     # -- looking -------------------------------------------------------------------------
     @property
@@ -70,15 +89,41 @@ class Cursor:
     def ident(self, what: str = "identifier", context: str = "") -> str:
         return self.expect_kind("ident", what, context)
 
-    def integer(self, context: str = "") -> int:
-        """An integer literal (decimal or hex)."""
+    def integer(self, context: str = "", width: int = 64) -> int:
+        """An integer literal (decimal or hex) that fits a signed ``width``-bit integer."""
         kind = self.kinds[self.i]
-        if kind == "int":
-            return int(self.advance())
-        if kind == "hex":
-            return int(self.advance(), 16)
-        where = f" {context}" if context else ""
-        raise self.error(f"expected integer{where}, found {self.found()}")
+        if kind not in ("int", "hex"):
+            where = f" {context}" if context else ""
+            raise self.error(f"expected integer{where}, found {self.found()}")
+        value = self.integer_value(self.i, -(1 << (width - 1)), (1 << (width - 1)) - 1,
+                                   f"i{width}")
+        self.i += 1
+        return value
+
+    def integer_value(self, index: int, low: int, high: int, what: str) -> int:
+        """The value of the int or hex token at ``index``, checked to lie in [low, high]."""
+        text = self.texts[index]
+        digits = text.lstrip("-")
+        if len(digits) > MAX_INTEGER_DIGITS + 2:  # + 2 for a hex literal's "0x"
+            value = None
+        else:
+            value = int(text, 16) if self.kinds[index] == "hex" else int(text)
+        if value is None or not low <= value <= high:
+            raise self.error_at(index, f"integer {_abbreviate(text)} out of range for {what}")
+        return value
+
+    # -- nesting -------------------------------------------------------------------------
+    def enter(self, what: str) -> None:
+        """Open one level of nesting at the current token; pair with ``leave``."""
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise self.too_deep(what)
+
+    def too_deep(self, what: str) -> ParseError:
+        return self.error(f"{what} nested deeper than {self.max_depth} ({NESTING_DEPTH_ENV})")
+
+    def leave(self) -> None:
+        self.depth -= 1
 
     def comma_list(self, parse_item, close: str, context: str = "") -> list:
         """Items separated by ',' up to and including ``close`` (opening already consumed)."""
@@ -131,3 +176,31 @@ class Cursor:
 
     def error_at(self, index: int, message: str) -> ParseError:
         return self.tokens.error(index, message)
+
+
+def _abbreviate(text: str) -> str:
+    """A number token short enough to quote in a message."""
+    return text if len(text) <= 30 else f"{text[:12]}...{text[-12:]} ({len(text)} characters)"
+
+
+def _ensure_recursion_headroom(frames: int) -> None:
+    """Raise Python's recursion limit so that ``frames`` more frames fit above the caller.
+
+    See Note [nesting and the recursion limit]: the nesting limit, not Python's, is what
+    refuses a deep program, so the parser (and later the printer and verifier, which recurse
+    less) must never meet Python's limit first, whatever the caller's own stack depth. The
+    limit is only ever raised, and pure-Python frames do not use the C stack (Python 3.11+).
+    """
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    if sys.getrecursionlimit() < depth + frames:
+        sys.setrecursionlimit(depth + frames)
+
+
+# Note [nesting and the recursion limit]
+# A program nested N deep costs about FRAMES_PER_LEVEL * N Python frames to parse, print or
+# verify. The default OPENHLO_MAX_NESTING_DEPTH (128) fits Python's default limit of 1000 only
+# when the caller's stack is shallow; a raised OPENHLO_MAX_NESTING_DEPTH would not fit at all.

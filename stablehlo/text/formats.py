@@ -114,7 +114,7 @@ def parse_int_keyword(p, keyword: str, typ=I64) -> IntegerAttr:
     """``keyword = 3`` -> IntegerAttr."""
     p.keyword(keyword)
     p.expect("=", f"after '{keyword}'")
-    return IntegerAttr(p.integer(f"for '{keyword}'"), typ)
+    return IntegerAttr(p.integer(f"for '{keyword}'", typ.width), typ)
 
 
 def parse_enum_keyword(p, kind: str, keyword: str | None = None) -> EnumAttr:

@@ -88,7 +88,7 @@ def print_slice(pr, op):
 def parse_get_tuple_element(p, name, loc, num_results):
     refs = [p.parse_operand()]
     p.expect("[", f"before tuple index of '{name}'")
-    attrs = {"index": IntegerAttr(p.integer("as tuple index"), I32)}
+    attrs = {"index": IntegerAttr(p.integer("as tuple index", 32), I32)}
     p.expect("]", "after tuple index")
     more, operands, results = parse_trailing_functional(p, refs, name)
     attrs.update(more)

@@ -37,7 +37,12 @@ def parse_module_op(p, name, loc, num_results):
     if p.at("attributes"):
         p.advance()
         attrs.update(p.parse_attr_dict())
+    # The outermost module's body is the top level, as for text without a ``module {}``
+    # (which the printer adds): it is not a level of nesting. Inner modules are.
+    outermost = p.depth == 0
+    p.depth -= outermost
     region = p.parse_region()
+    p.depth += outermost
     if not region.blocks:
         from stablehlo.ir.core import Block
         region.add_block(Block())

@@ -68,7 +68,7 @@ def parse_check_binary(p, name, loc, num_results):
     types = [p.parse_type()]
     while p.accept(","):
         types.append(p.parse_type())
-    if not two_types and len(types) == 1:
+    if not two_types and len(types) == 1 and refs:
         types = types * len(refs)
     operands = p.resolve_all(refs, types, token, name)
     results = [types[0]] if name == "interpreter.probe" else []

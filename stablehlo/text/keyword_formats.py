@@ -65,7 +65,7 @@ class KeywordFormat:
         if kind == "dims":
             return DenseArrayAttr(I64, parse_i64_list(p))
         if kind in ("i64", "i32"):
-            return IntegerAttr(p.integer(), I64 if kind == "i64" else I32)
+            return IntegerAttr(p.integer(width=int(kind[1:])), I64 if kind == "i64" else I32)
         if kind.startswith("enum:"):
             return EnumAttr(kind[5:], p.ident(f"{kind[5:]} value"))
         if kind == "string":

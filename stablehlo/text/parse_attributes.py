@@ -33,10 +33,11 @@ from stablehlo.ir.types import (
     IndexType,
     IntegerType,
     Type,
+    integer_range,
     numpy_dtype,
 )
 from stablehlo.text.parse_dense import DenseParser
-from stablehlo.text.struct_attrs import ENUM_KINDS, STRUCT_FIELDS
+from stablehlo.text.struct_attrs import ENUM_KINDS, REQUIRED_FIELDS, STRUCT_FIELDS
 
 _ESCAPE_RE = re.compile(r"\\(?:([0-9a-fA-F]{2})|(.))", re.DOTALL)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
@@ -81,9 +82,13 @@ class AttributeParser(DenseParser):
             return self.parse_symbol_ref()
         if kind == "punct":
             if text == "[":
-                self.i += 1
-                return ArrayAttr(tuple(self.comma_list(self.parse_attribute, "]",
-                                                       "in array attribute")))
+                self.enter("array attribute")
+                try:
+                    self.i += 1
+                    return ArrayAttr(tuple(self.comma_list(self.parse_attribute, "]",
+                                                           "in array attribute")))
+                finally:
+                    self.leave()
             if text == "{":
                 return DictAttr(tuple(self.parse_attr_dict().items()))
             if text == "(":
@@ -95,6 +100,13 @@ class AttributeParser(DenseParser):
 
     def parse_attr_dict(self) -> dict:
         """``{name = value, flag, "quoted" = value}`` -> ordered dict of attributes."""
+        self.enter("attribute dictionary")
+        try:
+            return self._attr_dict_body()
+        finally:
+            self.leave()
+
+    def _attr_dict_body(self) -> dict:
         self.expect("{", "to start attribute dictionary")
         result: dict = {}
 
@@ -140,9 +152,12 @@ class AttributeParser(DenseParser):
         if isinstance(typ, (IntegerType, IndexType)):
             if kind == "float":
                 raise self.error_at(start, f"floating point value not valid for type {typ}")
-            value = int(text, 16) if kind == "hex" else int(text)
+            low, high = integer_range(typ)
+            value = self.integer_value(start, low, high, str(typ))
             if isinstance(typ, IntegerType) and typ.width == 1:
                 return BoolAttr(bool(value))
+            if low < 0 and value > high >> 1:  # signless written unsigned: 255 : i8 is -1
+                value -= high + 1
             return IntegerAttr(value, typ)
         raise self.error_at(start, f"invalid type {typ} for a number attribute")
 
@@ -199,7 +214,11 @@ class AttributeParser(DenseParser):
                 self.i += 1
                 return self._float_from_bits(int(text, 16), elem, self.i - 1)
             raise self.error(f"expected float in array, found {self.found()}")
-        return self.integer("in array attribute")
+        if kind not in ("int", "hex") or not isinstance(elem, (IntegerType, IndexType)):
+            raise self.error(f"expected integer in array<{elem}>, found {self.found()}")
+        low, high = integer_range(elem)
+        self.i += 1
+        return self.integer_value(self.i - 1, low, high, str(elem))
 
     # -- #dialect attributes -------------------------------------------------------------
     def _parse_hash_attr(self, text: str) -> Attribute:
@@ -245,6 +264,13 @@ class AttributeParser(DenseParser):
 
     def parse_struct_body(self, mnemonic: str, dialect: str = "stablehlo") -> StructAttr:
         """``name = value, ...>`` (the ``<`` already consumed) -> canonical StructAttr."""
+        self.enter(f"#{dialect}.{mnemonic}")
+        try:
+            return self._struct_fields(mnemonic, dialect)
+        finally:
+            self.leave()
+
+    def _struct_fields(self, mnemonic: str, dialect: str) -> StructAttr:
         fields = STRUCT_FIELDS[mnemonic]
         values: dict = {}
 
@@ -260,7 +286,13 @@ class AttributeParser(DenseParser):
             self.expect("=", f"after '{name}'")
             values[name] = self._struct_value(fields[name])
 
+        start = self.i
         self.comma_list(entry, ">", f"in #{dialect}.{mnemonic}")
+        missing = [name for name in fields
+                   if name in REQUIRED_FIELDS.get(mnemonic, ()) and name not in values]
+        if missing:
+            raise self.error_at(start, f"#{dialect}.{mnemonic} is missing field "
+                                       f"'{missing[0]}'")
         ordered = tuple((name, values.get(name, default)) for name, default in fields.items())
         return StructAttr(mnemonic, ordered, dialect)
 
@@ -323,5 +355,5 @@ class AttributeParser(DenseParser):
 
     def _conv_dim(self):
         if self.kinds[self.i] == "int":
-            return int(self.advance())
+            return self.integer("as convolution dimension")
         return self.ident("convolution dimension (b, f, i, o or a number)")

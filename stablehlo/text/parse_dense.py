@@ -1,6 +1,7 @@
 """``dense<...> : tensor<...>`` literals -> DenseElementsAttr holding a numpy array.
 
-Accepted forms (MLIR's): nested lists, a single value (a splat), ``dense<>`` for empty
+Accepted forms (MLIR's): nested lists, a single value (a splat, held as one element broadcast
+to the shape: see ``DenseElementsAttr``), ``dense<>`` for empty
 tensors, and a hex string of raw little-endian row-major bytes (``dense<"0x...">``, any size;
 exactly one element's bytes is a splat). Values: integers (also for float types: ``1`` is
 1.0), floats, ``true``/``false`` for i1, ``(re, im)`` for complex, and hex integers as raw
@@ -19,8 +20,10 @@ from stablehlo.ir.types import (
     FloatType,
     IndexType,
     IntegerType,
+    OpaqueType,
     QuantizedType,
     TensorType,
+    integer_range,
     numpy_dtype,
 )
 from stablehlo.text import literals
@@ -55,6 +58,9 @@ class DenseParser(TypeParser):
             raise self.error_at(type_index, f"dense literal needs a tensor type, got {typ}")
         if not typ.is_static:
             raise self.error_at(type_index, f"dense literal type {typ} must be static")
+        if isinstance(typ.element_type, OpaqueType):
+            raise self.error_at(type_index, f"dense literal type {typ} has an element type "
+                                            f"this parser does not know")
         try:
             if hex_digits is not None:
                 array = _array_from_hex(hex_digits, typ)
@@ -78,6 +84,8 @@ class DenseParser(TypeParser):
                 if text == "[" and kind == "punct":
                     if leaf_depth is not None and depth >= leaf_depth:
                         raise self.error("unexpected '[' in dense literal (inconsistent nesting)")
+                    if self.depth + depth >= self.max_depth:
+                        raise self.too_deep("dense literal")
                     counts.append(0)
                     self.i += 1
                     if texts[self.i] != "]":
@@ -156,12 +164,18 @@ def _array_from_hex(digits: str, typ: TensorType) -> np.ndarray:
     count = typ.num_elements
     if len(data) == dtype.itemsize and count != 1:
         flat = np.frombuffer(data, dtype=_storage_dtype(dtype))
-        return _finish_ints(np.broadcast_to(flat, typ.shape).copy(), typ)
+        return _splat(_finish_ints(flat, typ), typ)
     if len(data) != count * dtype.itemsize:
         raise ValueError(f"hex data has {len(data)} bytes, expected {count * dtype.itemsize} "
                          f"({count} elements of {dtype.itemsize} bytes)")
     flat = np.frombuffer(data, dtype=_storage_dtype(dtype))
     return _finish_ints(flat.reshape(typ.shape).copy(), typ)
+
+
+def _splat(one: np.ndarray, typ: TensorType) -> np.ndarray:
+    """One element held as every element of ``typ``: a read-only view with zero strides,
+    one element of memory whatever the shape (see ``DenseElementsAttr``)."""
+    return np.broadcast_to(one.reshape(()), typ.shape)
 
 
 def _storage_dtype(dtype: np.dtype) -> np.dtype:
@@ -209,7 +223,7 @@ def _array_from_elements(elements: list, shape: list, typ: TensorType) -> np.nda
     if not shape:  # one value without brackets: a splat
         if len(flat) != 1:
             raise ValueError("expected a single value")
-        return np.broadcast_to(flat.reshape(()), typ.shape).copy()
+        return _splat(flat, typ)
     if tuple(shape) != typ.shape:
         dims = "x".join(str(d) for d in shape)
         raise ValueError(f"literal has shape [{dims}] but the type has shape "
@@ -265,8 +279,7 @@ def _integers(elements: list, elem, dtype: np.dtype) -> np.ndarray:
         return np.array(values, dtype=np.bool_)
     width = 64 if isinstance(elem, IndexType) else elem.width
     signed = isinstance(elem, IndexType) or elem.signed
-    low = -(1 << (width - 1)) if signed else 0
-    high = (1 << width) - 1  # signless: the unsigned spelling is accepted too, as in MLIR
+    low, high = integer_range(elem)
     for v in values:
         if v < low or v > high:
             raise ValueError(f"integer constant {v} out of range for {elem}")

@@ -12,6 +12,7 @@ from stablehlo.ir.types import (
     ComplexType,
     FloatType,
     FunctionType,
+    IndexType,
     IntegerType,
     OpaqueType,
     QuantizedType,
@@ -32,6 +33,10 @@ _TENSOR_TOKEN_RE = re.compile(r"tensor<((?:(?:\d+|\?)x)*)(.*)>$")
 # Builtin types we keep as text (``vector<...>``, ``memref<...>``); foreign dialect types
 # (``!foo.bar<...>``) are kept as text too.
 _OPAQUE_KEYWORDS = ("vector", "memref", "none")
+_MAX_DIMENSION = str((1 << 63) - 1)
+# What a tensor may hold: numbers, quantized numbers, and element types of other dialects
+# (kept opaque).
+_ELEMENT_TYPES = (IntegerType, FloatType, ComplexType, QuantizedType, IndexType, OpaqueType)
 
 
 def element_type_from_name(name: str) -> Type | None:
@@ -48,21 +53,38 @@ def element_type_from_name(name: str) -> Type | None:
     return cached
 
 
+def unknown_element_message(name: str) -> str:
+    """Why ``name`` is not an element type (an integer of a width StableHLO lacks, or not a
+    type at all)."""
+    try:
+        parse_element_type_name(name)
+    except ValueError as exc:
+        return str(exc)
+    return f"unknown element type '{name}'"
+
+
+def dimension_size(text: str) -> int:
+    """A static dimension's digits -> its size; ValueError when it exceeds int64."""
+    if len(text) > len(_MAX_DIMENSION) or int(text) > int(_MAX_DIMENSION):
+        raise ValueError(f"dimension size {text[:30]} exceeds the int64 range")
+    return int(text)
+
+
 def tensor_from_token(text: str) -> TensorType:
-    """The TensorType of a ``tensor`` token (``tensor<3x?xf32>``); ValueError names a bad
-    element type."""
+    """The TensorType of a ``tensor`` token (``tensor<3x?xf32>``); ValueError says what is
+    wrong with a dimension or the element type."""
     cached = _TENSOR_CACHE.get(text)
     if cached is not None:
         return cached
     match = _TENSOR_TOKEN_RE.match(text)
-    dims = tuple(None if d == "?" else int(d) for d in match.group(1).split("x")[:-1])
+    dims = tuple(None if d == "?" else dimension_size(d) for d in match.group(1).split("x")[:-1])
     elem_text = match.group(2)
     if elem_text.startswith("complex<"):
         elem = parse_element_type_name(elem_text)
     else:
         elem = element_type_from_name(elem_text)
     if elem is None:
-        raise ValueError(elem_text)
+        raise ValueError(unknown_element_message(elem_text))
     result = TensorType(dims, elem)
     _TENSOR_CACHE[text] = result
     return result
@@ -80,7 +102,7 @@ class TypeParser(Cursor):
             try:
                 return tensor_from_token(text)
             except ValueError as exc:
-                raise self.error_at(self.i - 1, f"unknown element type '{exc}'") from None
+                raise self.error_at(self.i - 1, str(exc)) from None
         if kind == "ident":
             return self._parse_keyword_type(text)
         if kind == "bang":
@@ -96,10 +118,14 @@ class TypeParser(Cursor):
 
     def parse_function_type(self) -> FunctionType:
         """``(T, ...) -> R`` or ``(T, ...) -> (R, ...)``."""
-        self.expect("(", "to start a function type")
-        inputs = self.parse_type_list(")")
-        self.expect("->", "in function type")
-        results = self.parse_result_types()
+        self.enter("function type")
+        try:
+            self.expect("(", "to start a function type")
+            inputs = self.parse_type_list(")")
+            self.expect("->", "in function type")
+            results = self.parse_result_types()
+        finally:
+            self.leave()
         return FunctionType(tuple(inputs), tuple(results))
 
     def parse_result_types(self) -> list[Type]:
@@ -125,21 +151,29 @@ class TypeParser(Cursor):
             return self._parse_tensor()
         if text == "complex":
             self.i += 1
-            self.expect("<", "after 'complex'")
-            inner = self.parse_type()
-            self.expect(">", "to close complex type")
-            if not isinstance(inner, FloatType):
-                raise self.error(f"complex element type must be a float type, got {inner}")
-            return ComplexType(inner)
+            return self._complex_body()
         if text == "tuple":
-            self.i += 1
-            self.expect("<", "after 'tuple'")
-            return TupleType(tuple(self.parse_type_list(">")))
+            self.enter("tuple type")
+            try:
+                self.i += 1
+                self.expect("<", "after 'tuple'")
+                return TupleType(tuple(self.parse_type_list(">")))
+            finally:
+                self.leave()
         if text in _OPAQUE_KEYWORDS:
             return self._parse_opaque_type()
+        if _SIMPLE_ELEMENT_RE.match(text):
+            raise self.error(unknown_element_message(text))
         raise self.error(f"expected type, found {self.found()}")
 
     def _parse_tensor(self) -> TensorType:
+        self.enter("tensor type")
+        try:
+            return self._tensor_body()
+        finally:
+            self.leave()
+
+    def _tensor_body(self) -> TensorType:
         self.i += 1
         self.expect("<", "after 'tensor'")
         if self.at("*"):
@@ -148,11 +182,11 @@ class TypeParser(Cursor):
         while True:
             kind, text = self.kinds[self.i], self.texts[self.i]
             if kind == "int" and not text.startswith("-"):
-                dims.append(int(text))
+                dims.append(self._dimension(self.i, text))
             elif kind == "punct" and text == "?":
                 dims.append(None)
             else:
-                elem = self.parse_type("as tensor element type")
+                elem = self._tensor_element()
                 break
             self.i += 1
             # after a dimension comes ``x``, maybe with more dims and the element glued on
@@ -160,7 +194,7 @@ class TypeParser(Cursor):
             match = _SHAPE_TAIL_RE.match(text) if self.kinds[self.i] == "ident" else None
             if match is None:
                 raise self.error(f"expected 'x' in tensor shape, found {self.found()}")
-            dims.extend(int(d) for d in match.group(1).split("x")[:-1])
+            dims.extend(self._dimension(self.i, d) for d in match.group(1).split("x")[:-1])
             self.i += 1
             if match.group(2):
                 elem = self._glued_element(match.group(2))
@@ -171,19 +205,42 @@ class TypeParser(Cursor):
         self.expect(">", "to close tensor type")
         return TensorType(tuple(dims), elem, encoding)
 
+    def _tensor_element(self) -> Type:
+        """A tensor's element type written as its own token(s): a scalar type only."""
+        token = self.i
+        elem = self.parse_type("as tensor element type")
+        if not isinstance(elem, _ELEMENT_TYPES):
+            raise self.error_at(token, f"tensor element type must be a number or quantized "
+                                       f"type, got {elem}")
+        return elem
+
+    def _dimension(self, index: int, text: str) -> int:
+        try:
+            return dimension_size(text)
+        except ValueError as exc:
+            raise self.error_at(index, str(exc)) from None
+
     def _glued_element(self, name: str) -> Type:
         """The element type written right after ``x`` (``x4xf32`` -> ``f32``)."""
         if name == "complex":
+            return self._complex_body()
+        elem = element_type_from_name(name)
+        if elem is None:
+            raise self.error_at(self.i - 1, unknown_element_message(name))
+        return elem
+
+    def _complex_body(self) -> ComplexType:
+        """``<f32>`` after ``complex``."""
+        self.enter("complex type")
+        try:
             self.expect("<", "after 'complex'")
             inner = self.parse_type()
             self.expect(">", "to close complex type")
-            if not isinstance(inner, FloatType):
-                raise self.error(f"complex element type must be a float type, got {inner}")
-            return ComplexType(inner)
-        elem = element_type_from_name(name)
-        if elem is None:
-            raise self.error_at(self.i - 1, f"unknown element type '{name}'")
-        return elem
+        finally:
+            self.leave()
+        if not isinstance(inner, FloatType):
+            raise self.error(f"complex element type must be a float type, got {inner}")
+        return ComplexType(inner)
 
     # -- dialect types -------------------------------------------------------------------
     def _parse_dialect_type(self, text: str) -> Type:
@@ -191,7 +248,11 @@ class TypeParser(Cursor):
             self.i += 1
             return TokenType()
         if text == "!quant.uniform":
-            return self._parse_quant_uniform()
+            self.enter("quantized type")
+            try:
+                return self._parse_quant_uniform()
+            finally:
+                self.leave()
         if text in self.type_aliases:
             self.i += 1
             return self.type_aliases[text]

@@ -234,6 +234,7 @@ class Parser(AttributeParser):
         """``{ [^bb0(args):] ops ... }``. ``entry_args`` are (name, type, token) the op's
         custom syntax declared outside the braces; they become the entry block's arguments.
         """
+        self.enter("region")
         self.expect("{", "to start region")
         self.scopes.append({})
         try:
@@ -255,6 +256,7 @@ class Parser(AttributeParser):
             return region
         finally:
             self.scopes.pop()
+            self.leave()
 
     def _new_block(self, args: list) -> Block:
         block = Block([typ for _, typ, _ in args])

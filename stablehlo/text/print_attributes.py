@@ -29,6 +29,7 @@ from stablehlo.ir.attributes import (
     SymbolRefAttr,
     TypeAttr,
     UnitAttr,
+    held_as_splat,
 )
 from stablehlo.ir.types import (
     F64,
@@ -234,6 +235,8 @@ def dense_body(attr: DenseElementsAttr) -> str:
     elem = attr.type.element_type
     if isinstance(elem, QuantizedType):
         elem = elem.storage_type
+    if held_as_splat(arr):  # one element, whatever the shape: never materialize it
+        return _format_elements(np.array([arr[(0,) * arr.ndim]], dtype=arr.dtype), elem)[0]
     flat = np.ascontiguousarray(arr).reshape(-1)
     raw = _raw_bytes(flat, elem)
     itemsize = len(raw) // flat.size

@@ -3,7 +3,8 @@
 ``STRUCT_FIELDS[mnemonic]`` lists a ``#stablehlo.<mnemonic><...>`` attribute's fields in
 canonical (printing) order with their defaults; the default's Python type also says how a
 field's value is written (tuple: ``[1, 2]``; bool; int; float; None: a type; an Attribute).
-``ELIDE_DEFAULTS`` names the fields MLIR leaves out when they hold their default.
+``ELIDE_DEFAULTS`` names the fields MLIR leaves out when they hold their default;
+``REQUIRED_FIELDS`` the fields MLIR's syntax requires (they have no default in the text).
 """
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ ELIDE_DEFAULTS: dict[str, frozenset] = {
     "dot": frozenset(STRUCT_FIELDS["dot"]),
     "ragged_dot": frozenset(STRUCT_FIELDS["ragged_dot"]),
     "result_accuracy": frozenset({"atol", "rtol", "ulps"}),
+}
+
+REQUIRED_FIELDS: dict[str, frozenset] = {
+    "dot_algorithm": frozenset(STRUCT_FIELDS["dot_algorithm"]),
 }
 
 # Enum kinds: ``#stablehlo<kind VALUE>`` (or ``#stablehlo.kind<VALUE>`` for DOTTED_ENUMS).

@@ -6,6 +6,7 @@ symbol table and are checked by stablehlo/verify.py instead.
 """
 from __future__ import annotations
 
+from stablehlo.ir.attributes import StructAttr
 from stablehlo.ir.ops.base import op_error
 from stablehlo.ir.ops.shape_inference import (
     Rule, block_arg_types, block_return_types, check_type_list, expect_num_operands,
@@ -104,10 +105,24 @@ def _infer_outfeed(op):
     return [TokenType()]
 
 
+def _infer_send(op):
+    _check_channel_handle(op)
+    return _infer_outfeed(op)
+
+
 def _check_recv(op):
     expect_num_operands(op, 1)
+    _check_channel_handle(op)
     _check_tokens(op)
     _check_data_then_token(op, op.results, "result")
+
+
+def _check_channel_handle(op):
+    """send and recv name their channel: StableHLO declares ``channel_handle`` required."""
+    handle = op.attributes.get("channel_handle")
+    if not isinstance(handle, StructAttr) or handle.kind != "channel_handle":
+        raise op_error(op, f"attribute 'channel_handle' is {handle}, expected a "
+                           f"#stablehlo.channel_handle<handle = N, type = N>")
 
 
 def _check_custom_call(op):
@@ -140,7 +155,7 @@ RULES = {
     "create_token": Rule(_infer_create_token),
     "infeed": Rule(check=_check_infeed),
     "outfeed": Rule(_infer_outfeed),
-    "send": Rule(_infer_outfeed),
+    "send": Rule(_infer_send),
     "recv": Rule(check=_check_recv),
     "custom_call": Rule(check=_check_custom_call),
     "composite": Rule(check=_check_composite),

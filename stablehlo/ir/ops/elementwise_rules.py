@@ -151,7 +151,10 @@ def _check_bitcast_convert(op):
     if is_complex(e_in) != is_complex(e_out):
         raise op_error(op, f"cannot bitcast between complex and non-complex types "
                            f"({t} -> {r})")
-    b_in, b_out = bit_width(e_in), bit_width(e_out)
+    try:
+        b_in, b_out = bit_width(e_in), bit_width(e_out)
+    except ValueError as exc:  # an element type we keep opaque has no known width
+        raise op_error(op, f"cannot bitcast {t} -> {r}: {exc}") from None
     if b_in == b_out:
         expected_rank, ok = t.rank, shapes_compatible(t.shape, r.shape)
     elif b_out < b_in:

@@ -264,6 +264,10 @@ def _infer_dynamic_conv(op):
     if pad.rank != 2 or not dims_compatible(pad.shape[1], 2) or not is_int(pad.element_type):
         raise op_error(op, f"operand #2 (padding) has type {pad}, expected an Nx2 integer "
                            f"tensor")
+    spatial = max(lhs.rank - 2, 0)
+    if not dims_compatible(pad.shape[0], spatial):
+        raise op_error(op, f"operand #2 (padding) has type {pad}, expected {spatial}x2 (one "
+                           f"[low, high] pair per spatial dimension)")
     values = constant_ints(op.operands[2])
     padding = None if values is None else list(zip(values[0::2], values[1::2]))
     shape = _conv_shape(op, lhs, rhs, padding, strict_window=False)
