@@ -121,7 +121,8 @@ def _check_channel_handle(op):
     """send and recv name their channel: StableHLO declares ``channel_handle`` required."""
     handle = op.attributes.get("channel_handle")
     if not isinstance(handle, StructAttr) or handle.kind != "channel_handle":
-        raise op_error(op, f"attribute 'channel_handle' is {handle}, expected a "
+        found = "missing" if handle is None else f"{handle}"
+        raise op_error(op, f"attribute 'channel_handle' is {found}, expected a "
                            f"#stablehlo.channel_handle<handle = N, type = N>")
 
 
