@@ -232,7 +232,7 @@ def test_dynamic_conv_padding_must_have_one_row_per_spatial_dimension():
 ])
 def test_send_and_recv_need_a_channel_handle(op, text):
     with pytest.raises(VerificationError, match=rf"<string>:2:2: 'stablehlo.{op}': attribute "
-                                                r"'channel_handle' is None"):
+                                                r"'channel_handle' is missing"):
         stablehlo.parse(text)
 
 
