@@ -53,6 +53,15 @@ def max_constant_bytes() -> int:
     return _read(CONSTANT_BYTES_ENV, DEFAULT_CONSTANT_BYTES)
 
 
+def constant_over_limit(what: str, nbytes: int):
+    """A message saying ``what`` (a constant of ``nbytes`` bytes) is over
+    ``max_constant_bytes()``, or None when it fits: the caller raises its own error type."""
+    limit = max_constant_bytes()
+    if nbytes <= limit:
+        return None
+    return f"{what} needs {nbytes} bytes, more than the limit of {limit} ({CONSTANT_BYTES_ENV})"
+
+
 def max_buffer_bytes() -> int:
     """Largest single buffer (argument, result or temporary) a compiled program may need.
     Defaults to the machine's physical memory: a larger buffer could never be allocated."""

@@ -23,7 +23,7 @@ from stablehlo.interpreter.index_values import (check_shape, index_scalars, inde
 from stablehlo.interpreter.kernels import kernel
 from stablehlo.interpreter.opattrs import fail, int_list, int_value
 from stablehlo.ir.attributes import DenseElementsAttr, held_as_splat
-from stablehlo.limits import CONSTANT_BYTES_ENV, max_constant_bytes
+from stablehlo.limits import constant_over_limit
 
 
 @kernel("stablehlo.constant")
@@ -33,10 +33,9 @@ def constant(ctx, op):
         raise fail(op, f"'value' must be a dense elements attribute, got {attr}")
     array = attr.array
     if held_as_splat(array):  # the parser's one-element splat becomes a real array here
-        nbytes = array.size * array.itemsize
-        if nbytes > max_constant_bytes():
-            raise fail(op, f"constant {attr.type} needs {nbytes} bytes, more than the "
-                           f"limit of {max_constant_bytes()} ({CONSTANT_BYTES_ENV})")
+        too_big = constant_over_limit(f"constant {attr.type}", array.size * array.itemsize)
+        if too_big:
+            raise fail(op, too_big)
         array = np.ascontiguousarray(array)
     view = array.view()
     view.flags.writeable = False

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from stablehlo.interpreter.opattrs import fail
 from stablehlo.interpreter.uniform_quantization import dequantize, quantize
 from stablehlo.interpreter.values import TOKEN
 from stablehlo.ir.attributes import DenseElementsAttr
 from stablehlo.ir.core import Block, Operation, Region, Value
 from stablehlo.ir.types import (QuantizedType, TensorType, TokenType, TupleType, Type,
                                 numpy_dtype)
+from stablehlo.limits import constant_over_limit
 
 # Ops whose kernels take and produce storage integers as they are.
 STORAGE_OPS = frozenset({
@@ -173,6 +175,10 @@ def _float_op(op: Operation, vmap: dict) -> Operation:
     if op.name == "stablehlo.constant" and isinstance(value, DenseElementsAttr):
         qtype = quantized_element(value.type)
         if qtype is not None:   # a quantized constant becomes its float value
+            too_big = constant_over_limit(f"quantized constant {value.type}",
+                                          value.array.size * 8)
+            if too_big:
+                raise fail(op, too_big)
             attributes["value"] = DenseElementsAttr(expressed_type(value.type),
                                                     dequantize(value.array, qtype))
     clone = Operation(op.name, [vmap.get(v, v) for v in op.operands],

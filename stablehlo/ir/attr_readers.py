@@ -27,6 +27,7 @@ MISSING = object()
 """The default of a required attribute."""
 
 _RAW_SCALARS = (int, bool, np.integer, np.bool_)
+MAX_LIST_ATTRIBUTE_LENGTH = 1 << 20
 
 
 class AttrReader:
@@ -60,6 +61,7 @@ class AttrReader:
         if isinstance(attr, DenseArrayAttr):
             return [int(v) for v in attr.values]
         if isinstance(attr, DenseElementsAttr) and (not self.strict or attr.array.ndim <= 1):
+            self._check_list_length(op, name, attr)
             return [int(v) for v in np.asarray(attr.array).reshape(-1)]
         if isinstance(attr, ArrayAttr):
             if not self.strict:
@@ -70,6 +72,14 @@ class AttrReader:
         if isinstance(attr, (tuple, list)):
             return [int(v) for v in attr]
         raise self._bad(op, name, "an array of integers", attr)
+
+    def _check_list_length(self, op, name: str, attr) -> None:
+        # A list attribute names dimensions, strides or flags: a few entries per dimension.
+        # A splat literal can still claim billions of entries in a few bytes of text;
+        # refuse it before building a Python list of them.
+        if attr.array.size > MAX_LIST_ATTRIBUTE_LENGTH:
+            raise self._bad(op, name, f"a list of at most {MAX_LIST_ATTRIBUTE_LENGTH} "
+                                      f"entries", f"{attr.type}")
 
     def int_list(self, op, name: str, default=MISSING) -> list:
         attr = self._get(op, name, default)
@@ -84,6 +94,7 @@ class AttrReader:
         if isinstance(attr, DenseArrayAttr):
             return [bool(v) for v in attr.values]
         if isinstance(attr, DenseElementsAttr):
+            self._check_list_length(op, name, attr)
             return [bool(v) for v in np.asarray(attr.array).reshape(-1)]
         raise self._bad(op, name, "an array of booleans", attr)
 

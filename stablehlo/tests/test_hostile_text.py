@@ -292,3 +292,15 @@ def test_bitcast_of_an_opaque_element_type_is_a_verification_error():
     with pytest.raises(VerificationError, match=r"<string>:2:2: 'stablehlo.bitcast_convert': "
                                                 r"cannot bitcast"):
         stablehlo.parse(text)
+
+
+def test_a_list_attribute_of_billions_of_entries_is_refused_without_building_it():
+    text = """func.func @main(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %0 = "stablehlo.transpose"(%a) {permutation = dense<1> : tensor<10000000000xi64>}
+      : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}"""
+    with pytest.raises(stablehlo.VerificationError,
+                       match=r"2:3: 'stablehlo.transpose': attribute 'permutation' must be a "
+                             r"list of at most \d+ entries"):
+        stablehlo.parse(text)
