@@ -715,6 +715,9 @@ class Client(abc.ABC):
         if num_partitions > 1:
             module = _partition(module, program, resolve_entry(module, options.entry),
                                 num_partitions)
+        # Once here for every backend, before any backend compiler materializes a value.
+        from xla_core.buffers.size_limit import check_buffer_sizes
+        check_buffer_sizes(module)
         executable = Executable(module, options)
         # The text and options as given: backends with a persistent cache key on them
         # (cheaper than printing the module again).
