@@ -24,6 +24,7 @@ from pjrt import counters
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,
                       Executable, ExecutionError, LoadedExecutable, MemorySpace,
                       UnimplementedError, check_arguments)
+from pjrt.arguments import check_transfer
 from pjrt.plugins.cpu import compile_cache
 from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
@@ -46,6 +47,8 @@ def _translate(exc: BaseException) -> BaseException:
         return ExecutionError(str(exc))
     if isinstance(exc, RuntimeError) and "buffer was deleted" in str(exc):
         return BufferDeletedError(str(exc))
+    if isinstance(exc, MemoryError):  # numpy could not allocate an argument or a result
+        return ExecutionError(f"out of host memory: {exc}")
     return exc
 
 
@@ -128,6 +131,9 @@ class CpuBuffer(Buffer):
 
     def copy_to_device(self, device: Device) -> "CpuBuffer":
         device = self._client.own_device(device)
+        if self._handle.is_deleted:
+            raise BufferDeletedError(f"cannot copy buffer {self.dtype.name}{list(self.shape)} "
+                                     f"on {self.device} to {device}: it was deleted or donated")
         return CpuBuffer(self._client, self._client._runtime.copy_buffer(self._handle, device.id),
                          self._dtype, self._type)
 
@@ -373,8 +379,9 @@ class CpuClient(Client):
         return CpuExecutable(self, executable, device_assignment, program)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> CpuBuffer:
+        self._check_open()
         device = self.own_device(device)
-        array = np.asarray(array)
+        array = check_transfer(np.asarray(array), f"buffer_from_numpy to {device}")
         from stablehlo.ir.types import element_type_for_dtype
         from stablehlo.ir.types import TensorType
         try:
