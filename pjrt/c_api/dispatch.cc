@@ -1,6 +1,7 @@
 // Signals and the dispatch thread (see dispatch.h).
 #include "dispatch.h"
 
+#include <chrono>
 #include <thread>
 #include <utility>
 
@@ -67,9 +68,16 @@ bool Dispatcher::Idle() {
   return queue_.empty() && !running_;
 }
 
-void Dispatcher::Drain() {
+bool Dispatcher::Closed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
+bool Dispatcher::CloseAndDrain(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return queue_.empty() && !running_; });
+  closed_ = true;
+  return idle_.wait_for(lock, std::chrono::duration<double>(seconds),
+                        [this] { return queue_.empty() && !running_; });
 }
 
 void Dispatcher::Loop() {
@@ -93,7 +101,8 @@ void Dispatcher::Loop() {
 
 }  // namespace openhlo
 
-// Called from Python's atexit (pjrt/c_api/loader.py) before the callbacks are detached.
-extern "C" __attribute__((visibility("default"))) void openhlo_drain() {
-  openhlo::Dispatcher::Get().Drain();
+// Called from Python's atexit (pjrt/c_api/loader.py) before the callbacks are detached: no
+// new executions from now on; those queued get `seconds` to finish. Returns 1 when they did.
+extern "C" __attribute__((visibility("default"))) int openhlo_drain(double seconds) {
+  return openhlo::Dispatcher::Get().CloseAndDrain(seconds) ? 1 : 0;
 }

@@ -44,13 +44,17 @@ class Signal {
 };
 
 // One thread running queued work in order. Never destroyed: jaxlib may release objects after
-// the interpreter began to exit; Drain() (called from Python's atexit) empties it first.
+// the interpreter began to exit; CloseAndDrain() (called from Python's atexit) empties it first.
+// Closing comes before draining: a thread that keeps dispatching while the process exits
+// would otherwise refill the queue for ever; once closed, executions fail at once.
 class Dispatcher {
  public:
   static Dispatcher& Get();
   void Push(std::function<void()> work);
-  bool Idle();   // nothing queued or running
-  void Drain();  // blocks until idle
+  bool Idle();    // nothing queued or running
+  bool Closed();  // the process is exiting: accept no new executions
+  // Closes, then waits until idle or `seconds` passed; returns whether it became idle.
+  bool CloseAndDrain(double seconds);
 
  private:
   Dispatcher();
@@ -59,6 +63,7 @@ class Dispatcher {
   std::condition_variable wake_, idle_;
   std::deque<std::function<void()>> queue_;
   bool running_ = false;
+  bool closed_ = false;
 };
 
 }  // namespace openhlo
