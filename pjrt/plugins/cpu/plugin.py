@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 
 from stablehlo.errors import OpenHLOError, debugging_openhlo, for_user
+from stablehlo.limits import collective_timeout_s
 from stablehlo.text import print_module
 from stablehlo.instrument import trace
 
@@ -35,9 +36,6 @@ from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 
 PLATFORM = "cpu"
-# Seconds an instance waits in a native collective for the others before failing (a failed
-# or finished instance stops the wait at once; this catches instances stuck elsewhere).
-COLLECTIVE_TIMEOUT_S = 120.0
 _COUNTS = counters.COUNTS  # one global lookup on the numpy fast path (reset keeps the object)
 
 
@@ -258,7 +256,7 @@ class CpuExecutable(LoadedExecutable):
         multi = len(devices) > 1
         # The native collectives of this execution's instances meet in one rendezvous; an
         # instance that fails aborts it, so the others stop waiting (native/collectives.h).
-        rendezvous = native().Rendezvous(len(devices), COLLECTIVE_TIMEOUT_S) if multi else None
+        rendezvous = native().Rendezvous(len(devices), collective_timeout_s()) if multi else None
         replicas, partitions = (self.num_replicas, self.num_partitions) if multi else (1, 1)
         outputs, events = [], []
         # Instances of one execution are queued together, so every device sees executions

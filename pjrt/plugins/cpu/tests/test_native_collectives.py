@@ -475,8 +475,7 @@ func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {{
 
 
 def test_instances_waiting_on_each_other_time_out(cpu, monkeypatch):
-    from pjrt.plugins.cpu import plugin
-    monkeypatch.setattr(plugin, "COLLECTIVE_TIMEOUT_S", 0.5)
+    monkeypatch.setenv("OPENHLO_COLLECTIVE_TIMEOUT_S", "0.5")
     exe = cpu.compile(CYCLE, CompileOptions(num_replicas=3))
     assert not exe.fallbacks
     start = time.monotonic()
