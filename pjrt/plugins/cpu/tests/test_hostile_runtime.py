@@ -121,3 +121,29 @@ def test_closed_client_refuses_work(backend):
                  lambda: exe(X), lambda: exe.execute([X])):
         with pytest.raises(FailedPreconditionError, match="closed"):
             call()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_constants_held_as_read_only_broadcast_views(backend):
+    # The IR may hold a splat constant as a zero-strided read-only view of one element: the
+    # backend reads it (copying where it writes), and results stay independent of it.
+    import stablehlo
+    from stablehlo.ir.attributes import DenseElementsAttr
+    module = stablehlo.parse("""
+func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>) {
+  %c = stablehlo.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %s = stablehlo.constant dense<5.0> : tensor<f32>
+  %0 = stablehlo.add %x, %c : tensor<4xf32>
+  return %0, %c, %s : tensor<4xf32>, tensor<4xf32>, tensor<f32>
+}""")
+    for op in module.lookup("main").body.operations[:2]:
+        attr = op.attributes["value"]
+        element = np.asarray(attr.array).reshape(-1)[:1].reshape(())
+        op.attributes["value"] = DenseElementsAttr(
+            attr.type, np.broadcast_to(element + 0.5, attr.type.shape))
+    client = make_client(backend)
+    for _ in range(2):  # a second run sees the constants unchanged
+        total, constant, scalar = client.compile(module)(X)
+        np.testing.assert_array_equal(total, X + 1.5)
+        np.testing.assert_array_equal(constant, np.full(4, 1.5, np.float32))
+        assert scalar == np.float32(5.5)
