@@ -73,6 +73,16 @@ bool Dispatcher::Closed() {
   return closed_;
 }
 
+void Dispatcher::CountRefused() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++refused_;
+}
+
+int64_t Dispatcher::Refused() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_;
+}
+
 bool Dispatcher::CloseAndDrain(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
   closed_ = true;
@@ -105,4 +115,11 @@ void Dispatcher::Loop() {
 // new executions from now on; those queued get `seconds` to finish. Returns 1 when they did.
 extern "C" __attribute__((visibility("default"))) int openhlo_drain(double seconds) {
   return openhlo::Dispatcher::Get().CloseAndDrain(seconds) ? 1 : 0;
+}
+
+// How many executions were refused since the exit hook closed the dispatcher: the hook waits
+// until this stops growing, so threads still dispatching see their error and end before the
+// interpreter finalizes (pjrt/c_api/loader.py).
+extern "C" __attribute__((visibility("default"))) int64_t openhlo_refused() {
+  return openhlo::Dispatcher::Get().Refused();
 }

@@ -9,6 +9,7 @@
 #define OPENHLO_PJRT_C_API_DISPATCH_H_
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -53,6 +54,9 @@ class Dispatcher {
   void Push(std::function<void()> work);
   bool Idle();    // nothing queued or running
   bool Closed();  // the process is exiting: accept no new executions
+  // Counts an execution refused because the dispatcher was closed (see openhlo_refused).
+  void CountRefused();
+  int64_t Refused();
   // Closes, then waits until idle or `seconds` passed; returns whether it became idle.
   bool CloseAndDrain(double seconds);
 
@@ -64,6 +68,7 @@ class Dispatcher {
   std::deque<std::function<void()>> queue_;
   bool running_ = false;
   bool closed_ = false;
+  int64_t refused_ = 0;
 };
 
 }  // namespace openhlo

@@ -53,6 +53,10 @@ _DESCRIBE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_
 # Seconds the exit hook waits for queued executions (a long computation at exit is not
 # waited for without bound).
 EXIT_DRAIN_S = 60.0
+# After the drain: how long no execution may have been refused before the exit goes on, and
+# the most it waits for that (a thread that catches the refusal and retries for ever).
+EXIT_QUIET_S = 0.05
+EXIT_REFUSALS_S = 2.0
 
 # What ``_describe`` is asked for (objects.h ``DescribeWhat``).
 _DESCRIBE_PROGRAM, _DESCRIBE_COST, _DESCRIBE_MEMORY = 0, 1, 2
@@ -223,6 +227,8 @@ class Bridge:
         lib.openhlo_offer_fast_path.restype = None
         lib.openhlo_drain.argtypes = [ctypes.c_double]
         lib.openhlo_drain.restype = ctypes.c_int
+        lib.openhlo_refused.argtypes = []
+        lib.openhlo_refused.restype = ctypes.c_int64
         lib.openhlo_counters.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
         lib.openhlo_counters.restype = ctypes.c_int64
         lib.openhlo_reset_counters.argtypes = []
@@ -245,9 +251,24 @@ class Bridge:
         if not self._lib.openhlo_drain(EXIT_DRAIN_S):
             sys.stderr.write(f"openhlo: executions still running {EXIT_DRAIN_S:g} s after "
                              f"exit began; exiting without waiting for them\n")
+        self._let_refused_threads_end()
         self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN(),
                                         _DESCRIBE_FN())
         self._runners.clear()
+
+    def _let_refused_threads_end(self) -> None:
+        """Sleep (the GIL released) until no execution was refused for EXIT_QUIET_S, at most
+        EXIT_REFUSALS_S: a thread that was still dispatching gets its error and ends in
+        Python, instead of being stopped by interpreter finalization inside jaxlib's C++
+        frames, which aborts the process (tools/jax_exit_soak.py, thread_dispatching)."""
+        deadline = time.monotonic() + EXIT_REFUSALS_S
+        seen = self._lib.openhlo_refused()
+        while time.monotonic() < deadline:
+            time.sleep(EXIT_QUIET_S)
+            now = self._lib.openhlo_refused()
+            if now == seen:
+                return
+            seen = now
 
     def counters(self, reset: bool = False) -> dict:
         """The library's counters (pjrt/c_api/counters.h) by pjrt.metrics() name; ``reset``
