@@ -534,6 +534,9 @@ class LoadedExecutable(abc.ABC):
     def _check_live(self) -> None:
         if self._deleted:
             raise FailedPreconditionError(f"executable {self.name} was deleted")
+        if self.client._closed:
+            raise FailedPreconditionError(f"executable {self.name}: its "
+                                          f"{self.client.platform_name} client was closed")
 
     def _run(self, args_per_device: list, devices: list, donate) -> tuple:
         counters.COUNTS.executions += 1
@@ -676,6 +679,24 @@ class Client(abc.ABC):
             spaces.setdefault(device.default_memory_space.id, device.default_memory_space)
         return list(spaces.values())
 
+    _closed = False
+
+    def close(self) -> None:
+        """Refuse further compiles, transfers and executions (FailedPreconditionError);
+        idempotent. Buffers and executables already made stay readable until dropped.
+        Also ``with make_client(...) as client:``."""
+        self._closed = True
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FailedPreconditionError(f"this {self.platform_name} client was closed")
+
     @api_boundary
     def compile(self, program, options: Optional[CompileOptions] = None, *,
                 entry: Optional[str] = None) -> LoadedExecutable:
@@ -683,6 +704,7 @@ class Client(abc.ABC):
 
         Parse and verification errors propagate as OpenHLOErrors naming the place.
         """
+        self._check_open()
         if not isinstance(program, (str, Module)):
             raise ArgumentError(f"compile takes a stablehlo Module or its text, "
                                 f"got {type(program).__name__}")
@@ -711,10 +733,16 @@ class Client(abc.ABC):
             from stablehlo.verify import verify_module
             verify_module(program)
             module = program
+        # Once here for every backend: a recv no op sends to would only time out at run time.
+        from xla_core.channel_check import check_channels
+        check_channels(module)
         num_partitions = _count(module, options.num_partitions, "num_partitions")
         if num_partitions > 1:
             module = _partition(module, program, resolve_entry(module, options.entry),
                                 num_partitions)
+        # Once here for every backend, before any backend compiler materializes a value.
+        from xla_core.buffers.size_limit import check_buffer_sizes
+        check_buffer_sizes(module)
         executable = Executable(module, options)
         # The text and options as given: backends with a persistent cache key on them
         # (cheaper than printing the module again).

@@ -59,6 +59,13 @@ def _check_one(type: Type, value, what: str):
 
 def _check_tensor(type: TensorType, value, what: str) -> np.ndarray:
     dtype = numpy_dtype(type.element_type)
+    if not isinstance(value, np.ndarray) and hasattr(value, "__array__"):
+        # Arrays of other libraries (jax, torch) keep their dtype: checked as numpy arrays.
+        try:
+            value = np.asarray(value)
+        except Exception as exc:  # noqa: BLE001 - whatever the library raises
+            raise ArgumentError(f"{what}: cannot read {_describe(value)} as an array: "
+                                f"{exc}") from None
     if not isinstance(value, np.ndarray):
         if isinstance(value, (tuple, list)) and not _is_nested_number_list(value):
             raise ArgumentError(f"{what}: expected {type}, got {_describe(value)}")
@@ -67,7 +74,7 @@ def _check_tensor(type: TensorType, value, what: str) -> np.ndarray:
         except (TypeError, ValueError) as exc:
             raise ArgumentError(f"{what}: cannot convert to {type}: {exc}") from None
     elif value.dtype != dtype:
-        value = _reinterpret_raw(value, dtype, type, what)
+        value = _reinterpret_raw(native_byte_order(value), dtype, type, what)
     if not _shape_fits(type, tuple(value.shape)):
         raise ArgumentError(f"{what}: expected {type} (shape {_shape_text(type.shape)}), "
                             f"got shape {tuple(value.shape)}")
@@ -81,12 +88,49 @@ def _shape_fits(type: TensorType, shape: tuple) -> bool:
 
 
 def _reinterpret_raw(value: np.ndarray, dtype: np.dtype, type: TensorType, what: str):
-    # np.save stores ml_dtypes arrays (bf16, f8, i4) as raw void bytes; those
-    # are accepted when the width matches. Any other dtype is a real mismatch.
-    if value.dtype.kind == "V" and value.dtype.itemsize == dtype.itemsize:
+    # np.save stores ml_dtypes arrays (bf16, f8, i4: numpy's user-defined dtypes) as raw
+    # void bytes; those are accepted when the width matches. Raw bytes for numpy's own
+    # types, structured dtypes and any other dtype are a real mismatch.
+    if value.dtype == dtype:
+        return value
+    raw = value.dtype.kind == "V" and value.dtype.fields is None
+    if raw and dtype.isbuiltin == 2 and value.dtype.itemsize == dtype.itemsize:
         return value.view(dtype)
     raise ArgumentError(f"{what}: expected {type} (dtype {dtype.name}), "
-                        f"got dtype {value.dtype.name}")
+                        f"got dtype {_dtype_text(value.dtype)}")
+
+
+def native_byte_order(array: np.ndarray) -> np.ndarray:
+    """``array`` in the machine's byte order (a converted copy when it is not): programs
+    and buffers hold native-order values."""
+    if array.dtype.byteorder in "=|" or array.dtype.fields is not None:
+        return array
+    native = array.dtype.newbyteorder("=")
+    return array if native == array.dtype else array.astype(native)
+
+
+def check_transfer(array, what: str):
+    """A host value about to become a buffer: arrays in native byte order, and no larger
+    than ``stablehlo.limits.max_buffer_bytes()`` (a zero-strided view of a huge shape costs
+    nothing until it is copied)."""
+    from stablehlo.limits import BUFFER_BYTES_ENV, max_buffer_bytes
+    if not isinstance(array, np.ndarray):
+        return array
+    limit = max_buffer_bytes()
+    if array.nbytes > limit:
+        raise ArgumentError(f"{what}: an array of shape {array.shape} and dtype "
+                            f"{_dtype_text(array.dtype)} needs {array.nbytes} bytes, more than "
+                            f"the per-buffer limit of {limit} bytes ({BUFFER_BYTES_ENV})")
+    return native_byte_order(array)
+
+
+def _dtype_text(dtype: np.dtype) -> str:
+    """``float32``, ``>f4 (big-endian float32)``, ``[('a', '<i2'), ('b', '<i2')]``."""
+    if dtype.fields is not None:
+        return str(dtype)
+    if dtype.byteorder not in "=|" and dtype.newbyteorder("=") != dtype:
+        return f"{dtype.str} (non-native byte order {dtype.name})"
+    return dtype.name
 
 
 def _is_nested_number_list(value) -> bool:
@@ -102,5 +146,5 @@ def _shape_text(shape) -> str:
 
 def _describe(value) -> str:
     if isinstance(value, np.ndarray):
-        return f"array of shape {value.shape} and dtype {value.dtype.name}"
+        return f"array of shape {value.shape} and dtype {_dtype_text(value.dtype)}"
     return type(value).__name__

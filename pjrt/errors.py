@@ -76,6 +76,9 @@ def error_code(exc: BaseException) -> ErrorCode:
     """The code to report for ``exc`` (parse and verify errors are bad arguments)."""
     if isinstance(exc, PjrtError):
         return exc.code
+    from xla_core.buffers.size_limit import BufferLimitError
+    if isinstance(exc, BufferLimitError):
+        return ErrorCode.RESOURCE_EXHAUSTED
     if isinstance(exc, (ParseError, VerificationError)):
         return ErrorCode.INVALID_ARGUMENT
     if isinstance(exc, OpenHLOError):  # an interpreter error or failed check while running

@@ -46,6 +46,7 @@ from stablehlo.ir.types import TensorType, Type, numpy_dtype
 from stablehlo.instrument import trace
 
 from pjrt import counters
+from pjrt.arguments import check_transfer
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
                       Device, Event, Executable, ExecutionError, HostEvent, LoadedExecutable,
                       MemorySpace, _shape_fits, ready_event)
@@ -81,8 +82,10 @@ class HostClient(Client):
         return list(self._devices)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> "HostBuffer":
+        self._check_open()
         device = self.own_device(device)
-        value = _host_value(array)
+        value = _host_value(check_transfer(np.asarray(array) if not _is_host_object(array)
+                                           else array, f"buffer_from_numpy to {device}"))
         dtype, shape = _spec_of_value(value)
         counters.count_to_device(getattr(value, "nbytes", 0))
         return HostBuffer(self, device, _Storage(value, ready_event()), dtype, shape)
@@ -318,6 +321,12 @@ def _work(q: queue.SimpleQueue) -> None:
 
 # ---------------------------------------------------------------------------
 # Values
+
+def _is_host_object(value) -> bool:
+    """Tokens and tuples of values: host buffers hold them as they are."""
+    from stablehlo.interpreter.values import Token
+    return isinstance(value, (Token, tuple))
+
 
 def _host_value(value):
     """A read-only private copy of a host value (array, token or tuple of them)."""

@@ -19,6 +19,7 @@ from stablehlo.errors import OpenHLOError
 NESTING_DEPTH_ENV = "OPENHLO_MAX_NESTING_DEPTH"
 CONSTANT_BYTES_ENV = "OPENHLO_MAX_CONSTANT_BYTES"
 BUFFER_BYTES_ENV = "OPENHLO_MAX_BUFFER_BYTES"
+COLLECTIVE_TIMEOUT_ENV = "OPENHLO_COLLECTIVE_TIMEOUT_S"
 
 # Upstream programs nest types, attributes and regions fewer than 10 deep; 128 leaves room
 # for generated programs and keeps the recursive-descent parser far from Python's own
@@ -27,6 +28,10 @@ DEFAULT_NESTING_DEPTH = 128
 # A constant is materialized in the compiler and in the executable; upstream constants are
 # at most a few MiB. 1 GiB keeps a typo in a splat's shape from filling the memory.
 DEFAULT_CONSTANT_BYTES = 1 << 30
+# An instance of a multi-device run waits this long in a collective, send or recv for the
+# others before failing (a failed or finished instance stops the wait at once; this catches
+# instances stuck elsewhere). Long enough for a slow instance's compile-free work.
+DEFAULT_COLLECTIVE_TIMEOUT_S = 120.0
 
 
 def _read(env: str, default: int) -> int:
@@ -73,3 +78,19 @@ def physical_memory_bytes() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # not POSIX: no limit we can know
         return 1 << 62
+
+
+def collective_timeout_s() -> float:
+    """Seconds any instance waits for the others in a collective, send or recv (every
+    backend, one variable) before failing with an error naming what it waited for."""
+    raw = os.environ.get(COLLECTIVE_TIMEOUT_ENV)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_COLLECTIVE_TIMEOUT_S
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise OpenHLOError(f"{COLLECTIVE_TIMEOUT_ENV}={raw!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise OpenHLOError(f"{COLLECTIVE_TIMEOUT_ENV}={raw!r} must be a positive number of "
+                           f"seconds")
+    return value

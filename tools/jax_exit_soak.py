@@ -3,13 +3,18 @@
     python -m tools.jax_exit_soak [--runs 100] [--timeout S] [--scenarios A,B] [--platform P]
 
 Each run is a fresh ``python -c`` child with ``JAX_PLATFORMS=openhlo`` running one scenario
-(the runs cycle through the chosen ones; default ``mix,in_flight``):
+(the runs cycle through the chosen ones; default ``mix,in_flight,thread_dispatching``):
 
 * ``mix``: jit of a few functions (a matmul layer, its ``jax.grad``, a ``lax.while_loop``),
   ``device_put`` and transfers back checked against numpy, an op our runtime rejects at
   execution (``lax.approx_max_k``: a custom_call) whose error is caught, then exit with
   arrays, jitted functions and their executables still alive;
 * ``in_flight``: exits right after dispatching a long computation, without waiting for it;
+* ``thread_dispatching``: exits while a daemon thread keeps dispatching a jitted matmul (large
+  enough to go through the plugin's dispatch queue) in a loop; the plugin's exit hook stops
+  taking executions first, so the thread's next call fails with an error saying the process
+  is exiting (the thread checks the message and ends) instead of refilling the queue the hook
+  waits for;
 * ``thread_in_flight`` (only when named): exits while a daemon thread is inside a long
   execution. Python 3.11 ends such a thread with a forced unwind (pthread_exit) when it next
   takes the GIL, through jaxlib's C++ frames: JAX's own cpu backend aborts there too
@@ -127,8 +132,33 @@ time.sleep(0.05)  # inside an execution now
 print("SOAK-OK", flush=True)
 """
 
-SCENARIOS = {"mix": _MIX, "in_flight": _IN_FLIGHT, "thread_in_flight": _THREAD_IN_FLIGHT}
-DEFAULT_SCENARIOS = ("mix", "in_flight")
+_THREAD_DISPATCHING = """
+import threading
+import time
+layer = jax.jit(lambda v: jnp.tanh(v @ v) * 0.5)
+x = jnp.ones((256, 256))  # 256 KiB: more than the plugin runs inline
+layer(x).block_until_ready()
+started = threading.Event()
+
+
+def spin():
+    started.set()
+    try:
+        while True:
+            layer(x).block_until_ready()
+    except Exception as exc:  # noqa: BLE001 - the plugin's refusal once exit began
+        assert "exiting" in str(exc), exc
+
+
+threading.Thread(target=spin, daemon=True).start()
+started.wait()
+time.sleep(0.2)
+print("SOAK-OK", flush=True)
+"""
+
+SCENARIOS = {"mix": _MIX, "in_flight": _IN_FLIGHT, "thread_dispatching": _THREAD_DISPATCHING,
+             "thread_in_flight": _THREAD_IN_FLIGHT}
+DEFAULT_SCENARIOS = ("mix", "in_flight", "thread_dispatching")
 
 
 @dataclass

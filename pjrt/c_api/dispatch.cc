@@ -1,6 +1,7 @@
 // Signals and the dispatch thread (see dispatch.h).
 #include "dispatch.h"
 
+#include <chrono>
 #include <thread>
 #include <utility>
 
@@ -67,9 +68,26 @@ bool Dispatcher::Idle() {
   return queue_.empty() && !running_;
 }
 
-void Dispatcher::Drain() {
+bool Dispatcher::Closed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
+void Dispatcher::CountRefused() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++refused_;
+}
+
+int64_t Dispatcher::Refused() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_;
+}
+
+bool Dispatcher::CloseAndDrain(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return queue_.empty() && !running_; });
+  closed_ = true;
+  return idle_.wait_for(lock, std::chrono::duration<double>(seconds),
+                        [this] { return queue_.empty() && !running_; });
 }
 
 void Dispatcher::Loop() {
@@ -93,7 +111,15 @@ void Dispatcher::Loop() {
 
 }  // namespace openhlo
 
-// Called from Python's atexit (pjrt/c_api/loader.py) before the callbacks are detached.
-extern "C" __attribute__((visibility("default"))) void openhlo_drain() {
-  openhlo::Dispatcher::Get().Drain();
+// Called from Python's atexit (pjrt/c_api/loader.py) before the callbacks are detached: no
+// new executions from now on; those queued get `seconds` to finish. Returns 1 when they did.
+extern "C" __attribute__((visibility("default"))) int openhlo_drain(double seconds) {
+  return openhlo::Dispatcher::Get().CloseAndDrain(seconds) ? 1 : 0;
+}
+
+// How many executions were refused since the exit hook closed the dispatcher: the hook waits
+// until this stops growing, so threads still dispatching see their error and end before the
+// interpreter finalizes (pjrt/c_api/loader.py).
+extern "C" __attribute__((visibility("default"))) int64_t openhlo_refused() {
+  return openhlo::Dispatcher::Get().Refused();
 }

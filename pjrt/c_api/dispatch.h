@@ -9,6 +9,7 @@
 #define OPENHLO_PJRT_C_API_DISPATCH_H_
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -44,13 +45,20 @@ class Signal {
 };
 
 // One thread running queued work in order. Never destroyed: jaxlib may release objects after
-// the interpreter began to exit; Drain() (called from Python's atexit) empties it first.
+// the interpreter began to exit; CloseAndDrain() (called from Python's atexit) empties it first.
+// Closing comes before draining: a thread that keeps dispatching while the process exits
+// would otherwise refill the queue for ever; once closed, executions fail at once.
 class Dispatcher {
  public:
   static Dispatcher& Get();
   void Push(std::function<void()> work);
-  bool Idle();   // nothing queued or running
-  void Drain();  // blocks until idle
+  bool Idle();    // nothing queued or running
+  bool Closed();  // the process is exiting: accept no new executions
+  // Counts an execution refused because the dispatcher was closed (see openhlo_refused).
+  void CountRefused();
+  int64_t Refused();
+  // Closes, then waits until idle or `seconds` passed; returns whether it became idle.
+  bool CloseAndDrain(double seconds);
 
  private:
   Dispatcher();
@@ -59,6 +67,8 @@ class Dispatcher {
   std::condition_variable wake_, idle_;
   std::deque<std::function<void()>> queue_;
   bool running_ = false;
+  bool closed_ = false;
+  int64_t refused_ = 0;
 };
 
 }  // namespace openhlo

@@ -320,6 +320,12 @@ PJRT_Error* LoadedExecute(void* p) {
   if (exe->deleted)
     return MakeError(PJRT_FAILED_PRECONDITION, "openhlo PJRT_LoadedExecutable_Execute: executable " +
                                                    c.name + " was deleted");
+  if (Dispatcher::Get().Closed()) {
+    Dispatcher::Get().CountRefused();
+    return MakeError(PJRT_FAILED_PRECONDITION,
+                     "openhlo PJRT_LoadedExecutable_Execute: " + c.name +
+                         " not run: the process is exiting (the plugin's exit hook ran)");
+  }
   Callbacks& cb = GetCallbacks();
   if (cb.execute == nullptr) return Detached("PJRT_LoadedExecutable_Execute");
   size_t expected = a->execute_device != nullptr ? 1 : exe->devices.size();

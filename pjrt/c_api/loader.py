@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import os
 import struct
+import sys
 import time
 import traceback
 from typing import Callable, Optional
@@ -48,6 +49,14 @@ _EXECUTE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_i
                                ctypes.POINTER(ctypes.c_void_p))
 _RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _DESCRIBE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int)
+
+# Seconds the exit hook waits for queued executions (a long computation at exit is not
+# waited for without bound).
+EXIT_DRAIN_S = 60.0
+# After the drain: how long no execution may have been refused before the exit goes on, and
+# the most it waits for that (a thread that catches the refusal and retries for ever).
+EXIT_QUIET_S = 0.05
+EXIT_REFUSALS_S = 2.0
 
 # What ``_describe`` is asked for (objects.h ``DescribeWhat``).
 _DESCRIBE_PROGRAM, _DESCRIBE_COST, _DESCRIBE_MEMORY = 0, 1, 2
@@ -216,8 +225,10 @@ class Bridge:
         lib.openhlo_set_callbacks.restype = None
         lib.openhlo_offer_fast_path.argtypes = [ctypes.c_void_p] * 5
         lib.openhlo_offer_fast_path.restype = None
-        lib.openhlo_drain.argtypes = []
-        lib.openhlo_drain.restype = None
+        lib.openhlo_drain.argtypes = [ctypes.c_double]
+        lib.openhlo_drain.restype = ctypes.c_int
+        lib.openhlo_refused.argtypes = []
+        lib.openhlo_refused.restype = ctypes.c_int64
         lib.openhlo_counters.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
         lib.openhlo_counters.restype = ctypes.c_int64
         lib.openhlo_reset_counters.argtypes = []
@@ -234,12 +245,30 @@ class Bridge:
         atexit.register(self.detach)
 
     def detach(self) -> None:
-        # Executions still queued on the dispatch thread finish first: they run native code
-        # that interpreter shutdown may tear down (pjrt/c_api/dispatch.h).
-        self._lib.openhlo_drain()
+        # No new executions from here on (a thread still dispatching gets an error instead
+        # of refilling the queue); those queued get EXIT_DRAIN_S to finish: they run native
+        # code that interpreter shutdown may tear down (pjrt/c_api/dispatch.h).
+        if not self._lib.openhlo_drain(EXIT_DRAIN_S):
+            sys.stderr.write(f"openhlo: executions still running {EXIT_DRAIN_S:g} s after "
+                             f"exit began; exiting without waiting for them\n")
+        self._let_refused_threads_end()
         self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN(),
                                         _DESCRIBE_FN())
         self._runners.clear()
+
+    def _let_refused_threads_end(self) -> None:
+        """Sleep (the GIL released) until no execution was refused for EXIT_QUIET_S, at most
+        EXIT_REFUSALS_S: a thread that was still dispatching gets its error and ends in
+        Python, instead of being stopped by interpreter finalization inside jaxlib's C++
+        frames, which aborts the process (tools/jax_exit_soak.py, thread_dispatching)."""
+        deadline = time.monotonic() + EXIT_REFUSALS_S
+        seen = self._lib.openhlo_refused()
+        while time.monotonic() < deadline:
+            time.sleep(EXIT_QUIET_S)
+            now = self._lib.openhlo_refused()
+            if now == seen:
+                return
+            seen = now
 
     def counters(self, reset: bool = False) -> dict:
         """The library's counters (pjrt/c_api/counters.h) by pjrt.metrics() name; ``reset``
@@ -255,12 +284,18 @@ class Bridge:
         self._lib.openhlo_report(ctx, int(code), data, len(data))
 
     def _fail(self, ctx, exc: BaseException, where: str) -> None:
-        code = error_code(exc)
-        if code == ErrorCode.UNKNOWN:  # not one of ours: a bug, keep the traceback
-            message = f"openhlo {where}: {''.join(traceback.format_exception(exc))}"
-        else:
-            message = f"openhlo {where}: {type(exc).__name__}: {exc}"
-        self._report(ctx, code, message.encode())
+        """Report ``exc`` (any exception, KeyboardInterrupt and MemoryError included: none
+        may unwind into C) as the callback's PJRT error."""
+        try:
+            code = error_code(exc)
+            if code == ErrorCode.UNKNOWN:  # not one of ours: a bug, keep the traceback
+                message = f"openhlo {where}: {''.join(traceback.format_exception(exc))}"
+            else:
+                message = f"openhlo {where}: {type(exc).__name__}: {exc}"
+            data = message.encode(errors="replace")
+        except BaseException:  # noqa: BLE001 - formatting failed (out of memory, a bad __str__)
+            code, data = ErrorCode.INTERNAL, f"openhlo {where}: {type(exc).__name__}".encode()
+        self._report(ctx, code, data)
 
     def _client(self, backend: str, num_devices: int):
         key = (backend, num_devices)
@@ -289,7 +324,7 @@ class Bridge:
             self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, manifest)
             return handle
-        except Exception as exc:  # noqa: BLE001 - every error must reach C as a status
+        except BaseException as exc:  # noqa: BLE001 - every error must reach C as a status
             self._fail(ctx, exc, "compile")
             return 0
 
@@ -304,7 +339,7 @@ class Bridge:
             if runner.fast_pending:
                 self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, b"")
-        except Exception as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - see _compile
             self._fail(ctx, exc, "execute")
 
     def _offer_fast_path(self, ctx, runner: _Runner) -> None:
@@ -325,7 +360,7 @@ class Bridge:
             else:
                 raise UnimplementedError(f"nothing to describe as {what}")
             self._report(ctx, ErrorCode.OK, answer)
-        except Exception as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - see _compile
             self._fail(ctx, exc, "describe")
 
     def _release(self, handle) -> None:

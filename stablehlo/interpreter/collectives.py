@@ -35,10 +35,10 @@ from stablehlo.errors import InterpreterError
 from stablehlo.ir.attributes import (ArrayAttr, BoolAttr, DenseElementsAttr, StructAttr,
                                      SymbolRefAttr, UnitAttr)
 from stablehlo.ir.types import numpy_dtype
+from stablehlo.limits import collective_timeout_s
 from stablehlo.interpreter.kernels import kernel
 from stablehlo.interpreter.quantization import zero_storage
 
-DEFAULT_TIMEOUT_S = 30.0
 
 ProcessId = tuple  # (replica_id, partition_id)
 
@@ -171,7 +171,7 @@ class ProcessGrid:
                  timeout_s: Optional[float] = None):
         self.num_replicas = num_replicas
         self.num_partitions = num_partitions
-        self.timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+        self.timeout_s = collective_timeout_s() if timeout_s is None else timeout_s
         self._cond = threading.Condition()
         self._infeed = list(infeed)
         self.outfeed: list = []

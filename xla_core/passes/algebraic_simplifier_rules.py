@@ -80,6 +80,8 @@ def splat(value: Value) -> np.ndarray | None:
     attr = const.attributes.get("value") if const is not None else None
     if not isinstance(attr, DenseElementsAttr) or attr.array.size == 0:
         return None
+    if not any(attr.array.strides):  # a splat held as one element: never materialize it
+        return np.array(attr.array.flat[0], dtype=attr.array.dtype)
     flat = np.ascontiguousarray(attr.array).reshape(-1)
     data = flat.tobytes()
     if data != data[:flat.itemsize] * flat.size:

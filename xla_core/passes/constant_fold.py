@@ -23,7 +23,10 @@ Not folded, and left exactly as they are:
   an encoding;
 * results with more than ``max_elements`` elements in all, splats included:
   a folded broadcast of a scalar to a huge tensor would bloat the program
-  (one limit, no exceptions, so what folds is easy to predict).
+  (one limit, no exceptions, so what folds is easy to predict);
+* operands of more than ``stablehlo.limits.max_constant_bytes()`` together: a
+  splat constant is held as one element, and evaluating the op would
+  materialize it.
 
 Constants that only fed folded ops are erased, so a folded chain leaves one
 constant; constants that were already unused are left to ``dce``.
@@ -46,6 +49,9 @@ from stablehlo.ir.attributes import DenseElementsAttr, dense
 from stablehlo.ir.core import Block, Module, Operation, Value
 from stablehlo.ir.ops.base import COLLECTIVE, SIDE_EFFECTING
 from stablehlo.ir.types import QuantizedType, TensorType, Type
+from stablehlo.limits import max_constant_bytes
+
+from xla_core.buffers.size_limit import element_bytes
 
 from xla_core.ir_utils import blocks_of, replace_uses
 from xla_core.passes.base import Pass, PassContext
@@ -140,6 +146,9 @@ class _Folder:
             return False
         if sum(r.type.num_elements for r in op.results) > self.max_elements:
             return False
+        # A splat operand is held as one element; evaluating the op would materialize it.
+        if sum(_bytes(v.type) for v in op.operands) > max_constant_bytes():
+            return False
         return all(_pure(inner) for inner in op.walk())
 
     def _evaluate(self, op: Operation, captured: set[Value]) -> list[np.ndarray] | None:
@@ -187,6 +196,10 @@ class _Folder:
 def _plain_static_tensor(type: Type) -> bool:
     return (isinstance(type, TensorType) and type.is_static and type.encoding is None
             and not isinstance(type.element_type, QuantizedType))
+
+
+def _bytes(type: TensorType) -> int:
+    return type.num_elements * element_bytes(type.element_type)
 
 
 def _pure(op: Operation) -> bool:

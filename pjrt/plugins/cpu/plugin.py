@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 
 from stablehlo.errors import OpenHLOError, debugging_openhlo, for_user
+from stablehlo.limits import collective_timeout_s
 from stablehlo.text import print_module
 from stablehlo.instrument import trace
 
@@ -24,6 +25,7 @@ from pjrt import counters
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,
                       Executable, ExecutionError, LoadedExecutable, MemorySpace,
                       UnimplementedError, check_arguments)
+from pjrt.arguments import check_transfer
 from pjrt.plugins.cpu import compile_cache
 from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
@@ -34,9 +36,6 @@ from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 
 PLATFORM = "cpu"
-# Seconds an instance waits in a native collective for the others before failing (a failed
-# or finished instance stops the wait at once; this catches instances stuck elsewhere).
-COLLECTIVE_TIMEOUT_S = 120.0
 _COUNTS = counters.COUNTS  # one global lookup on the numpy fast path (reset keeps the object)
 
 
@@ -46,6 +45,8 @@ def _translate(exc: BaseException) -> BaseException:
         return ExecutionError(str(exc))
     if isinstance(exc, RuntimeError) and "buffer was deleted" in str(exc):
         return BufferDeletedError(str(exc))
+    if isinstance(exc, MemoryError):  # numpy could not allocate an argument or a result
+        return ExecutionError(f"out of host memory: {exc}")
     return exc
 
 
@@ -128,6 +129,9 @@ class CpuBuffer(Buffer):
 
     def copy_to_device(self, device: Device) -> "CpuBuffer":
         device = self._client.own_device(device)
+        if self._handle.is_deleted:
+            raise BufferDeletedError(f"cannot copy buffer {self.dtype.name}{list(self.shape)} "
+                                     f"on {self.device} to {device}: it was deleted or donated")
         return CpuBuffer(self._client, self._client._runtime.copy_buffer(self._handle, device.id),
                          self._dtype, self._type)
 
@@ -252,7 +256,7 @@ class CpuExecutable(LoadedExecutable):
         multi = len(devices) > 1
         # The native collectives of this execution's instances meet in one rendezvous; an
         # instance that fails aborts it, so the others stop waiting (native/collectives.h).
-        rendezvous = native().Rendezvous(len(devices), COLLECTIVE_TIMEOUT_S) if multi else None
+        rendezvous = native().Rendezvous(len(devices), collective_timeout_s()) if multi else None
         replicas, partitions = (self.num_replicas, self.num_partitions) if multi else (1, 1)
         outputs, events = [], []
         # Instances of one execution are queued together, so every device sees executions
@@ -373,8 +377,9 @@ class CpuClient(Client):
         return CpuExecutable(self, executable, device_assignment, program)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> CpuBuffer:
+        self._check_open()
         device = self.own_device(device)
-        array = np.asarray(array)
+        array = check_transfer(np.asarray(array), f"buffer_from_numpy to {device}")
         from stablehlo.ir.types import element_type_for_dtype
         from stablehlo.ir.types import TensorType
         try:

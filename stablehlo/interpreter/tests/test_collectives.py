@@ -250,7 +250,7 @@ func.func @main(%x: tensor<i64>) -> (tensor<i64>, tensor<i64>) {
 
 
 def test_rendezvous_times_out_with_clear_error(monkeypatch):
-    monkeypatch.setattr(collectives, "DEFAULT_TIMEOUT_S", 0.5)
+    monkeypatch.setenv("OPENHLO_COLLECTIVE_TIMEOUT_S", "0.5")
     start = time.monotonic()
     with pytest.raises(InterpreterError, match=r"rendezvous of stablehlo.all_reduce .* timed "
                                                r"out after 0.5 s"):

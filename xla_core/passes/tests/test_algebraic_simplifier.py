@@ -269,3 +269,21 @@ def test_conformance_results_and_checks_unchanged(name):
     after = evaluate(module)  # the program's check custom_calls run again here
     assert len(before) == len(after)
     assert all(_same(a, b) for a, b in zip(before, after))
+
+
+def test_splat_of_a_zero_strided_constant_is_read_without_materializing():
+    # Splat constants may be held as read-only broadcast views (one element, 10^12 here).
+    from stablehlo.ir.attributes import DenseElementsAttr
+    from stablehlo.ir.types import TensorType, F32
+    from xla_core.passes.algebraic_simplifier_rules import splat
+    module = stablehlo.parse("""
+func.func @main() -> tensor<f32> {
+  %c = stablehlo.constant dense<3.5> : tensor<f32>
+  func.return %c : tensor<f32>
+}""")
+    const = module.lookup("main").body.operations[0]
+    huge = TensorType((10**6, 10**6), F32)
+    const.attributes["value"] = DenseElementsAttr(
+        huge, np.broadcast_to(np.array(3.5, np.float32), huge.shape))
+    value = splat(const.results[0])
+    assert value.shape == () and value.dtype == np.float32 and value == np.float32(3.5)

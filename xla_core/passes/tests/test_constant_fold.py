@@ -194,3 +194,26 @@ def test_conformance_results_unchanged(path):
     assert len(before) == len(after) == len(again)
     assert all(_same(a, b) for a, b in zip(before, after))
     assert all(_same(a, b) for a, b in zip(before, again))
+
+
+_REDUCE_OF_SPLAT = """
+func.func @main() -> tensor<f32> {
+  %c = stablehlo.constant dense<2.0> : tensor<8xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%c init: %z) applies stablehlo.add across dimensions = [0]
+      : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+"""
+
+
+def test_operands_over_the_constant_limit_are_not_folded(monkeypatch):
+    # A splat operand is one element until evaluated: the fold must not materialize more
+    # than OPENHLO_MAX_CONSTANT_BYTES of it.
+    module, changed = _fold(_REDUCE_OF_SPLAT)
+    assert changed and "stablehlo.reduce" not in print_module(module)
+    monkeypatch.setenv("OPENHLO_MAX_CONSTANT_BYTES", "31")  # the splat is 32 bytes
+    module, changed = _fold(_REDUCE_OF_SPLAT)
+    assert not changed and "stablehlo.reduce" in print_module(module)
+    monkeypatch.delenv("OPENHLO_MAX_CONSTANT_BYTES")  # the interpreter checks it too
+    assert evaluate(module, [])[0] == np.float32(16.0)

@@ -361,7 +361,8 @@ def test_size_overflowing_int64(shape, message):
     assert message in _run_size_script(shape, "native")
 
 
-def test_valid_but_unallocatable_fails_at_execution():
-    # 2^52 bytes fit in int64 but not in memory (nor in a 48-bit address space).
+def test_valid_but_unallocatable_fails_in_compile():
+    # 2^52 bytes fit in int64 but not in memory: refused by the per-buffer limit.
     out = _run_size_script("1099511627776x1024", "compile")
-    assert out.startswith("ExecutionError") and "stablehlo.broadcast_in_dim" in out, out
+    assert out.startswith("BufferLimitError") and "stablehlo.broadcast_in_dim" in out, out
+    assert "OPENHLO_MAX_BUFFER_BYTES" in out, out

@@ -475,8 +475,7 @@ func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {{
 
 
 def test_instances_waiting_on_each_other_time_out(cpu, monkeypatch):
-    from pjrt.plugins.cpu import plugin
-    monkeypatch.setattr(plugin, "COLLECTIVE_TIMEOUT_S", 0.5)
+    monkeypatch.setenv("OPENHLO_COLLECTIVE_TIMEOUT_S", "0.5")
     exe = cpu.compile(CYCLE, CompileOptions(num_replicas=3))
     assert not exe.fallbacks
     start = time.monotonic()
@@ -485,3 +484,12 @@ def test_instances_waiting_on_each_other_time_out(cpu, monkeypatch):
         with pytest.raises(ExecutionError, match="timed out after 0.5 s|instance . failed"):
             out[0].to_numpy()
     assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "inf"])
+def test_bad_collective_timeout_is_refused_by_name(cpu, monkeypatch, value):
+    from stablehlo.errors import OpenHLOError
+    monkeypatch.setenv("OPENHLO_COLLECTIVE_TIMEOUT_S", value)
+    exe = cpu.compile(CYCLE, CompileOptions(num_replicas=3))
+    with pytest.raises(OpenHLOError, match="OPENHLO_COLLECTIVE_TIMEOUT_S"):
+        exe.execute_sharded([[np.ones(2, np.float32)]] * 3)

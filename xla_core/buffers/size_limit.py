@@ -1,0 +1,65 @@
+"""The per-buffer size limit, checked on a whole program before a backend compiles it.
+
+Every value a program defines is a buffer some backend allocates when it runs (an
+argument, a result, a temporary, a constant the compiler materializes): a 300-byte
+program may ask for a ``tensor<100000x1000000xf32>`` broadcast of a scalar. The check
+here looks at the types only (it allocates nothing) and runs once, in the contract's
+compile path (``pjrt.api.Client.compile``), so every backend refuses such a program the
+same way and before its compiler materializes anything. The limit is
+``stablehlo.limits.max_buffer_bytes()`` (``OPENHLO_MAX_BUFFER_BYTES``).
+"""
+from __future__ import annotations
+
+from stablehlo.errors import OpenHLOError
+from stablehlo.ir.core import Module, Operation
+from stablehlo.ir.types import TensorType, TupleType, Type, numpy_dtype
+from stablehlo.limits import BUFFER_BYTES_ENV, max_buffer_bytes
+
+
+class BufferLimitError(OpenHLOError):
+    """A value of the program would need a buffer larger than ``max_buffer_bytes()``."""
+
+
+def check_buffer_sizes(module: Module) -> None:
+    """Raise BufferLimitError naming the first argument, block argument or op result of
+    ``module`` whose static type needs more than ``max_buffer_bytes()`` bytes."""
+    limit = max_buffer_bytes()
+    for func in module.functions():
+        if func.body is None:
+            continue
+        for arg in func.body.arguments:
+            _check(arg.type, limit, f"argument #{arg.index} of @{func.name}")
+        for op in func.body.walk():
+            _check_op(op, limit)
+
+
+def _check_op(op: Operation, limit: int) -> None:
+    for result in op.results:
+        _check(result.type, limit, f"{op.where()}: result #{result.index}")
+    for region in op.regions:
+        for block in region.blocks:
+            for arg in block.arguments:
+                _check(arg.type, limit, f"{op.where()}: region argument #{arg.index}")
+
+
+def _check(type: Type, limit: int, what: str) -> None:
+    if isinstance(type, TupleType):
+        for i, inner in enumerate(type.types):
+            _check(inner, limit, f"{what}[{i}]")
+        return
+    if not isinstance(type, TensorType) or not type.is_static:
+        return  # tokens need no buffer; a dynamic size is known (and checked) at run time
+    size = type.num_elements * element_bytes(type.element_type)
+    if size > limit:
+        raise BufferLimitError(
+            f"{what} has type {type}: {size} bytes ({size / 2**30:.1f} GiB), more than "
+            f"the per-buffer limit of {limit} bytes; set {BUFFER_BYTES_ENV} to raise it")
+
+
+def element_bytes(element_type: Type) -> int:
+    """Bytes one element takes in host memory (sub-byte types take one byte)."""
+    try:
+        return numpy_dtype(element_type).itemsize
+    except TypeError:  # no numpy dtype (tf32, index): count its bits, at least one byte
+        width = getattr(element_type, "width", 8)
+        return max(1, (width + 7) // 8)

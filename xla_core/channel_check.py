@@ -1,0 +1,56 @@
+"""Send/recv pairs of a program, checked before it runs.
+
+A ``stablehlo.recv`` on a device-to-device channel (``is_host_transfer`` false) waits until
+a ``stablehlo.send`` on the same channel, in another instance of the same program, gives it
+a value. A recv whose channel no op of the program sends on would wait until the runtime's
+collective timeout; a send and recv that disagree on the types would fail only when they
+meet. Both are visible in the program, so ``check_channels`` rejects them at compile time
+(the contract's compile path runs it for every backend), naming the ops' locations.
+Host transfers (``is_host_transfer = true``) meet the host, not another op: not checked.
+"""
+from __future__ import annotations
+
+from stablehlo.errors import VerificationError
+from stablehlo.ir.attributes import BoolAttr, StructAttr
+from stablehlo.ir.core import Module, Operation
+
+
+def check_channels(module: Module) -> None:
+    """Raise VerificationError for a device-to-device recv whose channel has no send in
+    ``module``, or whose values' types differ from its channel's send."""
+    sends: dict[int, Operation] = {}
+    recvs: list[tuple[int, Operation]] = []
+    for func in module.functions():
+        if func.body is None:
+            continue
+        for op in func.body.walk():
+            if op.name not in ("stablehlo.send", "stablehlo.recv") or _host_transfer(op):
+                continue
+            channel = _channel(op)
+            if op.name == "stablehlo.send":
+                sends.setdefault(channel, op)
+            else:
+                recvs.append((channel, op))
+    for channel, recv in recvs:
+        send = sends.get(channel)
+        if send is None:
+            raise VerificationError(
+                f"{recv.where()}: recv on channel {channel} has no stablehlo.send on that "
+                f"channel in the program; it would wait for ever")
+        sent = [v.type for v in send.operands[:-1]]  # the last operand is the token
+        received = [r.type for r in recv.results[:-1]]
+        if sent != received:
+            raise VerificationError(
+                f"{recv.where()}: recv on channel {channel} expects "
+                f"({', '.join(map(str, received))}) but {send.where()} sends "
+                f"({', '.join(map(str, sent))})")
+
+
+def _channel(op: Operation) -> int:
+    handle = op.attributes.get("channel_handle")
+    return int(handle.get("handle", 0)) if isinstance(handle, StructAttr) else 0
+
+
+def _host_transfer(op: Operation) -> bool:
+    attr = op.attributes.get("is_host_transfer")
+    return isinstance(attr, BoolAttr) and attr.value
