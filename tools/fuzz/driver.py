@@ -14,6 +14,7 @@ import os
 import re
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from tools.fuzz.oracle import Oracle
 from tools.fuzz.seeds import DEFAULT_MAX_SEED_BYTES, corpus_dir, fill_corpus, seed_programs
 
 PROGRESS_EVERY = 10.0
+GRACE_S = 15.0
 _STATUS_RE = re.compile(r"^#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -138,8 +140,19 @@ def _run_engines(options: Options, corpus: str, raw: str, summary: Summary, out)
 
     engines = [launch() for _ in range(max(1, options.jobs))]
     next_report = start + PROGRESS_EVERY
-    hard_stop = deadline + 60  # libFuzzer stops itself at max_total_time; this is a backstop
-    while any(e.process.poll() is None for e in engines) and time.monotonic() < hard_stop:
+    interrupted_at = None
+    while any(e.process.poll() is None for e in engines):
+        now = time.monotonic()
+        if now >= deadline and interrupted_at is None:
+            # libFuzzer checks -max_total_time only between inputs of its main loop, not
+            # while it runs the initial corpus: SIGINT stops it there too (final stats
+            # printed); a process that does not stop is killed after a grace period.
+            interrupted_at = now
+            for engine in engines:
+                if engine.process.poll() is None:
+                    engine.process.send_signal(signal.SIGINT)
+        if interrupted_at is not None and now > interrupted_at + GRACE_S:
+            break
         for key, _ in selector.select(timeout=1.0):
             line = key.fileobj.readline()
             if line:
@@ -156,7 +169,6 @@ def _run_engines(options: Options, corpus: str, raw: str, summary: Summary, out)
                     out.write("engine stopped (exit code %d): %s\n"
                               % (engine.process.returncode, " | ".join(engine.tail[-3:])))
                 engines[i] = launch(engine)
-        now = time.monotonic()
         if now >= next_report:
             _tally(engines, summary, now - start)
             out.write(_progress_line(summary, corpus, raw) + "\n")
