@@ -88,7 +88,7 @@ def fuzz_command(args: argparse.Namespace) -> int:
     failing = [f for s in summaries for f in s.findings if f["kind"] in FAILING_CLASSES]
     for finding in failing:
         print(f"FINDING {finding['kind']}: {finding['error']} at {finding['where']}: "
-              f"{finding['message']} ({finding['file']})", file=sys.stderr)
+              f"{finding['message']} ({finding['file']}):\n{finding['input']}", file=sys.stderr)
     return 1 if failing else 0
 
 

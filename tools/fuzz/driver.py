@@ -43,7 +43,8 @@ class Options:
     seeds: list[str] | None = None
     time_limit: float = 5.0
     max_seed_bytes: int = DEFAULT_MAX_SEED_BYTES
-    minimize_budget: float = 30.0
+    minimize_budget: float = 30.0  # per finding
+    minimize_total: float = 90.0    # for all; later findings are saved as found
 
 
 @dataclass
@@ -211,13 +212,15 @@ def _minimize_findings(options: Options, raw: str, out) -> list[dict]:
             with open(path, "rb") as f:
                 found.append((None, f.read().decode("utf-8", "replace")))
     saved = []
+    deadline = time.monotonic() + options.minimize_total
     with Oracle(options.target, options.time_limit, 2 * options.time_limit) as oracle:
         for finding, text in found:
             if finding is None:  # the engine process died on it: ask a worker what happens
                 finding = oracle.check(text) or Finding(CRASH, "engine", "engine",
                                                         "the fuzzing process died; the "
                                                         "input does not reproduce it alone")
-            small = minimize_finding(oracle, finding, text, options.minimize_budget)
+            budget = min(options.minimize_budget, deadline - time.monotonic())
+            small = minimize_finding(oracle, finding, text, budget) if budget > 0 else text
             saved.append(_save(options.findings, finding, small))
             out.write(f"finding: {finding.describe()} -> {saved[-1]['file']}\n")
     return saved

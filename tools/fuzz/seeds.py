@@ -3,7 +3,9 @@
 By default the seeds are the shared StableHLO conformance suites, read where they lie (next
 to the checkout, xla_core/testing/conformance.py) and never copied into the repository: the
 ``interpret/`` files split at ``// -----`` (stablehlo/text/split.py), ``testdata/`` and
-``testdata_chlo_legalized/``. ``--seeds DIR`` replaces them with the ``*.mlir`` files under
+``testdata_chlo_legalized/``; where they are absent, the repository's ``examples/``. The
+fuzzer's own regressions (``tools/fuzz/regressions``) are always seeds too: inputs that once
+broke something are close to others that do. ``--seeds DIR`` replaces the suites with the ``*.mlir`` files under
 any folder (the held-out check runs on upstream tests the suites do not hold). Comment lines
 are dropped (RUN and CHECK lines mean nothing to the fuzzer) and programs larger than
 ``max_bytes`` are left out: large constants slow every execution and add no new syntax.
@@ -21,15 +23,21 @@ from stablehlo.text.split import split_input_file
 from xla_core.cache_root import cache_root
 from xla_core.testing.conformance import conformance_dir
 
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = _REPO_ROOT / "examples"
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 CONFORMANCE_SUITES = ("interpret", "testdata", "testdata_chlo_legalized")
 DEFAULT_MAX_SEED_BYTES = 4_000
 
 
-def seed_programs(dirs: list[str] | None = None,
-                  max_bytes: int = DEFAULT_MAX_SEED_BYTES) -> list[tuple[str, str]]:
+def seed_programs(dirs: list[str] | None = None, max_bytes: int = DEFAULT_MAX_SEED_BYTES,
+                  include_regressions: bool = True) -> list[tuple[str, str]]:
     """(name, text) of every seed program: of ``dirs`` if given, else of the conformance
-    suites; sorted by name, so a run with a fixed seed is reproducible."""
-    roots = [Path(d) for d in dirs] if dirs else _conformance_roots()
+    suites (else the examples), plus the regressions unless told not to; sorted by name, so
+    a run with a fixed seed is reproducible."""
+    roots = [Path(d) for d in dirs] if dirs else _conformance_roots() or [EXAMPLES]
+    if include_regressions:
+        roots.append(REGRESSIONS)
     programs = []
     for root in roots:
         files = [root] if root.is_file() else sorted(root.rglob("*.mlir"))
