@@ -29,6 +29,8 @@ from tools.fuzz.seeds import DEFAULT_MAX_SEED_BYTES, corpus_dir, fill_corpus, se
 
 PROGRESS_EVERY = 10.0
 GRACE_S = 15.0
+# What libFuzzer writes when the engine process itself dies on an input.
+_LIBFUZZER_ARTIFACTS = ("crash-", "oom-", "timeout-", "leak-")
 _STATUS_RE = re.compile(r"^#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -191,7 +193,7 @@ def _tally(engines: list[_Engine], summary: Summary, seconds: float) -> None:
 
 def _progress_line(summary: Summary, corpus: str, raw: str) -> str:
     findings = sum(1 for name in os.listdir(raw) if name.endswith(".json") or
-                   name.startswith("crash-"))
+                   name.startswith(_LIBFUZZER_ARTIFACTS))
     return (f"[{summary.target}] {summary.seconds:6.0f} s  execs {summary.executions}  "
             f"exec/s {summary.executions / max(summary.seconds, 1e-9):.0f}  "
             f"cov {summary.coverage}  ft {summary.features}  "
@@ -208,7 +210,7 @@ def _minimize_findings(options: Options, raw: str, out) -> list[dict]:
                 finding = Finding(**json.load(f)["finding"])
             with open(path[:-len(".json")] + ".mlir", encoding="utf-8") as f:
                 found.append((finding, f.read()))
-        elif name.startswith(("crash-", "oom-", "timeout-", "leak-")):
+        elif name.startswith(_LIBFUZZER_ARTIFACTS):
             with open(path, "rb") as f:
                 found.append((None, f.read().decode("utf-8", "replace")))
     saved = []

@@ -76,20 +76,29 @@ def _client(backend: str):
 
 def _arguments(types: list, seed: int):
     """Random arguments of ``types``, or a string saying why none are made."""
-    from stablehlo.ir.types import TensorType, numpy_dtype
     from tools.diagnostics import CliError
     from tools.random_inputs import random_arguments
-    total = 0
-    for t in types:
-        if isinstance(t, TensorType) and t.is_static:
-            itemsize = np.dtype(numpy_dtype(t.element_type)).itemsize
-            total += int(np.prod(t.shape, dtype=object)) * itemsize
+    total = sum(_bytes_of(t) for t in types)
     if total > MAX_ARGUMENT_BYTES:
         return f"arguments of {total} bytes"
     try:
         return random_arguments(types, seed)
     except (CliError, TypeError) as exc:  # TypeError: an element type numpy cannot hold (i3)
         return str(exc)
+
+
+def _bytes_of(type) -> int:
+    """Bytes of a static tensor type, or of the static tensors in a tuple type."""
+    from stablehlo.ir.types import TensorType, TupleType, numpy_dtype
+    if isinstance(type, TupleType):
+        return sum(_bytes_of(t) for t in type.types)
+    if isinstance(type, TensorType) and type.is_static:
+        try:
+            itemsize = np.dtype(numpy_dtype(type.element_type)).itemsize
+        except TypeError:
+            return 0  # random_arguments says why it cannot make one
+        return int(np.prod(type.shape, dtype=object)) * itemsize
+    return 0
 
 
 def check_run(runner: SubprocessRunner, text: str, seed: int = 0) -> Finding | None:
