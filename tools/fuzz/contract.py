@@ -100,7 +100,8 @@ def check_text(text: str, time_limit_s: float = DEFAULT_TIME_LIMIT) -> Finding |
     return text_contract(text, time_limit_s)[0]
 
 
-def text_contract(text: str, time_limit_s: float = DEFAULT_TIME_LIMIT) -> tuple[Finding | None, bool]:
+def text_contract(text: str,
+                  time_limit_s: float = DEFAULT_TIME_LIMIT) -> tuple[Finding | None, bool]:
     """(the finding or None, whether the input parsed and verified)."""
     try:
         with time_limit(time_limit_s):

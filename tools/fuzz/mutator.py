@@ -33,7 +33,8 @@ ATTRIBUTE_VALUES = ("0", "-1", "2147483648", "true", "false", '""', "array<i64>"
 
 _TENSOR_RE = re.compile(r"tensor<((?:(?:\d+|\?)x)*)([^<>]*(?:<[^<>]*>)?)>")
 _DIM_RE = re.compile(r"(?:\d+|\?)(?=x)")
-_ELEMENT_RE = re.compile(r"(?<=x)(?:complex<\w+>|[a-z]\w*)(?=>)|(?<=tensor<)(?:complex<\w+>|[a-z]\w*)(?=>)")
+# The element type of a tensor type: after its last dimension, or alone (``tensor<f32>``).
+_ELEMENT_RE = re.compile(r"(?:(?<=x)|(?<=tensor<))(?:complex<\w+>|[a-z]\w*)(?=>)")
 _VALUE_RE = re.compile(r"%[\w#]+")
 _OP_LINE_RE = re.compile(r"^\s*(?:%[\w#:, %]+=\s*)?\"?(?:stablehlo|chlo|func|check|sdy)\.\w+")
 
@@ -59,7 +60,8 @@ class Mutator:
     # Token-level mutations -------------------------------------------------------------
 
     @staticmethod
-    def _replace_token(text: str, rng: random.Random, kinds: tuple[str, ...], choices) -> str | None:
+    def _replace_token(text: str, rng: random.Random, kinds: tuple[str, ...],
+                       choices) -> str | None:
         tokens = tokenize(text)
         indices = [i for i, kind in enumerate(tokens.kinds) if kind in kinds]
         if not indices:

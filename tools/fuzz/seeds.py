@@ -5,10 +5,11 @@ to the checkout, xla_core/testing/conformance.py) and never copied into the repo
 ``interpret/`` files split at ``// -----`` (stablehlo/text/split.py), ``testdata/`` and
 ``testdata_chlo_legalized/``; where they are absent, the repository's ``examples/``. The
 fuzzer's own regressions (``tools/fuzz/regressions``) are always seeds too: inputs that once
-broke something are close to others that do. ``--seeds DIR`` replaces the suites with the ``*.mlir`` files under
-any folder (the held-out check runs on upstream tests the suites do not hold). Comment lines
-are dropped (RUN and CHECK lines mean nothing to the fuzzer) and programs larger than
-``max_bytes`` are left out: large constants slow every execution and add no new syntax.
+broke something are close to others that do. ``--seeds DIR`` replaces the suites with the
+``*.mlir`` files under any folder (the held-out check runs on upstream tests the suites do not
+hold). Comment lines are dropped (RUN and CHECK lines mean nothing to the fuzzer) and
+programs larger than ``max_bytes`` are left out: large constants slow every execution and
+add no new syntax.
 
 The working corpus lives in the cache (``<cache root>/fuzz/<target>``, xla_core/cache_root.py)
 or in ``--corpus DIR``, never in the repository.

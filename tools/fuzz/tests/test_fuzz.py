@@ -21,12 +21,12 @@ ADD = """func.func @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8
   func.return %1 : tensor<4x8xf32>
 }
 """
-REDUCE = """func.func @main(%x: tensor<3x5xi32>) -> tensor<3xi32> {
-  %init = stablehlo.constant dense<0> : tensor<i32>
-  %0 = stablehlo.reduce(%x init: %init) applies stablehlo.add across dimensions = [1] : (tensor<3x5xi32>, tensor<i32>) -> tensor<3xi32>
-  func.return %0 : tensor<3xi32>
-}
-"""
+REDUCE = ("func.func @main(%x: tensor<3x5xi32>) -> tensor<3xi32> {\n"
+          "  %init = stablehlo.constant dense<0> : tensor<i32>\n"
+          "  %0 = stablehlo.reduce(%x init: %init) applies stablehlo.add across dimensions = [1]"
+          " : (tensor<3x5xi32>, tensor<i32>) -> tensor<3xi32>\n"
+          "  func.return %0 : tensor<3xi32>\n"
+          "}\n")
 FAKE_TARGETS = "tools.fuzz.tests.fake_targets"
 
 
