@@ -8,6 +8,8 @@
     openhlo bench-runtime [--backend NAME] [--json OUT]
     openhlo bench [--workloads A,B] [--runners A,B] [--json OUT] [--png OUT] [--quick]
     openhlo jax-suite [--jax-src DIR] [--files A.py,B.py] [--platform P] [--json OUT] ...
+    openhlo fuzz [--target text|run|all] [--time S] [--jobs N] [--report OUT] ...
+    openhlo fuzz minimize FILE [--target text|run]
 
 Errors in the input are reported on stderr as ``openhlo: error: ...`` (or
 ``file:line:col: error: ...`` with the source line and a caret) with exit
@@ -33,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     from tools import bench_runtime, bench_text, opt, run, sharding_view
     from tools.bench import command as bench
     from tools.conformance import command as conformance
+    from tools.fuzz import command as fuzz
     from tools.jax_suite import command as jax_suite
     parser = argparse.ArgumentParser(
         prog="openhlo",
@@ -40,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_traceback_flag(parser, default=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (run, opt, sharding_view, conformance, bench_text, bench_runtime, bench,
-                   jax_suite):
+                   jax_suite, fuzz):
         module.add_parser(subparsers)
     for subparser in set(subparsers.choices.values()):
         # SUPPRESS: a subcommand without the flag leaves the value given before it alone.
