@@ -733,9 +733,10 @@ class Client(abc.ABC):
             from stablehlo.verify import verify_module
             verify_module(program)
             module = program
-        # Once here for every backend: a recv no op sends to would only time out at run time.
-        from xla_core.channel_check import check_channels
-        check_channels(module)
+        # Once here for every backend: a call of a declaration or a recv no op sends to would
+        # fail far from its cause (in a lowering, or at the collective timeout).
+        from xla_core.program_checks import check_program
+        check_program(module)
         num_partitions = _count(module, options.num_partitions, "num_partitions")
         if num_partitions > 1:
             module = _partition(module, program, resolve_entry(module, options.entry),

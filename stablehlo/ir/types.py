@@ -245,12 +245,24 @@ def element_type_for_dtype(dtype) -> Type:
     raise TypeError(f"no StableHLO element type for numpy dtype {dtype}")
 
 
+# StableHLO's complex numbers have f32 or f64 parts, nothing narrower or wider.
+COMPLEX_PART_TYPES = ("f32", "f64")
+
+
+def complex_part_problem(inner: Type):
+    """Why ``complex<inner>`` is not a StableHLO type, or None when it is."""
+    if isinstance(inner, FloatType) and inner.name in COMPLEX_PART_TYPES:
+        return None
+    return (f"complex element type must be {' or '.join(COMPLEX_PART_TYPES)}, got {inner}")
+
+
 def parse_element_type_name(text: str) -> Type:
     """Element type from its keyword spelling (``f32``, ``ui8``, ``complex<f64>``)."""
     if text.startswith("complex<") and text.endswith(">"):
         inner = parse_element_type_name(text[8:-1])
-        if not isinstance(inner, FloatType):
-            raise ValueError(f"complex element type must be a float: {text}")
+        problem = complex_part_problem(inner)
+        if problem:
+            raise ValueError(problem)
         return ComplexType(inner)
     if text in FLOAT_PRECISION:
         return FloatType(text)

@@ -20,6 +20,7 @@ from stablehlo.ir.types import (
     TokenType,
     TupleType,
     Type,
+    complex_part_problem,
     parse_element_type_name,
 )
 from stablehlo.text.cursor import Cursor
@@ -238,8 +239,9 @@ class TypeParser(Cursor):
             self.expect(">", "to close complex type")
         finally:
             self.leave()
-        if not isinstance(inner, FloatType):
-            raise self.error(f"complex element type must be a float type, got {inner}")
+        problem = complex_part_problem(inner)
+        if problem:
+            raise self.error(problem)
         return ComplexType(inner)
 
     # -- dialect types -------------------------------------------------------------------

@@ -1,4 +1,11 @@
-"""Send/recv pairs of a program, checked before it runs.
+"""Checks a whole program must pass before any backend compiles it (``check_program``,
+run once by the contract's compile path): what would otherwise fail far from its cause, in
+a backend's lowering or as a wait until the runtime's timeout.
+
+Every function a program calls must have a body: a private declaration parses and
+verifies (it may be linked later), but there is nothing to compile or run for it.
+
+Send/recv pairs:
 
 A ``stablehlo.recv`` on a device-to-device channel (``is_host_transfer`` false) waits until
 a ``stablehlo.send`` on the same channel, in another instance of the same program, gives it
@@ -13,6 +20,30 @@ from __future__ import annotations
 from stablehlo.errors import VerificationError
 from stablehlo.ir.attributes import BoolAttr, StructAttr
 from stablehlo.ir.core import Module, Operation
+
+
+def check_program(module: Module) -> None:
+    """Raise VerificationError for the first problem ``check_callees`` or ``check_channels``
+    finds in ``module``."""
+    check_callees(module)
+    check_channels(module)
+
+
+def check_callees(module: Module) -> None:
+    """Raise VerificationError for a ``func.call`` of a function without a body."""
+    bodiless = {f.name for f in module.functions() if f.body is None}
+    if not bodiless:
+        return
+    for func in module.functions():
+        if func.body is None:
+            continue
+        for op in func.body.walk():
+            callee = op.attributes.get("callee") if op.name == "func.call" else None
+            name = getattr(callee, "name", None)
+            if name in bodiless:
+                raise VerificationError(
+                    f"{op.where()}: calls @{name}, which is a declaration without a body; "
+                    f"a program to compile needs the body of every function it calls")
 
 
 def check_channels(module: Module) -> None:

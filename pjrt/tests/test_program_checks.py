@@ -1,5 +1,7 @@
-"""Device-to-device send/recv pairs that can never meet fail in compile, on every backend,
-naming the ops, instead of waiting for the collective timeout at run time."""
+"""Programs that could only fail far from their cause fail in compile, on every backend,
+naming the op: device-to-device send/recv pairs that can never meet (instead of waiting for
+the collective timeout at run time), and calls of a function declared without a body
+(instead of an error inside a backend's lowering)."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,3 +49,19 @@ def test_matched_pair_compiles_and_runs():
     exe = make_client("interpreter").compile(_program(4, 4))
     x = np.array([1.5, -2.0], np.float32)
     np.testing.assert_array_equal(exe(x, TOKEN)[0], x)
+
+
+CALLS_A_DECLARATION = """
+func.func private @f(%a: tensor<f32>) -> tensor<f32>
+func.func @main(%a: tensor<f32>) -> tensor<f32> {
+  %0 = func.call @f(%a) : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_call_of_a_declaration_fails_in_compile_naming_the_call(backend):
+    with pytest.raises(VerificationError, match=r"4:3: 'func.call': calls @f, which is a "
+                                                r"declaration without a body"):
+        make_client(backend).compile(CALLS_A_DECLARATION)
