@@ -204,7 +204,9 @@ EXTENSIONS = [
         cxx_std=17,
         # -march=native: the extension is built on the machine that runs it (pip install
         # from source); a wheel for distribution would pin a baseline ISA instead.
-        extra_compile_args=["-O3", "-march=native", "-fno-math-errno"],
+        # -ffp-contract=off: the kernels round where the generated ones do (codegen/build.py),
+        # so a program gives the same bits on both tiers (and no a*b+c becomes one FMA).
+        extra_compile_args=["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"],
         extra_link_args=["-pthread"],
     ),
     # The PJRT C-API plugin: a plain C++ shared library (no Python symbols; Python installs

@@ -14,7 +14,11 @@ over a contiguous dimension so the compiler vectorizes it.
   (a log of the sum, a reciprocal) are computed once per row, ahead of the loops; a costly
   reduced operand that later loops use too (softmax's exp) is kept in a row buffer.
 * reduction, column (reduced dims are a prefix): threads take blocks of columns; each
-  reduction accumulates a block of columns over all rows, then the results are written.
+  reduction accumulates a block of columns over all rows, from the init value, then the
+  results are written.
+  Both orders are the native kernels' too (Note [float sum order] in
+  native/kernels_reduction.cc), so a program gives the same bits before and after its kernels
+  are compiled.
 * output: the dot goes through the executor's GEMM in tiles (rows x columns), each written
   into the result buffer and its epilogue applied right away, while the tile is in cache.
 """
@@ -417,8 +421,11 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
         t = CTYPES[elem]
         comb = _combiner(op)
         acc = f"acc{ri}"
+        # Each column folds its rows in order from the init value, as the native kernel
+        # does (Note [float sum order] in native/kernels_reduction.cc).
+        init = body.at(op.operands[1], ())
         body.lines.append(f"{t} {acc}[{cb}];")
-        body.lines.append(f"for (int64_t c = 0; c < {cb}; ++c) {acc}[c] = {_identity(comb.name, elem)};")
+        body.lines.append(f"for (int64_t c = 0; c < {cb}; ++c) {acc}[c] = {init};")
         body.lines.append(f"for (int64_t q = 0; q < {nred}; ++q) {{")
         outer = body.open()
         ridx = _loop_vars(body, red, "q")
@@ -431,9 +438,6 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
         body.memo.pop()
         body.lines = inner_saved + ["  " + x for x in body.lines]
         body.lines.append("}")
-        init = body.at(op.operands[1], ())
-        body.lines.append(f"for (int64_t c = 0; c < c1 - c0; ++c) {acc}[c] = "
-                          f"{expression(comb, [init, f'{acc}[c]'], k.math)};")
         outer = body.open()
         kidx = _loop_vars(body, kept, "c")
         body.close(outer)

@@ -26,15 +26,18 @@ _INTEGERS = frozenset(CTYPES) - FLOATS - {"i1"}
 _ARITH = {"stablehlo.add": "+", "stablehlo.subtract": "-", "stablehlo.multiply": "*"}
 _BITWISE = {"stablehlo.and": "&", "stablehlo.or": "|", "stablehlo.xor": "^"}
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
-# Float functions: our vectorizable ones (mathlib.py) and compiler builtins.
+# Float functions: ours (mathlib.py, shared with the native kernels) and compiler builtins
+# (exact in every float type, so the native kernels compute them the same way).
 _OURS = {"stablehlo.exponential": "exp", "stablehlo.exponential_minus_one": "expm1",
          "stablehlo.log": "log", "stablehlo.log_plus_one": "log1p", "stablehlo.tanh": "tanh",
-         "stablehlo.logistic": "logistic", "chlo.erf": "erf"}
+         "stablehlo.logistic": "logistic", "chlo.erf": "erf", "stablehlo.sine": "sin",
+         "stablehlo.cosine": "cos", "stablehlo.tan": "tan", "stablehlo.cbrt": "cbrt",
+         "stablehlo.rsqrt": "rsqrt"}
+_OURS2 = {"stablehlo.power": "pow", "stablehlo.atan2": "atan2"}
 _BUILTIN = {"stablehlo.sqrt": "sqrt", "stablehlo.abs": "fabs", "stablehlo.floor": "floor",
             "stablehlo.ceil": "ceil", "stablehlo.round_nearest_even": "rint",
-            "stablehlo.round_nearest_afz": "round", "stablehlo.sine": "sin",
-            "stablehlo.cosine": "cos", "stablehlo.cbrt": "cbrt"}
-_BUILTIN2 = {"stablehlo.power": "pow", "stablehlo.remainder": "fmod", "stablehlo.atan2": "atan2"}
+            "stablehlo.round_nearest_afz": "round"}
+_BUILTIN2 = {"stablehlo.remainder": "fmod"}
 
 
 def elem_name(type) -> str:
@@ -98,8 +101,9 @@ def expression(op, args: list[str], math: set) -> str:
     elif name in _OURS and fl:
         math.add(_OURS[name])
         return f"ohm_{_OURS[name]}({args[0]})"
-    elif name == "stablehlo.rsqrt" and fl:
-        return f"(({t})1 / __builtin_sqrt{sfx}({args[0]}))"
+    elif name in _OURS2 and fl:
+        math.add(_OURS2[name])
+        return f"ohm_{_OURS2[name]}({args[0]}, {args[1]})"
     elif name in _BUILTIN and fl:
         return f"__builtin_{_BUILTIN[name]}{sfx}({args[0]})"
     elif name in _BUILTIN2 and fl:

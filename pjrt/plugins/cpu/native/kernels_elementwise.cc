@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <limits>
 
+#include "_generated/mathlib.h"
 #include "kernels_elementwise.h"
 
 namespace openhlo::cpu::elementwise {
@@ -107,7 +108,7 @@ struct Power {
     }
     return static_cast<T>(result);
   }
-  template <class C> static C on_float(C a, C b) { return std::pow(a, b); }
+  template <class C> static C on_float(C a, C b) { return mathlib::ohm_pow(a, b); }
 };
 
 // The sign bit read from the bits: std::signbit on double stops GCC from vectorizing.

@@ -2,8 +2,10 @@
 //
 // Semantics are the reference interpreter's (stablehlo/interpreter/elementwise_math.py,
 // conversions.py):
-// * the transcendental ops, atan2, rsqrt, cbrt and logistic are evaluated in double for
-//   every float type and rounded once to it (libm, one element at a time); floor, ceil,
+// * the transcendental ops, atan2, rsqrt, cbrt and logistic are those of the generated
+//   kernels (Note [one math for both tiers]): f64 and the 16-bit floats are evaluated in
+//   double (libm) and rounded once, as the interpreter does; f32 uses the float functions of
+//   codegen/mathlib.py (a few ULP from the interpreter for exp, log, tanh...); floor, ceil,
 //   the roundings and sqrt are exact in f32, so f32 computes them natively (bit-identical);
 // * convert: nonzero -> true; int -> int wraps; float -> int truncates toward zero,
 //   saturates at the integer range and maps NaN to 0; every conversion to a float type
@@ -12,6 +14,7 @@
 //   width-changing forms (which add or drop a dimension) fall back to the interpreter.
 #include <limits>
 
+#include "_generated/mathlib.h"
 #include "kernels_elementwise.h"
 
 namespace openhlo::cpu::elementwise {
@@ -20,26 +23,35 @@ namespace {
 // ---------------------------------------------------------------------------
 // Float math
 
-double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double rsqrt(double x) { return 1.0 / std::sqrt(x); }
-double exp_(double x) { return std::exp(x); }
-double expm1_(double x) { return std::expm1(x); }
-double log_(double x) { return std::log(x); }
-double log1p_(double x) { return std::log1p(x); }
-double sin_(double x) { return std::sin(x); }
-double cos_(double x) { return std::cos(x); }
-double tan_(double x) { return std::tan(x); }
-double tanh_(double x) { return std::tanh(x); }
-double cbrt_(double x) { return std::cbrt(x); }
+// Note [one math for both tiers]
+// A program runs op by op on these kernels until its generated kernels are compiled
+// (tiering.py), and must give the same bits on both. So each function is defined once, in
+// codegen/mathlib.py, which the generator pastes into its kernels and which writes
+// _generated/mathlib.h for these: f32 calls the float version (vectorized range reduction +
+// polynomial for exp/expm1/log/log1p/tanh/logistic; sin, cos, tan, cbrt, rsqrt, atan2 in
+// double, rounded once), f64 and the 16-bit floats (widened exactly, rounded once) the double
+// version (the C library's). Both are compiled with -ffp-contract=off.
+#define OPENHLO_MATHLIB_OP(Name, function)                                     \
+  struct Name {                                                               \
+    static constexpr unsigned kKinds = kFloats;                               \
+    static constexpr bool kMath = false;                                      \
+    static constexpr int64_t kChunk = kMathChunk;                             \
+    template <class C> static C on_float(C x) { return mathlib::function(x); } \
+  }
 
-// A unary op evaluated in double and rounded once to the element type.
-template <double (*kFn)(double)>
-struct DoubleMath {
-  static constexpr unsigned kKinds = kFloats;
-  static constexpr bool kMath = true;
-  static constexpr int64_t kChunk = kMathChunk;
-  template <class C> static C on_float(C x) { return kFn(x); }
-};
+OPENHLO_MATHLIB_OP(Exp, ohm_exp);
+OPENHLO_MATHLIB_OP(Expm1, ohm_expm1);
+OPENHLO_MATHLIB_OP(Log, ohm_log);
+OPENHLO_MATHLIB_OP(Log1p, ohm_log1p);
+OPENHLO_MATHLIB_OP(Logistic, ohm_logistic);
+OPENHLO_MATHLIB_OP(Sin, ohm_sin);
+OPENHLO_MATHLIB_OP(Cos, ohm_cos);
+OPENHLO_MATHLIB_OP(Tan, ohm_tan);
+OPENHLO_MATHLIB_OP(Tanh, ohm_tanh);
+OPENHLO_MATHLIB_OP(Rsqrt, ohm_rsqrt);
+OPENHLO_MATHLIB_OP(Cbrt, ohm_cbrt);
+OPENHLO_MATHLIB_OP(Erf, ohm_erf);
+#undef OPENHLO_MATHLIB_OP
 
 // Ops exact in every float type: native f32 agrees bit for bit with double-then-round.
 struct Floor {
@@ -85,21 +97,22 @@ struct Atan2 {
   static constexpr unsigned kKinds = kFloats;
   static constexpr bool kMath = true;
   static constexpr int64_t kChunk = kMathChunk;
-  template <class C> static C on_float(C y, C x) { return std::atan2(y, x); }
+  template <class C> static C on_float(C y, C x) { return mathlib::ohm_atan2(y, x); }
 };
 
-OPENHLO_KERNEL(stablehlo_exponential, "stablehlo.exponential", make_unary<DoubleMath<exp_>>);
+OPENHLO_KERNEL(stablehlo_exponential, "stablehlo.exponential", make_unary<Exp>);
 OPENHLO_KERNEL(stablehlo_exponential_minus_one, "stablehlo.exponential_minus_one",
-               make_unary<DoubleMath<expm1_>>);
-OPENHLO_KERNEL(stablehlo_log, "stablehlo.log", make_unary<DoubleMath<log_>>);
-OPENHLO_KERNEL(stablehlo_log_plus_one, "stablehlo.log_plus_one", make_unary<DoubleMath<log1p_>>);
-OPENHLO_KERNEL(stablehlo_logistic, "stablehlo.logistic", make_unary<DoubleMath<logistic>>);
-OPENHLO_KERNEL(stablehlo_sine, "stablehlo.sine", make_unary<DoubleMath<sin_>>);
-OPENHLO_KERNEL(stablehlo_cosine, "stablehlo.cosine", make_unary<DoubleMath<cos_>>);
-OPENHLO_KERNEL(stablehlo_tan, "stablehlo.tan", make_unary<DoubleMath<tan_>>);
-OPENHLO_KERNEL(stablehlo_tanh, "stablehlo.tanh", make_unary<DoubleMath<tanh_>>);
-OPENHLO_KERNEL(stablehlo_rsqrt, "stablehlo.rsqrt", make_unary<DoubleMath<rsqrt>>);
-OPENHLO_KERNEL(stablehlo_cbrt, "stablehlo.cbrt", make_unary<DoubleMath<cbrt_>>);
+               make_unary<Expm1>);
+OPENHLO_KERNEL(stablehlo_log, "stablehlo.log", make_unary<Log>);
+OPENHLO_KERNEL(stablehlo_log_plus_one, "stablehlo.log_plus_one", make_unary<Log1p>);
+OPENHLO_KERNEL(stablehlo_logistic, "stablehlo.logistic", make_unary<Logistic>);
+OPENHLO_KERNEL(stablehlo_sine, "stablehlo.sine", make_unary<Sin>);
+OPENHLO_KERNEL(stablehlo_cosine, "stablehlo.cosine", make_unary<Cos>);
+OPENHLO_KERNEL(stablehlo_tan, "stablehlo.tan", make_unary<Tan>);
+OPENHLO_KERNEL(stablehlo_tanh, "stablehlo.tanh", make_unary<Tanh>);
+OPENHLO_KERNEL(stablehlo_rsqrt, "stablehlo.rsqrt", make_unary<Rsqrt>);
+OPENHLO_KERNEL(stablehlo_cbrt, "stablehlo.cbrt", make_unary<Cbrt>);
+OPENHLO_KERNEL(chlo_erf, "chlo.erf", make_unary<Erf>);
 OPENHLO_KERNEL(stablehlo_sqrt, "stablehlo.sqrt", make_unary<Sqrt>);
 OPENHLO_KERNEL(stablehlo_floor, "stablehlo.floor", make_unary<Floor>);
 OPENHLO_KERNEL(stablehlo_ceil, "stablehlo.ceil", make_unary<Ceil>);

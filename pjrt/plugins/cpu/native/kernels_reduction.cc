@@ -45,6 +45,43 @@ inline T fold_contiguous(const T* p, int64_t n, T acc) {
   return acc;
 }
 
+// Note [float sum order]
+// A float sum or product depends on its order, and a fusion's generated kernel
+// (codegen/kernels.py) must give the bits these kernels give when the program still runs op
+// by op. So a contiguous run (the reduced suffix of a row) is folded in the generated
+// kernels' order: kRowLanes(T) accumulators starting at the identity, element j into
+// accumulator j % lanes up to the last whole group, the tail into accumulator 0, the
+// accumulators combined as a halving tree, and the init value combined first:
+// init (op) acc[0]. Rows shorter than the lanes use one accumulator. Such rows are never split
+// across threads (the generated kernels do not split them).
+template <typename T>
+constexpr int64_t kRowLanes = sizeof(T) == 4 ? 16 : 8;
+
+template <Comb C>
+constexpr bool kOrderMatters = C == Comb::kAdd || C == Comb::kMul;
+
+template <Comb C, typename T>
+inline T fold_row_in_generated_order(const T* p, int64_t n, T init) {
+  constexpr int64_t kLanes = kRowLanes<T>;
+  const T identity = C == Comb::kAdd ? T(0) : T(1);
+  T acc[kLanes];
+  if (n < kLanes) {
+    T one = identity;
+    for (int64_t j = 0; j < n; ++j) one = combine<C>(one, p[j]);
+    return combine<C>(init, one);
+  }
+  for (int64_t l = 0; l < kLanes; ++l) acc[l] = identity;
+  const int64_t main = n / kLanes * kLanes;
+  for (int64_t j0 = 0; j0 < main; j0 += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] = combine<C>(acc[l], p[j0 + l]);
+  }
+  for (int64_t j = main; j < n; ++j) acc[0] = combine<C>(acc[0], p[j]);
+  for (int64_t w = kLanes / 2; w > 0; w /= 2) {
+    for (int64_t l = 0; l < w; ++l) acc[l] = combine<C>(acc[l], acc[l + w]);
+  }
+  return combine<C>(init, acc[0]);
+}
+
 // out[j] = out[j] (op) in[j] for j < n.
 template <Comb C, typename T>
 inline void combine_rows(T* __restrict out, const T* __restrict in, int64_t n) {
@@ -165,6 +202,16 @@ void run_reduce(const ReducePlan& plan, const T* in, T init, T* out) {
   // Inner dimension reduced: each output folds n_red * inner elements. Few outputs with much
   // work each are split into parts whose partial results are folded at the end.
   const int64_t per_out = n_red * inner;
+  if constexpr (std::is_floating_point_v<T> && kOrderMatters<C>) {
+    if (n_red == 1) {  // a contiguous row: Note [float sum order]
+      parallel_for(n_kept, std::max<int64_t>(1, 32768 / per_out), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          out[o] = fold_row_in_generated_order<C>(in + kept[o] + reduced[0], inner, init);
+        }
+      });
+      return;
+    }
+  }
   const int64_t width = parallel_width();
   const int64_t parts = (n_kept < width && per_out >= (1 << 16))
                             ? std::min<int64_t>(per_out / (1 << 14), 4 * width)

@@ -266,7 +266,12 @@ def test_large_binary(op, dtype):
 def test_large_unary(op, dtype):
     x = random_values(dtype, 401 * 499, np.random.default_rng(17)).reshape(401, 499, 1)
     t = tensor(dtype, x.shape)
-    check(module(op, [t], t), [x])
+    if op == "exponential" and dtype == "f32":
+        # f32 exp is codegen/mathlib.py's (the generated kernels' own, so both tiers agree):
+        # a few ULP from the interpreter's double exp, also on the subnormal grid.
+        check_op(module(op, [t], t), [x], rtol=4e-6, atol=4e-45)
+    else:
+        check(module(op, [t], t), [x])
 
 
 def test_large_other_ops():
