@@ -304,3 +304,28 @@ def test_a_list_attribute_of_billions_of_entries_is_refused_without_building_it(
                        match=r"2:3: 'stablehlo.transpose': attribute 'permutation' must be a "
                              r"list of at most \d+ entries"):
         stablehlo.parse(text)
+
+
+def test_an_empty_dense_literal_of_a_non_empty_tensor_is_refused():
+    text = """func.func @main() -> tensor<f32> {
+  %r = stablehlo.constant dense<> : tensor<f32>
+  func.return %r : tensor<f32>
+}"""
+    with pytest.raises(ParseError, match=r"2:27: .*parsed zero elements, but type "
+                                         r"tensor<f32> has 1"):
+        stablehlo.parse(text)
+
+
+def test_a_check_tolerance_printed_as_a_hex_float_parses_back():
+    text = """func.func @main() {
+  %r = stablehlo.constant dense<1.0> : tensor<f32>
+  check.expect_almost_eq %r, %r, tolerance = 2147483648 : tensor<f32>
+  func.return
+}"""
+    printed = stablehlo.print_module(stablehlo.parse(text))
+    assert "tolerance = 0x41E0000000000000" in printed
+    again = stablehlo.parse(printed)
+    tolerance = next(op for op in again.functions()[0].body.walk()
+                     if op.name == "check.expect_almost_eq").attributes["tolerance"]
+    assert tolerance.value == 2147483648.0
+    assert stablehlo.print_module(again) == printed

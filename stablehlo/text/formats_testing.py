@@ -38,6 +38,9 @@ def _parse_value(p, kind):
         return StringAttr(unescape_string(p.expect_kind("string", "string")))
     if kind == "i64":
         return IntegerAttr(p.integer(), I64)
+    if p.kind == "hex":  # how the printer writes a value that short decimals cannot hold
+        start = p.i
+        return FloatAttr(p.float_from_bits(int(p.advance(), 16), F64, start), F64)
     if p.kind not in ("float", "int"):
         raise p.error(f"expected a number, found {p.found()}")
     return FloatAttr(float(p.advance()), F64)

@@ -147,7 +147,7 @@ class AttributeParser(DenseParser):
             typ = F64 if kind == "float" else I64
         if isinstance(typ, FloatType):
             if kind == "hex":
-                return FloatAttr(self._float_from_bits(int(text, 16), typ, start), typ)
+                return FloatAttr(self.float_from_bits(int(text, 16), typ, start), typ)
             return FloatAttr(float(text), typ)
         if isinstance(typ, (IntegerType, IndexType)):
             if kind == "float":
@@ -161,7 +161,7 @@ class AttributeParser(DenseParser):
             return IntegerAttr(value, typ)
         raise self.error_at(start, f"invalid type {typ} for a number attribute")
 
-    def _float_from_bits(self, bits: int, typ: FloatType, index: int) -> float:
+    def float_from_bits(self, bits: int, typ: FloatType, index: int) -> float:
         import numpy as np
         dtype = numpy_dtype(typ)
         if bits >= 1 << (8 * dtype.itemsize):
@@ -212,7 +212,7 @@ class AttributeParser(DenseParser):
                 return float(text)
             if kind == "hex":
                 self.i += 1
-                return self._float_from_bits(int(text, 16), elem, self.i - 1)
+                return self.float_from_bits(int(text, 16), elem, self.i - 1)
             raise self.error(f"expected float in array, found {self.found()}")
         if kind not in ("int", "hex") or not isinstance(elem, (IntegerType, IndexType)):
             raise self.error(f"expected integer in array<{elem}>, found {self.found()}")

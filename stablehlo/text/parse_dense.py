@@ -209,8 +209,8 @@ def _array_from_elements(elements: list, shape: list, typ: TensorType) -> np.nda
         elem = elem.storage_type
     dtype = numpy_dtype(elem)
     if not elements:
-        if typ.num_elements != 0 and shape != list(typ.shape):
-            raise ValueError("empty literal for a non-empty tensor")
+        if typ.num_elements != 0:
+            raise ValueError(f"parsed zero elements, but type {typ} has {typ.num_elements}")
         return np.zeros(typ.shape, dtype=dtype)
     if isinstance(elem, FloatType):
         flat = _floats(elements, elem, dtype)
