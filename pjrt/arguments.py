@@ -11,7 +11,16 @@ from pjrt.errors import ArgumentError
 
 
 def resolve_entry(module: Module, entry: str | None) -> str:
-    """``entry`` if the module has it, else ``main``, else the only function."""
+    """``entry`` if the module has it, else ``main``, else the only function; it must have
+    a body (a private declaration verifies, but there is nothing to run)."""
+    name = _entry_name(module, entry)
+    if module.lookup(name).body is None:
+        raise ArgumentError(f"function @{name} is a declaration without a body; there is "
+                            f"nothing to run")
+    return name
+
+
+def _entry_name(module: Module, entry: str | None) -> str:
     names = [f.name for f in module.functions()]
     if entry is not None:
         if entry not in names:

@@ -5,20 +5,19 @@ a backend's lowering or as a wait until the runtime's timeout.
 Every function a program calls must have a body: a private declaration parses and
 verifies (it may be linked later), but there is nothing to compile or run for it.
 
-Send/recv pairs:
-
-A ``stablehlo.recv`` on a device-to-device channel (``is_host_transfer`` false) waits until
-a ``stablehlo.send`` on the same channel, in another instance of the same program, gives it
-a value. A recv whose channel no op of the program sends on would wait until the runtime's
+Send/recv pairs: a ``stablehlo.recv`` waits until a ``stablehlo.send`` on the same channel,
+in another instance of the program or another program it runs beside, gives it a value. A recv whose channel no op of the program sends on would wait until the runtime's
 collective timeout; a send and recv that disagree on the types would fail only when they
 meet. Both are visible in the program, so ``check_channels`` rejects them at compile time
 (the contract's compile path runs it for every backend), naming the ops' locations.
-Host transfers (``is_host_transfer = true``) meet the host, not another op: not checked.
+Host transfers (``is_host_transfer = true``) are checked the same way: OpenHLO's runtimes
+have no host side that sends or receives, so they meet another op of the program too (as in
+the interpreter suite's ``interpreter.run_parallel`` programs).
 """
 from __future__ import annotations
 
 from stablehlo.errors import VerificationError
-from stablehlo.ir.attributes import BoolAttr, StructAttr
+from stablehlo.ir.attributes import StructAttr
 from stablehlo.ir.core import Module, Operation
 
 
@@ -47,7 +46,7 @@ def check_callees(module: Module) -> None:
 
 
 def check_channels(module: Module) -> None:
-    """Raise VerificationError for a device-to-device recv whose channel has no send in
+    """Raise VerificationError for a recv whose channel has no send in
     ``module``, or whose values' types differ from its channel's send."""
     sends: dict[int, Operation] = {}
     recvs: list[tuple[int, Operation]] = []
@@ -55,7 +54,7 @@ def check_channels(module: Module) -> None:
         if func.body is None:
             continue
         for op in func.body.walk():
-            if op.name not in ("stablehlo.send", "stablehlo.recv") or _host_transfer(op):
+            if op.name not in ("stablehlo.send", "stablehlo.recv"):
                 continue
             channel = _channel(op)
             if op.name == "stablehlo.send":
@@ -81,7 +80,3 @@ def _channel(op: Operation) -> int:
     handle = op.attributes.get("channel_handle")
     return int(handle.get("handle", 0)) if isinstance(handle, StructAttr) else 0
 
-
-def _host_transfer(op: Operation) -> bool:
-    attr = op.attributes.get("is_host_transfer")
-    return isinstance(attr, BoolAttr) and attr.value

@@ -65,3 +65,23 @@ def test_a_call_of_a_declaration_fails_in_compile_naming_the_call(backend):
     with pytest.raises(VerificationError, match=r"4:3: 'func.call': calls @f, which is a "
                                                 r"declaration without a body"):
         make_client(backend).compile(CALLS_A_DECLARATION)
+
+
+HOST_RECV_WITHOUT_SEND = """
+func.func @main(%t: !stablehlo.token) -> tensor<2xi64> {
+  %r, %t2 = "stablehlo.recv"(%t) {
+    channel_handle = #stablehlo.channel_handle<handle = 1, type = 3>,
+    is_host_transfer = true
+  } : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+  return %r : tensor<2xi64>
+}
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_host_transfer_recv_without_a_send_fails_in_compile(backend):
+    # Found by the fuzzer: the interpreter waited for the collective timeout. No runtime of
+    # OpenHLO has a host side that would send on the channel.
+    with pytest.raises(VerificationError, match=r"3:3: 'stablehlo.recv': recv on channel 1 "
+                                                r"has no stablehlo.send"):
+        make_client(backend).compile(HOST_RECV_WITHOUT_SEND)

@@ -13,9 +13,12 @@ is.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from stablehlo.errors import OpenHLOError
+from stablehlo.limits import BUFFER_BYTES_ENV, COLLECTIVE_TIMEOUT_ENV, CONSTANT_BYTES_ENV
 
 from tools.fuzz.contract import (CRASH, MISMATCH, MISMATCH_INT, TIMEOUT, Finding,
                                  exception_finding)
@@ -34,6 +37,13 @@ MAX_RESULT_BYTES = 16 << 20
 # large values).
 FLOAT_TOLERANCE = 1e-3
 
+# The limits a service compiling untrusted programs would set (stablehlo/limits.py): a
+# fuzzed program may ask for anything they allow, and at the defaults (the machine's memory
+# per buffer, two minutes per wait) one valid input can take longer than the time limit:
+# an iota of 6 GiB is slow, not hung. The user's own settings win.
+FUZZ_LIMITS = {BUFFER_BYTES_ENV: str(256 << 20), CONSTANT_BYTES_ENV: str(64 << 20),
+               COLLECTIVE_TIMEOUT_ENV: "2"}
+
 _CLIENTS: dict = {}
 
 
@@ -45,6 +55,8 @@ def make_runner(timeout: float = DEFAULT_RUN_TIME_LIMIT) -> SubprocessRunner:
 def execute_on_backends(payload: tuple[str, int], stage) -> dict:
     """{backend: ("results", arrays) | ("rejected", message) | ("finding", Finding)}, or
     {"skipped": reason} when no arguments could be made. Runs in the worker."""
+    for name, value in FUZZ_LIMITS.items():
+        os.environ.setdefault(name, value)
     text, seed = payload
     outcomes: dict = {}
     arguments = None

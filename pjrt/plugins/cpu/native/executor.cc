@@ -277,6 +277,10 @@ py::object SharedPyObject::get() const {
 
 void set_token_object(py::object token) { g_token = SharedPyObject(std::move(token)); }
 
+bool is_token_object(const py::handle& value) {
+  return !g_token.is_none() && value.is(g_token.get());
+}
+
 std::vector<Array> run_executable(const Executable& exe, std::vector<Array> args,
                                   const ExecContext& ctx, const SharedPyObject& host_state) {
   Frame frame;

@@ -102,6 +102,8 @@ std::vector<Array> run_executable(const Executable& exe, std::vector<Array> args
 
 // The Python object a token is converted to in callbacks (stablehlo's TOKEN).
 void set_token_object(py::object token);
+// Whether `value` is that object: what a token parameter takes (GIL must be held).
+bool is_token_object(const py::handle& value);
 
 // Binding helpers (module.cc): build Programs from the lowering's description.
 void bind_executor(py::module_& m);

@@ -81,7 +81,11 @@ py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequen
   held.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     py::object item = args[i];
-    if (exe->param_is_token[i]) throw ArgumentMismatch("token argument");
+    if (exe->param_is_token[i]) {  // a token carries no data: the executor's empty Array
+      if (!is_token_object(item)) throw ArgumentMismatch("token argument");
+      held.push_back(std::move(item));
+      continue;
+    }
     if (!py::isinstance<py::array>(item)) throw ArgumentMismatch("not an array");
     auto arr = py::reinterpret_borrow<py::array>(item);
     const TensorSpec& spec = exe->param_specs[i];
