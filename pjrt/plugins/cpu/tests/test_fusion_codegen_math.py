@@ -6,7 +6,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from pjrt.plugins.cpu.codegen import abi, build, mathlib
+from pjrt.plugins.cpu.codegen import abi, build
+from xla_core.codegen import cpp_mathlib as mathlib
 
 scipy_special = pytest.importorskip("scipy.special")
 
