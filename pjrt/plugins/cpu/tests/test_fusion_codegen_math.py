@@ -1,4 +1,4 @@
-"""The generated kernels' own math (codegen/mathlib.py) against numpy/scipy, in ULP."""
+"""The generated kernels' own math (xla_core/codegen/cpp_mathlib.py) against numpy/scipy, in ULP."""
 from __future__ import annotations
 
 import ctypes
