@@ -13,7 +13,8 @@ Ops that qualify:
 
 * an elementwise op (``ELEMENTWISE`` trait): any operand with the result's
   shape and byte size (a convert f32 -> i32 qualifies, f32 -> f64 does not);
-* a loop ``openhlo.fusion`` (see the fusion contract): a parameter whose every
+* a fusion whose kind writes in place (``FusionKind.writes_in_place``: the loop kind of
+  xla_core/fusion/kinds.py): a parameter whose every
   use inside the decomposition, transitively, is an elementwise op producing a
   value of the parameter's shape (or the return), paired with every result of
   that shape and byte size. A broadcast, transpose, slice, reshape or
@@ -22,11 +23,12 @@ Ops that qualify:
 """
 from __future__ import annotations
 
-from stablehlo.ir.attributes import DictAttr, SymbolRefAttr
+from stablehlo.ir.attributes import SymbolRefAttr
 from stablehlo.ir.core import Module, Operation, Value
 from stablehlo.ir.ops.base import ELEMENTWISE, TERMINATOR
 from stablehlo.ir.types import TensorType
 from xla_core.buffers.liveness import BuffersError, is_fusion, module_of, same_storage
+from xla_core.fusion.kinds import kind_of_fusion
 
 
 def inplace_pairs(op: Operation, module: Module | None = None) -> list[tuple[int, int]]:
@@ -46,9 +48,8 @@ def inplace_pairs(op: Operation, module: Module | None = None) -> list[tuple[int
 
 
 def _fusion_pairs(op: Operation, module: Module | None) -> list[tuple[int, int]]:
-    attrs = op.attributes.get("composite_attributes")
-    kind = attrs.get("kind") if isinstance(attrs, DictAttr) else None
-    if getattr(kind, "value", None) != "loop":
+    kind = kind_of_fusion(op)
+    if kind is None or not kind.writes_in_place:
         return []
     target = op.attributes.get("decomposition")
     if not isinstance(target, SymbolRefAttr) or module is None or \

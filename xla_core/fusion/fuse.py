@@ -8,11 +8,12 @@ earlier fusions valid (it may still fuse ops around them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stablehlo.ir.core import Block, Module
 from stablehlo.text.names import printed_names
 from xla_core.cost import hardware as lookup_hardware
+from xla_core.fusion.codegen_hook import GENERATE_ALL, CodegenHook
 from xla_core.fusion.explain import Explain
 from xla_core.fusion.graph import FusionGraph
 from xla_core.fusion.legality import FUSION_NAME, why_not_fusible
@@ -31,15 +32,16 @@ DEFAULT_MAX_OPERANDS = 64
 
 def fuse_module(module: Module, *, hardware: str = "cpu",
                 max_operands: int = DEFAULT_MAX_OPERANDS, multi_output: bool = True,
-                explain: Explain | None = None) -> Explain:
-    """Fuse ``module`` in place; returns the explanation (lines and counters)."""
+                explain: Explain | None = None, codegen: CodegenHook = GENERATE_ALL) -> Explain:
+    """Fuse ``module`` in place; returns the explanation (lines and counters). ``codegen``:
+    the backend's hook saying what its generated kernels can hold (codegen_hook.py)."""
     explain = explain if explain is not None else Explain()
     costs = CostCache(lookup_hardware(hardware))
     namer = FusionNamer(module)
     names = printed_names(module.op)  # before any block is outlined (see explain.py)
     for block in fusible_blocks(module):
         costs.start_graph()
-        graph = FusionGraph(block, why_not_fusible, costs.flops, names)
+        graph = FusionGraph(block, why_not_fusible, costs.flops, names, codegen)
         explain.explain_graph(graph)
         priority_fusion(graph, costs, max_operands, explain)
         explain_refusals(graph, costs, max_operands, explain)
@@ -72,16 +74,19 @@ def fusible_blocks(module: Module) -> list[Block]:
 
 @dataclass(frozen=True)
 class FusionPass(Pass):
-    """Priority fusion into loop / reduction / output fusions (see README.md, Fusion)."""
+    """Priority fusion into loop / reduction / output fusions (see README.md, Fusion).
+    ``codegen`` is the backend's hook (codegen_hook.py), set by the backend's pipeline
+    construction; it is no command-line option."""
     name = "fusion"
     hardware: str = "cpu"
     max_operands: int = DEFAULT_MAX_OPERANDS
     multi_output: bool = True
+    codegen: CodegenHook = field(default=GENERATE_ALL, compare=False, repr=False)
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         program_dump = dump.current()  # the decisions are spelled out only when dumped
         explain = fuse_module(module, hardware=self.hardware, max_operands=self.max_operands,
-                              multi_output=self.multi_output,
+                              multi_output=self.multi_output, codegen=self.codegen,
                               explain=Explain(enabled=True) if program_dump else None)
         if program_dump is not None:
             program_dump.write("fusion.explain", "\n".join(explain.lines), "txt")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from stablehlo.ir.core import Block, Operation, Value
 from stablehlo.text.names import printed_names
+from xla_core.fusion.codegen_hook import GENERATE_ALL, CodegenHook
 
 TERMINATOR = "it is the block's terminator"
 
@@ -88,12 +89,16 @@ def _outermost(block: Block) -> Operation:
 class FusionGraph:
     """Nodes, value users and value providers of one block."""
 
-    def __init__(self, block: Block, why_not_fusible, flops, names: dict | None = None):
+    def __init__(self, block: Block, why_not_fusible, flops, names: dict | None = None,
+                 codegen: CodegenHook = GENERATE_ALL):
         """``why_not_fusible(op)`` returns None for an op that may join fusions, else a
         reason; ``flops(op)`` is an op's cost in flops (summed per node). ``names`` (value ->
         ``"%3"``) name values in explanations and refusal reasons: the printer's names of the
-        module before fusion (``printed_names``); None numbers from the outermost op now."""
+        module before fusion (``printed_names``); None numbers from the outermost op now.
+        ``codegen``: the backend's hook (codegen_hook.py), which legality asks what a fusion
+        may hold besides ``why_not_fusible``."""
         self.block = block
+        self.codegen = codegen
         self.names = names if names is not None else printed_names(_outermost(block))
         self._flops = flops
         self.index: dict[Operation, int] = {}
@@ -104,7 +109,8 @@ class FusionGraph:
         for i, op in enumerate(block.operations):
             self.index[op] = i
             is_terminator = i == len(block.operations) - 1 and op.name.endswith("return")
-            why_not = TERMINATOR if is_terminator else why_not_fusible(op)
+            why_not = TERMINATOR if is_terminator else \
+                why_not_fusible(op) or codegen.why_not_op(op)
             if is_terminator:
                 self.terminator = op
             node = FusionNode(i, op, i, dict.fromkeys(_values_read(op)), why_not)

@@ -20,7 +20,9 @@ from stablehlo.ir.core import Operation
 from stablehlo.ir.ops.base import COLLECTIVE, ELEMENTWISE, SIDE_EFFECTING
 from stablehlo.ir.types import ComplexType, FloatType, QuantizedType, TensorType
 from xla_core.cost import ELEMENTWISE_WEIGHTS
+from xla_core.fusion.codegen_hook import GENERATE_ALL, CodegenHook
 from xla_core.fusion.graph import TERMINATOR, FusionGraph, FusionNode
+from xla_core.fusion.kinds import kind_for, reduced_shape, shape_text, squeeze
 
 FUSION_NAME = "openhlo.fusion"
 
@@ -92,10 +94,6 @@ def is_expensive(op: Operation) -> bool:
     return isinstance(op.results[0].type.element_type, (FloatType, ComplexType))
 
 
-def squeeze(shape: tuple) -> tuple:
-    return tuple(d for d in shape if d != 1)
-
-
 @dataclass
 class Summary:
     """What legality needs to know about a node's ops (mergeable without a walk)."""
@@ -143,7 +141,7 @@ def tainted(node: FusionNode) -> set:
 
 def _reduction_conflict(a: tuple, b: tuple) -> str:
     return (f"reductions of different shapes or dims cannot share a fusion "
-            f"({_shape(a[0])} over {list(a[1])} vs {_shape(b[0])} over {list(b[1])})")
+            f"({shape_text(a[0])} over {list(a[1])} vs {shape_text(b[0])} over {list(b[1])})")
 
 
 def merge_summaries(a: Summary, b: Summary) -> Summary:
@@ -155,60 +153,29 @@ def merge_summaries(a: Summary, b: Summary) -> Summary:
                    a.expensive or b.expensive)
 
 
-def kind_of(s: Summary) -> str:
-    if s.dots:
-        return "output"
-    return "reduction" if s.reduction else "loop"
-
-
-def reduced_shape(reduction: tuple) -> tuple:
-    shape, dims = reduction
-    return tuple(d for i, d in enumerate(shape) if i not in dims)
-
-
-def check_kind(s: Summary, op_set: set, names: dict) -> str | None:
+def check_kind(s: Summary, op_set: set, names: dict,
+               codegen: CodegenHook = GENERATE_ALL) -> str | None:
     """Why ops with merged summary ``s`` (the ops in ``op_set``) form no valid fusion;
-    ``names`` are the values' printed names (``FusionGraph.names``)."""
+    ``names`` are the values' printed names (``FusionGraph.names``); ``codegen`` is the
+    backend's hook (codegen_hook.py)."""
     if s.conflict:
         return s.conflict
     if len(s.dots) > 1:
         return "two dots cannot share a fusion"
     if s.dots and s.reduction:
         return "a dot and a reduce cannot share a fusion"
-    if s.dots:
-        dot = s.dots[0]
-        inner = next((v for v in dot.operands if v.owner in op_set), None)
-        if inner is not None:
-            return (f"the dot's operands must be fusion parameters ({names[inner]} would be "
-                    f"computed inside)")
-        bad = sorted(shape for shape in s.shapes if shape != dot.results[0].type.shape)
-        if bad:
-            return (f"a dot epilogue must keep the dot's shape {_shape(dot.results[0].type.shape)}"
-                    f" (would hold {_shape(bad[0])})")
-    elif s.reduction:
-        allowed = {squeeze(s.reduction[0]), squeeze(reduced_shape(s.reduction))}
-        bad = sorted(shape for shape in s.shapes if squeeze(shape) not in allowed)
-        if bad:
-            return (f"a value of shape {_shape(bad[0])} is neither the reduction input "
-                    f"{_shape(s.reduction[0])} nor its reduced shape "
-                    f"{_shape(reduced_shape(s.reduction))}")
-    return None
+    kind = kind_for(s)
+    return kind.why_not(s, op_set, names) or codegen.why_not_kind(kind, s)
 
 
 def check_outputs(s: Summary, outputs) -> str | None:
-    """Why a fusion of kind ``kind_of(s)`` cannot return ``outputs``."""
-    shapes = sorted({v.type.shape for v in outputs})
-    if s.dots:
-        allowed = {s.dots[0].results[0].type.shape}
-    elif s.reduction:
-        allowed = {squeeze(s.reduction[0]), squeeze(reduced_shape(s.reduction))}
-        shapes = sorted({squeeze(shape) for shape in shapes})
-    else:
-        allowed = {shapes[0]} if shapes else set()
+    """Why a fusion of kind ``kind_for(s)`` cannot return ``outputs``."""
+    kind = kind_for(s)
+    allowed, shapes = kind.result_shapes(s, sorted({v.type.shape for v in outputs}))
     bad = [shape for shape in shapes if shape not in allowed]
     if bad:
-        return (f"a {kind_of(s)} fusion cannot return both {_shape(shapes[0])} and "
-                f"{_shape(bad[0] if bad[0] != shapes[0] else shapes[-1])} results")
+        return (f"a {kind.name} fusion cannot return both {shape_text(shapes[0])} and "
+                f"{shape_text(bad[0] if bad[0] != shapes[0] else shapes[-1])} results")
     return None
 
 
@@ -252,7 +219,7 @@ def why_not_fuse(graph: FusionGraph, producer: FusionNode, consumer: FusionNode,
         return (f"it would duplicate expensive {ps.expensive.name} into {n_consumers} "
                 f"consumers")
     merged = merge_summaries(ps, summary(consumer))
-    reason = check_kind(merged, producer.op_set | consumer.op_set, graph.names)
+    reason = check_kind(merged, producer.op_set | consumer.op_set, graph.names, graph.codegen)
     if reason is None:
         reason = check_recompute(graph, producer, consumer, merged)
     if reason is None:
@@ -272,7 +239,3 @@ def describe(node: FusionNode, names: dict) -> str:
     where = f" @ {root.location.file}:{root.location.line}" if root.location else ""
     size = f", {len(node.ops)} ops" if len(node.ops) > 1 else ""
     return f"{name} ({root.name}{where}{size})"
-
-
-def _shape(shape: tuple) -> str:
-    return "[" + ",".join(str(d) for d in shape) + "]"

@@ -32,7 +32,7 @@ def why_not_merge(graph: FusionGraph, a: FusionNode, b: FusionNode,
                   max_operands: int) -> str | None:
     """Why ``a`` and ``b`` cannot become one multi-output fusion (``a`` may feed ``b``)."""
     merged = merge_summaries(summary(a), summary(b))
-    reason = check_kind(merged, a.op_set | b.op_set, graph.names)
+    reason = check_kind(merged, a.op_set | b.op_set, graph.names, graph.codegen)
     outputs = graph.merged_outputs(a, b)
     if reason is None:
         reason = check_outputs(merged, outputs)

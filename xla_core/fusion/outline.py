@@ -22,7 +22,8 @@ from stablehlo.ir.core import Module, Operation, make_func
 from stablehlo.ir.types import FunctionType
 from xla_core.fusion.explain import Explain
 from xla_core.fusion.graph import FusionGraph, FusionNode
-from xla_core.fusion.legality import FUSION_NAME, kind_of, summary
+from xla_core.fusion.kinds import FusionKind, kind_for
+from xla_core.fusion.legality import FUSION_NAME, summary
 from xla_core.ir_utils import clone_operation, replace_uses
 
 MAX_PULLED_CONSTANT_ELEMENTS = 8
@@ -35,10 +36,10 @@ class FusionNamer:
         self.taken = {f.name for f in module.functions()}
         self.next = 0
 
-    def __call__(self, kind: str) -> str:
-        while f"fused_{kind}_{self.next}" in self.taken:
+    def __call__(self, kind: FusionKind) -> str:
+        while f"fused_{kind.name}_{self.next}" in self.taken:
             self.next += 1
-        name = f"fused_{kind}_{self.next}"
+        name = f"fused_{kind.name}_{self.next}"
         self.taken.add(name)
         self.next += 1
         return name
@@ -111,7 +112,7 @@ def _outline(module: Module, graph: FusionGraph, node: FusionNode, namer: Fusion
             if v not in produced:
                 inputs[v] = None
     outputs = sorted(node.outputs, key=lambda v: (graph.index[v.owner], v.index))
-    kind = kind_of(summary(node))
+    kind = kind_for(summary(node))
     name = namer(kind)
     ftype = FunctionType(tuple(v.type for v in inputs), tuple(v.type for v in outputs))
     func = make_func(name, ftype, visibility="private")
@@ -126,13 +127,13 @@ def _outline(module: Module, graph: FusionGraph, node: FusionNode, namer: Fusion
     composite = Operation(
         "stablehlo.composite", list(inputs), ftype.results,
         {"name": StringAttr(FUSION_NAME),
-         "composite_attributes": DictAttr((("kind", StringAttr(kind)),)),
+         "composite_attributes": DictAttr((("kind", StringAttr(kind.name)),)),
          "decomposition": SymbolRefAttr(name)},
         location=node.root.location)
     for old, new in zip(outputs, composite.results):
         new.name_hint = old.name_hint
         replacements[old] = new
-    explain.made(name, kind, len(ops), len(inputs), len(outputs))
+    explain.made(name, kind.name, len(ops), len(inputs), len(outputs))
     return composite
 
 

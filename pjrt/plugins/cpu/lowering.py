@@ -343,7 +343,12 @@ class Lowering:
 
     def _lower_fusion(self, op, env, ins, b: _ProgramBuilder) -> bool:
         """An ``openhlo.fusion`` composite: its generated kernel (codegen/), else its
-        decomposition inlined op by op (said once per fusion). False: not a fusion."""
+        decomposition inlined op by op (said once per fusion). False: not a fusion.
+
+        Fusions the cpu pipeline forms always have a kernel (the fusion pass asks
+        codegen/hook.py; tests/test_fusion_hook.py counts); op by op runs the first tier
+        until the kernels are compiled (tiering.py), programs without a C++ compiler, and
+        fusions that came in the program as given."""
         from pjrt.plugins.cpu.codegen.program import fusion_where, is_fusion
         if not is_fusion(op):
             return False

@@ -19,11 +19,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from stablehlo.ir.core import Module
 from xla_core.ir_utils import clone_operation
+from xla_core.fusion import FusionPass
 from xla_core.passes import PassContext, make_pipeline
+
+from pjrt.plugins.cpu.codegen.hook import CPU_CODEGEN
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -67,6 +70,9 @@ def optimize(module: Module, level: int) -> Optimized:
     copy = Module(clone_operation(module.op, {}))
     ctx = PassContext(verify=os.environ.get("OPENHLO_VERIFY_PASSES") == "1")
     pipeline = make_pipeline(pipeline_name)
+    # Fusion forms only what the cpu code generator can emit (codegen/hook.py).
+    pipeline.passes = [replace(p, codegen=CPU_CODEGEN) if isinstance(p, FusionPass) else p
+                       for p in pipeline.passes]
     start = time.perf_counter()
     try:
         pipeline.run(copy, ctx)

@@ -4,9 +4,12 @@ Every generated fusion kernel is ``extern "C" void name(const OhmEnv* env, const
 operands, void* const* results)``. The executor (native/generated_env.h, whose struct must
 match ``PRELUDE`` field for field) passes the environment: its thread pool and the BLAS GEMMs,
 so generated code needs no library of its own. The prelude also defines the fixed-width
-integer types without <cstdint> (every standard header costs compile time).
+integer types without <cstdint> (every standard header costs compile time), then the C++
+renderer's helpers.
 """
 from __future__ import annotations
+
+from xla_core.codegen.cpp import CPP
 
 PRELUDE = r"""typedef __INT8_TYPE__ int8_t; typedef __INT16_TYPE__ int16_t;
 typedef __INT32_TYPE__ int32_t; typedef __INT64_TYPE__ int64_t;
@@ -25,8 +28,6 @@ struct OhmEnv {
   void (*release)(void* p);
 };
 struct OhmArgs { const OhmEnv* env; const void* const* ins; void* const* outs; };
-template <class T> static inline T ohm_max(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
-template <class T> static inline T ohm_min(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
-"""
+""" + CPP.HELPERS
 
 KERNEL_SIGNATURE = "(const OhmEnv* env, const void* const* ins, void* const* outs)"

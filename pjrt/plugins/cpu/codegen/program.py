@@ -2,8 +2,9 @@
 
 ``FusionLibrary.build(module, func)`` finds every ``openhlo.fusion`` composite and every
 ``while`` loop the lowering of ``func`` will meet (nested while/if/case regions and inlined
-callees included), generates a kernel for each fusion (kernels.py) and each loop of
-elementwise math (while_loop.py), drops duplicates (identical kernels share one symbol,
+callees included), generates a kernel for each fusion and each loop of
+elementwise math (the shared templates of xla_core/codegen, for ``CPU_TARGET``), drops
+duplicates (identical kernels share one symbol,
 named by a hash of their text), and compiles the whole unit once (build.py, cached by
 content). ``lookup(op)`` then gives a fusion's (library, symbol, in-place pairs) or the
 reason it runs op by op instead; ``loop(op)`` a loop's (library, symbol, captured values).
@@ -15,18 +16,16 @@ import logging
 
 from stablehlo.ir.core import Func, Module, Operation
 
-from xla_core.buffers import inplace_pairs
 from stablehlo.instrument import dump
+from xla_core.buffers import inplace_pairs
+from xla_core.codegen import SYMBOL, NotGeneratable, fusion_kernel, loop_source
+from xla_core.codegen.cpp_mathlib import source as mathlib_source
+from xla_core.fusion.kinds import kind_of_fusion
 
-from pjrt.plugins.cpu.codegen import abi, build, mathlib
-from pjrt.plugins.cpu.codegen.kernels import SYMBOL, Kernel, loop_kernel, reduction_kernel
-from pjrt.plugins.cpu.codegen.output import output_kernel
-from pjrt.plugins.cpu.codegen.scalar import NotGeneratable
-from pjrt.plugins.cpu.codegen.while_loop import loop_source
+from pjrt.plugins.cpu.codegen import abi, build
+from pjrt.plugins.cpu.codegen.target import CPU_TARGET
 
 LOG = logging.getLogger("openhlo.cpu")
-
-_EMITTERS = {"loop": loop_kernel, "reduction": reduction_kernel, "output": output_kernel}
 
 
 def is_fusion(op: Operation) -> bool:
@@ -39,15 +38,8 @@ def fusion_where(op: Operation) -> str:
     @fused_loop_0 (loop)`` (its decomposition's name and its kind)."""
     callee = op.attributes.get("decomposition")
     name = getattr(callee, "name", None) or "?"
-    return f"{op.where()} @{name} ({fusion_kind(op) or 'unknown kind'})"
-
-
-def fusion_kind(op: Operation) -> str | None:
-    attrs = op.attributes.get("composite_attributes")
-    for key, value in getattr(attrs, "items", ()):
-        if key == "kind":
-            return getattr(value, "value", None)
-    return None
+    kind = kind_of_fusion(op)
+    return f"{op.where()} @{name} ({kind.name if kind is not None else 'unknown kind'})"
 
 
 def _fusions(module: Module, func: Func) -> tuple[list[Operation], list[Operation]]:
@@ -71,24 +63,6 @@ def _fusions(module: Module, func: Func) -> tuple[list[Operation], list[Operatio
 
     walk(func.body)
     return found, loops
-
-
-def kernel_source(op: Operation, module: Module) -> tuple[str, set, list]:
-    """(kernel text with SYMBOL, mathlib names, file-scope definitions) of fusion ``op``."""
-    kind = fusion_kind(op)
-    if kind not in _EMITTERS:
-        raise NotGeneratable(f"fusion kind {kind!r}")
-    func = module.lookup(op.attributes["decomposition"].name)
-    if func is None or len(func.body.operations) < 1:
-        raise NotGeneratable("no decomposition")
-    for inner in func.body.operations:
-        if inner.name == "stablehlo.reduce":
-            continue
-        if inner.regions or inner.name == "func.call":
-            raise NotGeneratable(f"{inner.name} inside a fusion")
-    kernel = Kernel(op, func)
-    text = _EMITTERS[kind](kernel)
-    return text, kernel.math, kernel.globals
 
 
 class FusionLibrary:
@@ -116,7 +90,7 @@ class FusionLibrary:
         texts, math = {}, set()
         for op in fusions:
             try:
-                text, used, defs = kernel_source(op, module)
+                text, used, defs = fusion_kernel(op, module, CPU_TARGET)
             except NotGeneratable as exc:
                 lib.refused[op] = str(exc)
                 continue
@@ -129,15 +103,16 @@ class FusionLibrary:
             math |= used
             lib.entries[op] = (symbol, _one_operand_per_result(inplace_pairs(op, module)))
         for op in loops:
-            made = loop_source(op, module, "ohl_")
+            made = loop_source(op, module, CPU_TARGET)
             if made is not None:
-                text, captured = made
+                text, captured, used = made
                 symbol = "ohl_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-                texts.setdefault(symbol, text.replace("ohl_", symbol, 1))
+                texts.setdefault(symbol, text.replace(SYMBOL, symbol))
+                math |= used
                 lib.loops[op] = (symbol, captured)
         if not texts:
             return lib
-        lib.source = abi.PRELUDE + mathlib.source(math) + "".join(texts.values())
+        lib.source = abi.PRELUDE + mathlib_source(math) + "".join(texts.values())
         program_dump = dump.current()
         if program_dump is not None:
             program_dump.write("kernels", lib.source, "cc")

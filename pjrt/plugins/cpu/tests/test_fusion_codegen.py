@@ -93,7 +93,7 @@ def test_loop_booleans_and_scalars():
 
 def test_reshapes_split_and_merge_dimensions_group_by_group():
     # [32,256] -> [2,16,256] -> [32,256] splits and merges the 32 only: the innermost index
-    # reaches the load unchanged (emit.py, Note [reshape groups])
+    # reaches the load unchanged (xla_core/codegen/body.py, Note [reshape groups])
     body = """
   %a = stablehlo.reshape %p0 : (tensor<32x256xf32>) -> tensor<2x16x256xf32>
   %b = stablehlo.multiply %a, %a : tensor<2x16x256xf32>

@@ -1,4 +1,4 @@
-"""The generated kernels' own math (codegen/mathlib.py) against numpy/scipy, in ULP."""
+"""The generated kernels' own math (xla_core/codegen/cpp_mathlib.py) against numpy/scipy, in ULP."""
 from __future__ import annotations
 
 import ctypes
@@ -6,7 +6,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from pjrt.plugins.cpu.codegen import abi, build, mathlib
+from pjrt.plugins.cpu.codegen import abi, build
+from xla_core.codegen import cpp_mathlib as mathlib
 
 scipy_special = pytest.importorskip("scipy.special")
 

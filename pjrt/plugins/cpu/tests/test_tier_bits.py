@@ -19,7 +19,7 @@ FUSED_SLICE = [
     for name in ("exp_log", "tanh_logistic", "erf_chain", "sqrt_rsqrt", "sin_cos", "row_sum",
                  "column_sum", "row_max", "column_max", "softmax", "layer_norm_gelu",
                  "dot_bias_act")
-]  # f16/bf16 fusions are not generated (codegen/scalar.py): they have one tier only
+]  # f16/bf16 values are not fused on the cpu (codegen/hook.py): they have one tier only
 
 # Testdata programs the cpu pipeline fuses (most single-op programs have no fusion, so one
 # tier only).

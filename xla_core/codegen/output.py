@@ -1,5 +1,6 @@
-"""The output fusion kernel: one dot_general through the executor's GEMM, tile by tile, with
-its epilogue applied to each tile while it is in cache (see kernels.py).
+"""The output template: one dot_general through the target's GEMM, tile by tile (rows x
+columns, each tile one task), each tile written into the result buffer and its epilogue
+applied to it while it is in cache.
 
 A dot_general is a GEMM per batch element when each operand, with its batch dimensions
 fixed, is a strided matrix: its free dimensions collapse into one dimension (consecutive in
@@ -11,15 +12,10 @@ rhs free (dot_general's order), so each batch element's [M,N] block is contiguou
 """
 from __future__ import annotations
 
-from pjrt.plugins.cpu.attrs import plain
-from pjrt.plugins.cpu.codegen.emit import strides
-from pjrt.plugins.cpu.codegen.kernels import _TILE_M, _TILE_N, Kernel, _loop_vars, _size
-from pjrt.plugins.cpu.codegen.scalar import NotGeneratable, elem_name
-
-# Multiply-adds per pool task at least: waking a pool thread costs several microseconds, more
-# than small tiles take (attention's per-head [S,D] x [D,S] GEMMs of a small model), so those
-# run on fewer threads, or on the caller alone.
-_TASK_MACS = 1 << 19
+from xla_core.codegen.attrs import attr
+from xla_core.codegen.index import strides
+from xla_core.codegen.kernel import Kernel, loop_vars, size
+from xla_core.codegen.scalar import NotGeneratable
 
 
 def _collapse(shape, dims) -> tuple[int, int | None]:
@@ -31,7 +27,7 @@ def _collapse(shape, dims) -> tuple[int, int | None]:
         if st[a] != st[b] * shape[b]:
             raise NotGeneratable(f"dot dimensions {list(dims)} of {list(shape)} are not one "
                                  "strided run")
-    return _size([shape[d] for d in dims]), (st[kept[-1]] if kept else None)
+    return size([shape[d] for d in dims]), (st[kept[-1]] if kept else None)
 
 
 def _matrix(rows, cols) -> int | None:
@@ -42,7 +38,7 @@ def _matrix(rows, cols) -> int | None:
     return max(cn, 1) if rs is None else rs
 
 
-def _operand(shape, batch, contracting, lhs: bool):
+def operand_layout(shape, batch, contracting, lhs: bool):
     """(trans flag, leading dimension, stride of the free dimension, size of the free
     dimension) of one dot operand as the GEMM's A (lhs: [M,K]) or B (rhs: [K,N])."""
     free = [d for d in range(len(shape)) if d not in batch and d not in contracting]
@@ -59,55 +55,65 @@ def _operand(shape, batch, contracting, lhs: bool):
     return trans, ld, f[1] or 0, f[0]
 
 
+def gemm_layout(renderer, dot) -> tuple:
+    """(element type, (lhs batch dims, lhs contracting dims, lhs layout), (the same of rhs))
+    of ``dot`` as GEMMs (layouts: ``operand_layout``); NotGeneratable when it is none."""
+    lhs, rhs = dot.operands
+    elem = renderer.elem(dot.results[0].type)
+    if elem not in renderer.FLOATS or renderer.elem(lhs.type) != elem or \
+            renderer.elem(rhs.type) != elem:
+        raise NotGeneratable(f"dot of {lhs.type} x {rhs.type} -> {dot.results[0].type}")
+    dn = attr(dot, "dot_dimension_numbers")
+    lb, rb = list(dn.get("lhs_batching_dimensions", [])), list(dn.get("rhs_batching_dimensions", []))
+    lcd, rcd = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
+    return (elem, (lb, lcd, operand_layout(list(lhs.type.shape), lb, lcd, True)),
+            (rb, rcd, operand_layout(list(rhs.type.shape), rb, rcd, False)))
+
+
 def output_kernel(k: Kernel) -> str:
     dots = [op for op in k.ops if op.name == "stablehlo.dot_general"]
     if len(dots) != 1 or any(op.name == "stablehlo.reduce" for op in k.ops):
         raise NotGeneratable("an output fusion needs exactly one dot_general and no reduce")
     dot = dots[0]
     lhs, rhs = dot.operands
-    elem = elem_name(dot.results[0].type)
-    if elem not in ("f32", "f64") or elem_name(lhs.type) != elem or elem_name(rhs.type) != elem:
-        raise NotGeneratable(f"dot of {lhs.type} x {rhs.type} -> {dot.results[0].type}")
     if lhs not in k.params or rhs not in k.params:
         raise NotGeneratable("dot operands must be fusion parameters")
-    dn = plain(dot.attributes["dot_dimension_numbers"])
-    lb, rb = list(dn.get("lhs_batching_dimensions", [])), list(dn.get("rhs_batching_dimensions", []))
-    lcd, rcd = list(dn["lhs_contracting_dimensions"]), list(dn["rhs_contracting_dimensions"])
+    elem_name = k.renderer.elem
+    elem, (lb, lcd, (ta, lda, a_stride, m)), (rb, _, (tb, ldb, b_stride, n)) = \
+        gemm_layout(k.renderer, dot)
     lshape, rshape = list(lhs.type.shape), list(rhs.type.shape)
-    ta, lda, a_stride, m = _operand(lshape, lb, lcd, True)
-    tb, ldb, b_stride, n = _operand(rshape, rb, rcd, False)
-    kk = _size([lshape[d] for d in lcd])
+    kk = size([lshape[d] for d in lcd])
     shape = list(dot.results[0].type.shape)
     batch = shape[:len(lb)]
-    nb = _size(batch)
+    nb = size(batch)
     # The dot goes into the buffer of a result of its element type and size (the first one:
     # a reshape of the dot's shape has the same row-major layout), read back only at the
     # element being computed; other results come from the epilogue.
-    target = next((i for i, r in enumerate(k.results)
-                   if _size(r.type.shape) == m * n * nb and elem_name(r.type) == elem), None)
-    if target is None:
+    into = next((i for i, r in enumerate(k.results)
+                 if size(r.type.shape) == m * n * nb and elem_name(r.type) == elem), None)
+    if into is None:
         raise NotGeneratable("no result of the dot's type to compute it into")
     for r in k.results:
-        if _size(r.type.shape) != _size(shape):
+        if size(r.type.shape) != size(shape):
             raise NotGeneratable("output fusion results of another size than the dot")
-    gemm = "sgemm" if elem == "f32" else "dgemm"
     ia, ib = k.params.index(lhs), k.params.index(rhs)
-    tm, tn = max(1, min(_TILE_M, m)), max(1, min(_TILE_N, n))
+    target = k.target
+    tm, tn = max(1, min(target.tile_m, m)), max(1, min(target.tile_n, n))
     tiles_m, tiles_n = -(-m // tm), -(-n // tn)
     per_batch = tiles_m * tiles_n
     body = k.body
     # Three scopes: the tile (batch indices), the row (lhs free indices), the element.
     tile_scope = body.open()
-    bidx = _loop_vars(body, batch, "bt")
+    bidx = loop_vars(body, batch, "bt")
     a_off = " + ".join([f"{x} * {strides(lshape)[d]}" for x, d in zip(bidx, lb) if x != "0"]
                        + ([f"i0 * {a_stride}"] if a_stride else [])) or "0"
     b_off = " + ".join([f"{x} * {strides(rshape)[d]}" for x, d in zip(bidx, rb) if x != "0"]
                        + ([f"j0 * {b_stride}"] if b_stride else [])) or "0"
     row_scope = body.open()
     lfree = len(lshape) - len(lb) - len(lcd)
-    midx = _loop_vars(body, shape[len(lb):len(lb) + lfree], "i")
+    midx = loop_vars(body, shape[len(lb):len(lb) + lfree], "i")
     elem_scope = body.open()
-    nidx = _loop_vars(body, shape[len(lb) + lfree:], "jj")
+    nidx = loop_vars(body, shape[len(lb) + lfree:], "jj")
     body.fixed[dot.results[0]] = (bidx + midx + nidx, "dv")
     stores = [k.store(ri, r, bidx + midx + nidx, shape) for ri, r in enumerate(k.results)]
     inner = body.close(elem_scope)
@@ -122,15 +128,15 @@ def output_kernel(k: Kernel) -> str:
                 f"j0 = {f't % {tiles_n} * {tn}' if tiles_n > 1 else '0'};")
     part.append(f"  const int64_t i1 = {f'i0 + {tm} < {m} ? i0 + {tm} : {m}' if tiles_m > 1 else m}, "
                 f"j1 = {f'j0 + {tn} < {n} ? j0 + {tn} : {n}' if tiles_n > 1 else n};")
-    t = "float" if elem == "f32" else "double"
-    part.append(f"  {t}* cb = out{target}{f' + bt * {m * n}' if nb > 1 else ''};")
+    t = k.renderer.TYPES[elem]
+    part.append(f"  {t}* cb = out{into}{f' + bt * {m * n}' if nb > 1 else ''};")
     part += ["  " + x for x in head]
-    part.append(f"  a->env->{gemm}({ta}, {tb}, i1 - i0, j1 - j0, {kk}, in{ia} + {a_off}, {lda}, "
-                f"in{ib} + {b_off}, {ldb}, cb + i0 * {n} + j0, {n});")
+    part.append("  " + target.gemm(elem, ta, tb, "i1 - i0", "j1 - j0", kk, f"in{ia} + {a_off}", lda,
+                                   f"in{ib} + {b_off}", ldb, f"cb + i0 * {n} + j0", n))
     part.append("  for (int64_t i = i0; i < i1; ++i) {")
     part += ["    " + x for x in row]
     part.append("    for (int64_t jj = j0; jj < j1; ++jj) {")
     part.append(f"      const {t} dv = cb[i * {n} + jj];")
     part += ["      " + x for x in inner + stores]
     part += ["    }", "  }", "}"]
-    return k.source(part, nb * per_batch, -(-_TASK_MACS // (tm * tn * max(1, kk))))
+    return k.source(part, nb * per_batch, -(-target.task_macs // (tm * tn * max(1, kk))))

@@ -1,26 +1,17 @@
-"""C++ kernels for the three fusion kinds of the fusion contract (loop, reduction, output).
+"""The reduction template: a reduction fusion's reduces, row by row or by blocks of columns.
 
-Each kernel is ``extern "C" void SYMBOL(const OhmEnv*, const void* const* operands, void* const*
-results)`` (abi.py) plus a static part function that the pool runs on a range of its outer
-loop. Values come from emit.Body as expressions at index expressions; the innermost loop runs
-over a contiguous dimension so the compiler vectorizes it.
-
-* loop: one loop nest over the result shape; the outer dimensions (and blocks of a long
-  innermost dimension) are split across threads.
-* reduction, row (reduced dims are a suffix): threads take rows; per row the reductions run in
+* row (reduced dims are a suffix): the part's range is rows; per row the reductions run in
   program order, each over the row with LANES independent accumulators (combined as a tree at
   the end: the compiler vectorizes the lanes, IEEE semantics stay otherwise), then the
   row-shaped and element results are written. Per-row scalars computed from the reductions
   (a log of the sum, a reciprocal) are computed once per row, ahead of the loops; a costly
   reduced operand that later loops use too (softmax's exp) is kept in a row buffer.
-* reduction, column (reduced dims are a prefix): threads take blocks of columns; each
-  reduction accumulates a block of columns over all rows, from the init value, then the
-  results are written.
-  Both orders are the native kernels' too (Note [float sum order] in
-  native/kernels_reduction.cc), so a program gives the same bits before and after its kernels
-  are compiled.
-* output: the dot goes through the executor's GEMM in tiles (rows x columns), each written
-  into the result buffer and its epilogue applied right away, while the tile is in cache.
+* column (reduced dims are a prefix): the range is blocks of columns; each reduction
+  accumulates a block of columns over all rows, from the init value, then the results are
+  written.
+  Both orders are the cpu backend's native kernels' too (Note [float sum order] in
+  pjrt/plugins/cpu/native/kernels_reduction.cc), so a program gives the same bits before
+  and after its kernels are compiled.
 """
 from __future__ import annotations
 
@@ -29,114 +20,12 @@ import numpy as np
 from stablehlo.ir.core import Operation
 from stablehlo.ir.ops.base import ELEMENTWISE
 
-from pjrt.plugins.cpu.attrs import plain
-from pjrt.plugins.cpu.codegen.emit import Body, linear
-from pjrt.plugins.cpu.codegen.scalar import (
-    CTYPES, FLOATS, NotGeneratable, ctype, elem_name, expression, literal)
-
-SYMBOL = "@SYMBOL@"
-_BLOCK = 4096          # innermost elements per task of a long loop
-_TASK = 16384          # elements per pool task at least
-_COLUMNS = 256         # columns per block of a column reduction
-_TILE_M, _TILE_N = 256, 512
+from xla_core.codegen.attrs import attr
+from xla_core.codegen.kernel import Kernel, loop_vars, size
+from xla_core.codegen.loop import loop_kernel
+from xla_core.codegen.scalar import NotGeneratable
 
 
-def _size(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64))
-
-
-def _lanes(elem: str) -> int:
-    return 16 if CTYPES[elem] in ("float", "int32_t", "uint32_t") else 8
-
-
-class Kernel:
-    """The C++ text of one fusion kernel (``SYMBOL`` stands for its name)."""
-
-    def __init__(self, fusion: Operation, func):
-        self.fusion = fusion
-        self.func = func
-        self.math: set = set()
-        self.globals: list[str] = []
-        block = func.body
-        self.params = list(block.arguments)
-        self.ops = [op for op in block.operations if op.name != "func.return"]
-        self.results = list(block.operations[-1].operands)
-        names = {a: f"in{k}" for k, a in enumerate(self.params)}
-        self.body = Body(names, self.math, self.globals)
-        self.result_types = [r.type for r in fusion.results]
-
-    def header(self) -> list[str]:
-        lines = ["const OhmArgs* a = (const OhmArgs*)p;"]
-        for k, v in enumerate(self.params):
-            t = ctype(v.type)
-            lines.append(f"const {t}* in{k} = (const {t}*)a->ins[{k}];")
-        for k, r in enumerate(self.results):
-            t = ctype(r.type)
-            lines.append(f"{t}* out{k} = ({t}*)a->outs[{k}];")
-        return lines
-
-    def source(self, part: list[str], tasks: int, min_chunk: int) -> str:
-        inner = "\n  ".join(self.header() + part)
-        return (f"static void {SYMBOL}_part(void* p, int64_t b, int64_t e) {{\n  {inner}\n}}\n"
-                f'extern "C" void {SYMBOL}(const OhmEnv* env, const void* const* ins, '
-                f"void* const* outs) {{\n  OhmArgs a = {{env, ins, outs}};\n"
-                f"  env->parallel_for({tasks}, {max(1, min_chunk)}, {SYMBOL}_part, &a);\n}}\n")
-
-    def store(self, k: int, v, idx, shape) -> str:
-        """out_k at the row-major position of ``idx`` in ``shape`` (a reshape of the result
-        keeps that position) = v there."""
-        return f"out{k}[{linear(idx, shape)}] = {self.body.at(v, self._idx_for(v, idx, shape))};"
-
-    def _idx_for(self, v, idx, shape):
-        vshape = list(v.type.shape)
-        if vshape == list(shape):
-            return idx
-        return self.body._reshape(idx, list(shape), vshape)
-
-
-def _loop_vars(body: Body, shape, var: str) -> tuple:
-    return body.delinearize(var, shape) if shape else ()
-
-
-# -- loop -----------------------------------------------------------------------------------
-def loop_kernel(k: Kernel) -> str:
-    shape = list(k.results[0].type.shape)
-    for r in k.results:
-        if _size(r.type.shape) != _size(shape):
-            raise NotGeneratable("loop fusion results of different sizes")
-    for op in k.ops:
-        if op.name in ("stablehlo.reduce", "stablehlo.dot_general"):
-            raise NotGeneratable(f"{op.name} in a loop fusion")
-    body = k.body
-    if not shape:
-        stores = [k.store(i, r, (), []) for i, r in enumerate(k.results)]
-        return k.source(body.lines + stores, 1, 1)
-    last = shape[-1]
-    outer = shape[:-1]
-    blocks = -(-last // _BLOCK) if last >= 2 * _BLOCK else 1
-    width = -(-last // blocks)
-    part = ["for (int64_t r = b; r < e; ++r) {"]
-    saved = body.open()
-    o = body.index_var(f"r / {blocks}") if blocks > 1 else "r"
-    outer_idx = _loop_vars(body, outer, o)
-    lo = f"(r % {blocks}) * {width}" if blocks > 1 else "0"
-    hi = f"({lo} + {width} < {last} ? {lo} + {width} : {last})" if blocks > 1 else str(last)
-    head = body.lines
-    body.lines = []
-    idx = outer_idx + ("i",)
-    stores = [k.store(i, r, idx, shape) for i, r in enumerate(k.results)]
-    inner = body.lines + stores
-    body.lines = head
-    lines = body.close(saved)
-    part += ["  " + x for x in lines]
-    part.append(f"  for (int64_t i = {lo}; i < {hi}; ++i) {{")
-    part += ["    " + x for x in inner]
-    part += ["  }", "}"]
-    tasks = _size(outer) * blocks
-    return k.source(part, tasks, _TASK // max(1, width))
-
-
-# -- reduction ------------------------------------------------------------------------------
 _COMBINERS = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
               "stablehlo.and", "stablehlo.or"}
 
@@ -153,14 +42,16 @@ def _combiner(reduce: Operation) -> Operation:
     return ops[0]
 
 
-def _identity(name: str, elem: str) -> str:
-    fl = elem in FLOATS
+def _identity(r, name: str, elem: str) -> str:
+    """The identity of combiner ``name`` on ``elem`` (renderer ``r`` spells it)."""
+    fl = elem in r.FLOATS
+    literal = r.literal
     if name == "stablehlo.add" or name == "stablehlo.or":
         return literal(0, elem)
     if name == "stablehlo.multiply":
         return literal(1, elem)
     if name == "stablehlo.and":
-        return "true" if elem == "i1" else f"({CTYPES[elem]})~({CTYPES[elem]})0"
+        return "true" if elem == "i1" else f"({r.TYPES[elem]})~({r.TYPES[elem]})0"
     if elem == "i1":
         raise NotGeneratable("max/min reduction of booleans")
     if fl:
@@ -181,9 +72,9 @@ def reduction_kernel(k: Kernel) -> str:
     if any(op.name == "stablehlo.dot_general" for op in k.ops):
         raise NotGeneratable("dot_general in a reduction fusion")
     shape = list(reduces[0].operands[0].type.shape)
-    dims = sorted(plain(reduces[0].attributes["dimensions"]))
+    dims = sorted(attr(reduces[0], "dimensions"))
     for op in reduces:
-        if list(op.operands[0].type.shape) != shape or sorted(plain(op.attributes["dimensions"])) != dims:
+        if list(op.operands[0].type.shape) != shape or sorted(attr(op, "dimensions")) != dims:
             raise NotGeneratable("reductions of different shapes or dimensions")
     rank = len(shape)
     if dims == list(range(rank - len(dims), rank)):
@@ -196,10 +87,10 @@ def reduction_kernel(k: Kernel) -> str:
 def _classify(k: Kernel, shape, kept):
     rows, elems = [], []
     for i, r in enumerate(k.results):
-        n = _size(r.type.shape)
-        if n == _size(kept):
+        n = size(r.type.shape)
+        if n == size(kept):
             rows.append((i, r))
-        elif n == _size(shape):
+        elif n == size(shape):
             elems.append((i, r))
         else:
             raise NotGeneratable(f"result #{i} is neither row- nor element-shaped")
@@ -214,7 +105,7 @@ def _reduce_step(k: Kernel, op, acc: str, lane: str, idx, keep: str | None = Non
     v = body.at(op.operands[0], idx)
     if keep is not None:
         body.lines.append(f"{keep}[j] = {v};")
-    comb = expression(_combiner(op), [f"{acc}[{lane}]", v], k.math)
+    comb = k.renderer.expression(_combiner(op), [f"{acc}[{lane}]", v], k.math)
     body.lines.append(f"{acc}[{lane}] = {comb};")
     return body.close(saved)
 
@@ -226,7 +117,6 @@ _EXPENSIVE = frozenset({
     "stablehlo.log_plus_one", "stablehlo.tanh", "stablehlo.logistic", "chlo.erf",
     "stablehlo.power", "stablehlo.atan2", "stablehlo.sine", "stablehlo.cosine",
     "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.divide"})
-_STACK_BYTES = 32768   # row buffers up to this size live on the stack, larger ones in env->alloc
 
 
 def _squeezed(shape) -> list[int]:
@@ -243,7 +133,7 @@ def _uniform(v) -> bool:
     op = v.owner
     if op.name == "stablehlo.constant":
         return True
-    return op.name == "stablehlo.broadcast_in_dim" and _size(op.operands[0].type.shape) == 1 \
+    return op.name == "stablehlo.broadcast_in_dim" and size(op.operands[0].type.shape) == 1 \
         and _uniform(op.operands[0])
 
 
@@ -304,23 +194,21 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
     body = k.body
     kept = shape[:len(shape) - len(dims)]
     red = shape[len(shape) - len(dims):]
-    n = _size(red)
+    n = size(red)
     rows, elems = _classify(k, shape, kept)
     keep = _buffered(k, reduces, shape)
     first, last = [], []
     for bi, (op, v) in enumerate(keep.items()):
-        t = ctype(v.type)
         name = f"rowbuf{bi}"
-        if n * 8 <= _STACK_BYTES:  # 8: the widest element type
-            first.append(f"alignas(64) {t} {name}[{n}];")
-        else:
-            first.append(f"{t}* {name} = ({t}*)a->env->alloc({n} * (int64_t)sizeof({t}));")
-            last.append(f"a->env->release({name});")
+        declare, release = k.target.scratch(name, k.renderer.ctype(v.type), n)
+        first.append(declare)
+        if release is not None:
+            last.append(release)
         keep[op] = (v, name)
     part = first + ["for (int64_t r = b; r < e; ++r) {"]
     saved = body.open()
     row_memo = body.memo[-1]
-    kidx = _loop_vars(body, kept, "r")
+    kidx = loop_vars(body, kept, "r")
     row_values = _row_values(k, reduces, kept)
     done: set = set()
 
@@ -334,24 +222,24 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
 
     for ri, op in enumerate(reduces):
         hoist()
-        elem = elem_name(op.results[0].type)
-        t = CTYPES[elem]
+        elem = k.renderer.elem(op.results[0].type)
+        t = k.renderer.TYPES[elem]
         comb = _combiner(op)
         buf = keep.get(op, (None, None))[1]
         # Lanes only pay off on rows of at least that many elements; a loop that runs zero
         # times (the main one on a short row, the tail on a multiple of LANES) is not emitted:
         # GCC would spend time on it all the same.
-        lanes = _lanes(elem) if n >= _lanes(elem) else 1
+        lanes = k.target.lanes(elem) if n >= k.target.lanes(elem) else 1
         acc = f"acc{ri}"
         body.lines.append(f"{t} {acc}[{lanes}];")
-        body.lines.append(f"for (int l = 0; l < {lanes}; ++l) {acc}[l] = {_identity(comb.name, elem)};")
+        body.lines.append(f"for (int l = 0; l < {lanes}; ++l) {acc}[l] = {_identity(k.renderer, comb.name, elem)};")
         # Main loop: LANES elements per step, one accumulator each; then the tail.
         outer = body.open()
-        ridx = _loop_vars(body, red, "j")
+        ridx = loop_vars(body, red, "j")
         step = body.lines + _reduce_step(k, op, acc, "l", kidx + ridx, buf)
         body.close(outer)
         outer = body.open()
-        ridx = _loop_vars(body, red, "j")
+        ridx = loop_vars(body, red, "j")
         tail = body.lines + _reduce_step(k, op, acc, "0", kidx + ridx, buf)
         body.close(outer)
         if buf is not None:
@@ -370,10 +258,10 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         w = lanes // 2
         while w:
             body.lines.append(f"for (int l = 0; l < {w}; ++l) {acc}[l] = "
-                              f"{expression(comb, [f'{acc}[l]', f'{acc}[l + {w}]'], k.math)};")
+                              f"{k.renderer.expression(comb, [f'{acc}[l]', f'{acc}[l + {w}]'], k.math)};")
             w //= 2
         init = body.at(op.operands[1], ())
-        final = body.temp(t, expression(comb, [init, f"{acc}[0]"], k.math), "red")
+        final = body.temp(t, k.renderer.expression(comb, [init, f"{acc}[0]"], k.math), "red")
         body.fixed[op.results[0]] = (kidx, final)
         done.add(op)
     hoist()
@@ -381,7 +269,7 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         body.lines.append(k.store(i, r, kidx, kept))
     if elems:
         outer = body.open()
-        ridx = _loop_vars(body, red, "j")
+        ridx = loop_vars(body, red, "j")
         stores = [k.store(i, r, kidx + ridx, shape) for i, r in elems]
         inner = body.close(outer)
         body.lines.append(f"for (int64_t j = 0; j < {n}; ++j) {{")
@@ -389,17 +277,17 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         body.lines.append("}")
     lines = body.close(saved)
     part += ["  " + x for x in lines] + ["}"] + last
-    return k.source(part, _size(kept), max(1, _TASK // max(1, n)))
+    return k.source(part, size(kept), max(1, k.target.task // max(1, n)))
 
 
 def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
     body = k.body
     red = shape[:len(dims)]
     kept = shape[len(dims):]
-    ncols, nred = _size(kept), _size(red)
+    ncols, nred = size(kept), size(red)
     if ncols == 0:  # nothing to compute: the executor handles empty results
         raise NotGeneratable("a reduction with no columns")
-    cb = min(_COLUMNS, ncols)
+    cb = min(k.target.columns, ncols)
     blocks = -(-ncols // cb)
     rows, elems = _classify(k, shape, kept)
     bounds = (f"c0 = blk * {cb}, c1 = c0 + {cb} < {ncols} ? c0 + {cb} : {ncols};" if blocks > 1
@@ -409,7 +297,7 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
 
     def column_loop(make) -> None:
         outer = body.open()
-        kidx = _loop_vars(body, kept, "c")
+        kidx = loop_vars(body, kept, "c")
         extra = make(kidx)
         inner = body.close(outer)
         body.lines.append("for (int64_t c = c0; c < c1; ++c) {")
@@ -417,8 +305,7 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
         body.lines.append("}")
 
     for ri, op in enumerate(reduces):
-        elem = elem_name(op.results[0].type)
-        t = CTYPES[elem]
+        t = k.renderer.ctype(op.results[0].type)
         comb = _combiner(op)
         acc = f"acc{ri}"
         # Each column folds its rows in order from the init value, as the native kernel
@@ -428,7 +315,7 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
         body.lines.append(f"for (int64_t c = 0; c < {cb}; ++c) {acc}[c] = {init};")
         body.lines.append(f"for (int64_t q = 0; q < {nred}; ++q) {{")
         outer = body.open()
-        ridx = _loop_vars(body, red, "q")
+        ridx = loop_vars(body, red, "q")
         head = body.close(outer)
         body.lines += ["  " + x for x in head]
         inner_saved = body.lines
@@ -439,7 +326,7 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
         body.lines = inner_saved + ["  " + x for x in body.lines]
         body.lines.append("}")
         outer = body.open()
-        kidx = _loop_vars(body, kept, "c")
+        kidx = loop_vars(body, kept, "c")
         body.close(outer)
         body.fixed[op.results[0]] = (kidx, f"{acc}[c - c0]")
     if rows:
@@ -447,7 +334,7 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
     if elems:
         body.lines.append(f"for (int64_t q = 0; q < {nred}; ++q) {{")
         outer = body.open()
-        ridx = _loop_vars(body, red, "q")
+        ridx = loop_vars(body, red, "q")
         head = body.lines
         body.lines = []
         column_loop(lambda kidx: [k.store(i, r, ridx + kidx, shape) for i, r in elems])

@@ -15,82 +15,20 @@ import numpy as np
 
 from stablehlo.ir.core import Value
 
-from pjrt.plugins.cpu.attrs import plain
-from pjrt.plugins.cpu.codegen.scalar import CTYPES, NotGeneratable, ctype, elem_name, expression, literal
+from xla_core.codegen.attrs import attr
+from xla_core.codegen.index import add, linear, mul, nonunit, reshape_groups, strides
+from xla_core.codegen.scalar import NotGeneratable, ScalarRenderer
 
-_MAX_CONSTANT = 4096  # elements of a non-splat constant emitted as a static array
-
-
-def strides(shape) -> list[int]:
-    out, s = [], 1
-    for d in reversed(shape):
-        out.append(s)
-        s *= d
-    return out[::-1]
-
-
-def _mul(index: str, k: int) -> str:
-    if index == "0" or k == 0:
-        return "0"
-    return index if k == 1 else f"{index}*{k}"
-
-
-def _add(a: str, k: int) -> str:
-    if k == 0:
-        return a
-    if a == "0":
-        return str(k)
-    return f"({a} + {k})" if k > 0 else f"({a} - {-k})"
-
-
-def linear(indices, shape) -> str:
-    terms = [_mul(i, s) for i, s, n in zip(indices, strides(shape), shape) if n != 1]
-    terms = [t for t in terms if t != "0"]
-    return " + ".join(terms) if terms else "0"
-
-
-def _nonunit(shape) -> list[int]:
-    return [d for d, n in enumerate(shape) if n != 1]
-
-
-def _attr(op, name, default=None):
-    value = op.attributes.get(name)
-    return default if value is None else plain(value)
-
-
-def _reshape_groups(shape, src_shape) -> list[tuple[list, list]]:
-    """The smallest runs of non-unit dimensions of a reshape's result and operand with equal
-    sizes, in order: ``[(result dims, operand dims), ...]``.
-
-    Note [reshape groups]
-        A row-major reshape maps each group of result dimensions to its group of operand
-        dimensions on its own, so indices are linearized and split within a group only: the
-        innermost index of a kernel usually passes through unchanged ([32,256] -> [2,16,256]
-        splits the 32 only), which keeps the loads contiguous and the loop vectorizable.
-    """
-    a, b = _nonunit(shape), _nonunit(src_shape)
-    groups, i, j = [], 0, 0
-    while i < len(a):
-        dims, src_dims = [a[i]], [b[j]]
-        size, src_size = shape[a[i]], src_shape[b[j]]
-        while size != src_size:
-            if size < src_size:
-                i += 1
-                dims.append(a[i])
-                size *= shape[a[i]]
-            else:
-                j += 1
-                src_dims.append(b[j])
-                src_size *= src_shape[b[j]]
-        groups.append((dims, src_dims))
-        i, j = i + 1, j + 1
-    return groups
+MAX_CONSTANT = 4096  # elements of a non-splat constant emitted as a static array
 
 
 class Body:
     """Statements of one kernel: scopes of C lines with their own memo of computed values."""
 
-    def __init__(self, params: dict, math: set, globals_: list):
+    def __init__(self, renderer: ScalarRenderer, params: dict, math: set, globals_: list,
+                 prefix: str):
+        self.renderer = renderer
+        self.prefix = prefix          # of file-scope names: unique per kernel
         self.params = params          # block argument -> C pointer name
         self.math = math              # mathlib functions used
         self.globals = globals_       # file-scope definitions (constant arrays)
@@ -125,7 +63,7 @@ class Body:
 
     def delinearize(self, flat: str, shape) -> tuple:
         """Per-dimension indices of row-major position ``flat`` in ``shape``."""
-        if len(_nonunit(shape)) == 1:
+        if len(nonunit(shape)) == 1:
             return tuple(flat if n != 1 else "0" for n in shape)
         out = []
         for d, (s, n) in enumerate(zip(strides(shape), shape)):
@@ -151,7 +89,7 @@ class Body:
                 return memo[key]
         expr = self._compute(v, idx)
         if not expr.isidentifier():
-            expr = self.temp(ctype(v.type), expr)
+            expr = self.temp(self.renderer.ctype(v.type), expr)
         self.memo[-1][key] = expr
         return expr
 
@@ -172,28 +110,28 @@ class Body:
         if name == "stablehlo.constant":
             return self._constant(op, v, idx)
         if name == "stablehlo.iota":
-            return f"({ctype(v.type)})({idx[_attr(op, 'iota_dimension')]})"
+            return f"({self.renderer.ctype(v.type)})({idx[attr(op, 'iota_dimension')]})"
         if name == "stablehlo.broadcast_in_dim":
             src = op.operands[0]
-            dims = _attr(op, "broadcast_dimensions")
+            dims = attr(op, "broadcast_dimensions")
             return self.at(src, tuple("0" if n == 1 else idx[d]
                                       for d, n in zip(dims, src.type.shape)))
         if name == "stablehlo.transpose":
-            perm = _attr(op, "permutation")
+            perm = attr(op, "permutation")
             src_idx = [None] * len(perm)
             for j, p in enumerate(perm):
                 src_idx[p] = idx[j]
             return self.at(op.operands[0], tuple(src_idx))
         if name == "stablehlo.reshape":
             src = op.operands[0]
-            return self.at(src, self._reshape(idx, shape, list(src.type.shape)))
+            return self.at(src, self.reshape(idx, shape, list(src.type.shape)))
         if name == "stablehlo.slice":
-            starts, steps = _attr(op, "start_indices"), _attr(op, "strides")
+            starts, steps = attr(op, "start_indices"), attr(op, "strides")
             return self.at(op.operands[0], tuple(
-                _add(_mul(i, k), s) if n != 1 or s else "0"
+                add(mul(i, k), s) if n != 1 or s else "0"
                 for i, s, k, n in zip(idx, starts, steps, shape)))
         if name == "stablehlo.reverse":
-            dims = set(_attr(op, "dimensions"))
+            dims = set(attr(op, "dimensions"))
             return self.at(op.operands[0], tuple(
                 f"({n - 1} - {i})" if d in dims and n != 1 else i
                 for d, (i, n) in enumerate(zip(idx, shape))))
@@ -206,12 +144,12 @@ class Body:
         args = []
         for operand in op.operands:
             args.append(self.at(operand, () if operand.type.rank == 0 else idx))
-        return expression(op, args, self.math)
+        return self.renderer.expression(op, args, self.math)
 
-    def _reshape(self, idx, shape, src_shape) -> tuple:
+    def reshape(self, idx, shape, src_shape) -> tuple:
         """The operand's indices of a reshape, group by group (Note [reshape groups])."""
         out = ["0"] * len(src_shape)
-        for dims, src_dims in _reshape_groups(shape, src_shape):
+        for dims, src_dims in reshape_groups(shape, src_shape):
             if len(dims) == 1 and len(src_dims) == 1:
                 out[src_dims[0]] = idx[dims[0]]
                 continue
@@ -228,25 +166,27 @@ class Body:
         return tuple(out)
 
     def _constant(self, op, v, idx) -> str:
-        elem = elem_name(v.type)
+        r = self.renderer
+        elem = r.elem(v.type)
         flat = np.asarray(op.attributes["value"].array).reshape(-1)
         # A NaN splat (e.g. the fill of a masked mean) is a splat too, though NaN != NaN.
         if flat.size == 1 or (flat.size and np.array_equal(
                 flat, np.full_like(flat, flat[0]), equal_nan=flat.dtype.kind in "fc")):
-            return literal(flat[0], elem)
-        if flat.size > _MAX_CONSTANT:
+            return r.literal(flat[0], elem)
+        if flat.size > MAX_CONSTANT:
             raise NotGeneratable(f"a constant of {flat.size} elements inside a fusion")
-        name = f"k{len(self.globals)}_{id(op) & 0xffff}"
-        items = ", ".join(literal(x, elem) for x in flat)
-        self.globals.append(f"static const {CTYPES[elem]} {name}[{flat.size}] = {{{items}}};")
+        # Named after the kernel: the kernels of a program share one translation unit.
+        name = f"{self.prefix}_k{len(self.globals)}"
+        items = ", ".join(r.literal(x, elem) for x in flat)
+        self.globals.append(f"static const {r.TYPES[elem]} {name}[{flat.size}] = {{{items}}};")
         return f"{name}[{linear(idx, v.type.shape)}]"
 
     def _concatenate(self, op, idx) -> str:
-        dim = _attr(op, "dimension")
+        dim = attr(op, "dimension")
         parts, offset = [], 0
         for operand in op.operands:
             n = operand.type.shape[dim]
-            local = _add(idx[dim], -offset)
+            local = add(idx[dim], -offset)
             clamped = f"({local} < 0 ? 0 : ({local} > {n - 1} ? {n - 1} : {local}))"
             sub = tuple(clamped if d == dim else i for d, i in enumerate(idx))
             parts.append((offset + n, self.at(operand, sub)))
@@ -258,11 +198,11 @@ class Body:
 
     def _pad(self, op, v, idx) -> str:
         src, value = op.operands
-        low = _attr(op, "edge_padding_low")
-        interior = _attr(op, "interior_padding")
+        low = attr(op, "edge_padding_low")
+        interior = attr(op, "interior_padding")
         conds, sub = [], []
         for i, lo, inner, n in zip(idx, low, interior, src.type.shape):
-            pos = self.index_var(_add(i, -lo))
+            pos = self.index_var(add(i, -lo))
             step = inner + 1
             q = pos if step == 1 else f"({pos} / {step})"
             conds.append(f"{pos} >= 0 && {q} < {n}" + (f" && {pos} % {step} == 0" if step > 1 else ""))

@@ -1,0 +1,69 @@
+"""The cpu backend's fusion hook: which ops and kinds its generated kernels can hold.
+
+Fusion asks it (xla_core/fusion/codegen_hook.py), so every fusion the cpu pipeline forms has a
+kernel: an op the C++ renderer cannot compute (a 16-bit float or complex value, a shift, an
+integer division, a float -> integer conversion, a dot that is no strided GEMM, ...) stays out
+of fusions and runs on its native kernel. The answers come from the generator itself (the
+renderer's ``why_not``, the output template's ``gemm_layout``), not from a second list.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from stablehlo.ir.core import Operation
+from stablehlo.ir.ops.base import ELEMENTWISE
+from xla_core.codegen import TEMPLATES, NotGeneratable
+from xla_core.codegen.body import MAX_CONSTANT
+from xla_core.codegen.output import gemm_layout
+from xla_core.fusion.codegen_hook import CodegenHook
+from xla_core.fusion.kinds import FusionKind
+
+from pjrt.plugins.cpu.codegen.target import CPU_TARGET
+
+
+class CpuCodegen(CodegenHook):
+    def why_not_op(self, op: Operation) -> str | None:
+        renderer = CPU_TARGET.renderer
+        try:
+            for v in (*op.operands, *op.results):
+                renderer.elem(v.type)
+        except NotGeneratable as exc:
+            return f"the cpu code generator has no {exc}"
+        if op.opdef is not None and op.opdef.has(ELEMENTWISE):
+            reason = renderer.why_not(op)
+            return None if reason is None else f"the cpu code generator has no {reason}"
+        if op.name == "stablehlo.reduce":
+            return self._why_not_reduce(op)
+        if op.name == "stablehlo.dot_general":
+            try:
+                gemm_layout(renderer, op)
+            except NotGeneratable as exc:
+                return f"the cpu code generator has no GEMM for it: {exc}"
+        if op.name == "stablehlo.constant" and not _splat(op) and \
+                op.results[0].type.num_elements > MAX_CONSTANT:
+            return f"a constant of more than {MAX_CONSTANT} elements stays out of fusions"
+        return None
+
+    def _why_not_reduce(self, op: Operation) -> str | None:
+        # The combiner (one op, legality checked) on the reduce's element type.
+        body = op.regions[0].blocks[0]
+        reason = CPU_TARGET.renderer.why_not(body.operations[0])
+        if reason is None and body.operations[0].name in ("stablehlo.maximum",
+                                                           "stablehlo.minimum"):
+            if str(op.results[0].type.element_type) == "i1":
+                reason = "max/min reduction of booleans"
+        return None if reason is None else f"the cpu code generator has no {reason}"
+
+    def why_not_kind(self, kind: FusionKind, summary) -> str | None:
+        if kind.name not in TEMPLATES:
+            return f"the cpu code generator has no template for {kind.name} fusions"
+        return None
+
+
+def _splat(op: Operation) -> bool:
+    flat = np.asarray(op.attributes["value"].array).reshape(-1)
+    return flat.size <= 1 or np.array_equal(flat, np.full_like(flat, flat[0]),
+                                            equal_nan=flat.dtype.kind in "fc")
+
+
+CPU_CODEGEN = CpuCodegen()

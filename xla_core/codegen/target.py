@@ -1,0 +1,54 @@
+"""What a backend decides for the kernel templates: its kernel ABI, threads, vector widths.
+
+The templates (loop.py, reduction.py, output.py, while_loop.py) write a kernel's work as a
+*part*: statements that run one range ``[b, e)`` of its outer loop, reading parameters
+``in<k>`` and writing results ``out<k>``. A backend's ``KernelTarget`` binds those names to
+its calling convention, runs the part over its threads (or grid), and says how wide its
+vectors are, how big a task must be, how a GEMM and scratch memory are called. The cpu
+backend's is pjrt/plugins/cpu/codegen/target.py; a GPU backend writes its own, with its
+renderer (scalar.py), and reuses the templates.
+"""
+from __future__ import annotations
+
+from xla_core.codegen.scalar import ScalarRenderer
+
+SYMBOL = "@SYMBOL@"  # stands for a kernel's name until the backend names it
+
+
+class KernelTarget:
+    """The backend's side of the templates (every method is the backend's to define)."""
+    renderer: ScalarRenderer
+    block: int          # innermost elements per task of a long loop
+    task: int           # elements per task at least
+    columns: int        # columns per block of a column reduction
+    tile_m: int         # rows and columns of an output fusion's GEMM tile
+    tile_n: int
+    task_macs: int      # multiply-adds per task of an output fusion at least
+
+    def lanes(self, elem: str) -> int:
+        """Independent accumulators per reduction row (the vector width of ``elem``)."""
+        raise NotImplementedError
+
+    def bind(self, in_types: list[str], out_types: list[str]) -> list[str]:
+        """Statements at the top of a part binding ``in<k>`` / ``out<k>`` of those types."""
+        raise NotImplementedError
+
+    def kernel(self, part: list[str], tasks: int, min_chunk: int) -> str:
+        """The kernel ``SYMBOL``: ``part`` (with its bindings) run over ``[0, tasks)`` in
+        ranges of at least ``min_chunk``."""
+        raise NotImplementedError
+
+    def scratch(self, name: str, ctype: str, n: int) -> tuple[str, str | None]:
+        """(declaration of a scratch array ``name`` of ``n`` elements, its release or None)
+        inside a part."""
+        raise NotImplementedError
+
+    def gemm(self, elem: str, trans_a: int, trans_b: int, m: str, n: str, k: int, a: str,
+             lda: int, b: str, ldb: int, c: str, ldc: int) -> str:
+        """A statement computing the row-major ``c[m,n] = op(a)[m,k] op(b)[k,n]``."""
+        raise NotImplementedError
+
+    def loop_kernel(self, symbol: str) -> str:
+        """The first line of a whole-loop kernel (while_loop.py): ``symbol``'s definition,
+        through its ``{``, with its inputs as ``ins[k]`` and its outputs as ``outs[k]``."""
+        raise NotImplementedError
