@@ -277,3 +277,14 @@ def read_sdy_attribute(text: str):
 def read_gspmd_sharding(text: str) -> GspmdSharding:
     """The content of an ``mhlo.sharding`` string."""
     return _read(text, ShardingParser.parse_gspmd_sharding)
+
+
+def sharding_of(attr) -> TensorSharding:
+    """The model of an ``sdy.sharding`` attribute: a parsed one carries it; a plain
+    ``OpaqueAttr`` that a pass built from text is read (ParseError if it is no sharding)."""
+    if isinstance(attr, ShardingAttr):
+        return attr.sharding
+    parsed = read_sdy_attribute(str(attr))
+    if not isinstance(parsed, ShardingAttr):
+        raise ParseError(f"expected '{SHARDING}<...>', found {str(attr)!r}")
+    return parsed.sharding

@@ -17,7 +17,8 @@ from stablehlo.ir.sharding import (REPLICATED, GspmdSharding, GspmdShardingAttr,
                                    ManualAxesAttr, Mesh,
                                    MeshAttr, ShardingAttr, ShardingError, ShardingPerValueAttr,
                                    SubAxis, TensorSharding, TileAssignment)
-from stablehlo.text.parse_sharding import MESH, SHARDING, read_gspmd_sharding, read_sdy_attribute
+from stablehlo.text.parse_sharding import (MESH, SHARDING, read_gspmd_sharding,
+                                          read_sdy_attribute, sharding_of)
 
 
 class SpmdUnsupportedError(OpenHLOError):
@@ -122,9 +123,11 @@ def module_meshes(module: Module) -> dict:
 
 def value_sharding(attr) -> TensorSharding:
     """The model of an ``sdy.sharding`` attribute (parsed, or built by a pass as text)."""
-    if isinstance(attr, ShardingAttr):
-        return supported_sharding(attr.sharding, attr.text)
-    return parse_sdy_sharding(attr.text if isinstance(attr, OpaqueAttr) else str(attr))
+    try:
+        sharding = sharding_of(attr)
+    except ParseError as exc:
+        raise ShardingError(f"cannot read sharding {str(attr)!r}: {exc.reason}") from None
+    return supported_sharding(sharding, str(attr))
 
 
 def mesh_of(meshes: dict, sharding: TensorSharding, where: str) -> Mesh:
