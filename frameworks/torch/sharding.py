@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from xla_core.spmd.sharding import Mesh as _SpmdMesh
-from xla_core.spmd.sharding import ShardingError, TensorSharding
+from stablehlo.ir.sharding import Mesh as _SpmdMesh
+from stablehlo.ir.sharding import ShardingError, TensorSharding
 
 __all__ = [
     "Mesh",
@@ -143,7 +143,7 @@ class Mesh:
         return self.axis_names.index(name)
 
     def spmd_mesh(self) -> _SpmdMesh:
-        """The xla_core mesh (``sdy.mesh``)."""
+        """The IR's mesh (``sdy.mesh``)."""
         ids = self.device_ids.tolist()
         return _SpmdMesh(tuple(zip(self.axis_names, self.mesh_shape)),
                          None if ids == list(range(len(ids))) else tuple(ids))
@@ -363,18 +363,12 @@ def compiled_programs() -> list:
 def annotate(module, entry: str, shardings: Sequence[Sharding | None], mesh: Mesh) -> None:
     """Give ``module``'s ``entry`` the ``sdy.mesh``, argument shardings (None: replicated) and
     the partition count."""
-    from stablehlo.ir.attributes import (
-        ArrayAttr,
-        DictAttr,
-        IntegerAttr,
-        OpaqueAttr,
-        StringAttr,
-    )
+    from stablehlo.ir.attributes import ArrayAttr, DictAttr, IntegerAttr, StringAttr
     from stablehlo.ir.core import Operation
+    from stablehlo.ir.sharding import MeshAttr, ShardingAttr
     from stablehlo.ir.types import IntegerType
-    text = str(mesh.spmd_mesh())
     mesh_op = Operation("sdy.mesh", attributes={"sym_name": StringAttr("mesh"),
-                                                "mesh": OpaqueAttr(f"#sdy.mesh{text}")})
+                                                "mesh": MeshAttr.of(mesh.spmd_mesh())})
     mesh_op.parent = module.body
     module.body.operations.insert(0, mesh_op)
     func = module.lookup(entry)
@@ -385,7 +379,7 @@ def annotate(module, entry: str, shardings: Sequence[Sharding | None], mesh: Mes
         # propagation does not split it to suit its users
         spec = s.spec if s is not None else TensorSharding(
             "mesh", ((),) * len(func.type.inputs[i].shape))
-        items["sdy.sharding"] = OpaqueAttr(str(spec))
+        items["sdy.sharding"] = ShardingAttr.of(spec)
         attrs.append(DictAttr(tuple(items.items())))
     func.op.attributes["arg_attrs"] = ArrayAttr(tuple(attrs))
     module.attributes["mhlo.num_partitions"] = IntegerAttr(mesh.size(), IntegerType(32))
@@ -411,8 +405,7 @@ class ShardedProgram:
     def _result_shardings(self) -> list:
         """The propagated sharding of each result (None: replicated), read from the
         partitioned entry's result attributes."""
-        from stablehlo.ir.attributes import OpaqueAttr
-        from xla_core.spmd.sharding import parse_sdy_sharding
+        from stablehlo.text.parse_sharding import sharding_of
         exe = self.executable.executable
         func = exe.module.lookup(exe.entry)
         out = []
@@ -421,7 +414,7 @@ class ShardedProgram:
             if attr is None:
                 out.append(None)
                 continue
-            spec = parse_sdy_sharding(attr.text if isinstance(attr, OpaqueAttr) else str(attr))
+            spec = sharding_of(attr)
             out.append(Sharding(self.mesh, tuple(spec.dims)) if spec.used_axes() else None)
         return out
 

@@ -1,4 +1,4 @@
-"""Pretty syntaxes of the Shardy (``sdy``) ops JAX emits; their attributes stay verbatim.
+"""Pretty syntaxes of the Shardy (``sdy``) ops JAX emits; their attributes keep their spelling.
 
     sdy.mesh @mesh = <["data"=4, "model"=2]> {stablehlo.mesh = {...}}
     %1 = sdy.sharding_constraint %0 <@mesh, [{}, {"model"}]> : tensor<32x128xf32>
@@ -8,14 +8,16 @@
       sdy.return %r : tensor<4x8xf32>
     } : (tensor<16x8xf32>) -> tensor<4x8xf32>
 
-The ops are not in the op registry (OpenHLO does not model Shardy); they parse into
-unregistered Operations whose inherent attributes are ``OpaqueAttr``s holding MLIR's generic
-spelling (``#sdy.sharding<@mesh, [...]>``), so a pretty/generic round trip keeps them intact.
+The ops are not in the op registry (OpenHLO does not model Shardy's ops); they parse into
+unregistered Operations whose inherent attributes are the typed sharding attributes of
+stablehlo/ir/sharding.py, read by parse_sharding.py and holding MLIR's generic spelling
+(``#sdy.sharding<@mesh, [...]>``), so a pretty/generic round trip keeps them intact.
 ``FOREIGN_PROPERTIES`` tells the generic printer which attributes are inherent.
 """
 from __future__ import annotations
 
 from stablehlo.ir.attributes import OpaqueAttr, StringAttr
+from stablehlo.ir.sharding import ManualAxesAttr, MeshAttr, ShardingAttr, ShardingPerValueAttr
 from stablehlo.text.formats import FOREIGN_FORMATS, Format, make_op
 from stablehlo.text.print_attributes import print_symbol
 
@@ -31,11 +33,11 @@ _PER_VALUE = "#sdy.sharding_per_value<"
 _AXES = "#sdy<manual_axes"
 
 
-def _raw_group(p) -> str:
-    """The source text of one bracketed group (``<...>``, ``[...]``, ``{...}``)."""
+def _read_group(p, parse) -> tuple:
+    """``(source text, value)`` of the bracketed group ``parse`` reads."""
     start = p.i
-    p.skip_balanced()
-    return p.source_since(start)
+    value = parse()
+    return p.source_since(start), value
 
 
 def _strip(attr, prefix: str, suffix: str = "") -> str | None:
@@ -50,7 +52,8 @@ def _strip(attr, prefix: str, suffix: str = "") -> str | None:
 def parse_mesh(p, name, loc, num_results):
     attrs = {"sym_name": StringAttr(p.parse_symbol_ref().name)}
     p.expect("=", f"after mesh name in '{name}'")
-    attrs["mesh"] = OpaqueAttr(_MESH + _raw_group(p))
+    text, mesh = _read_group(p, p.parse_mesh_body)
+    attrs["mesh"] = MeshAttr(_MESH + text, mesh)
     attrs.update(p.parse_optional_attr_dict())
     return make_op(name, [], [], attrs, loc)
 
@@ -68,7 +71,8 @@ def print_mesh(pr, op):
 
 def parse_sharding_constraint(p, name, loc, num_results):
     ref = p.parse_operand()
-    attrs = {"sharding": OpaqueAttr(_SHARDING + _raw_group(p))}
+    text, sharding = _read_group(p, p.parse_sharding_body)
+    attrs = {"sharding": ShardingAttr(_SHARDING + text, sharding)}
     attrs.update(p.parse_optional_attr_dict())
     p.expect(":", f"after operands of '{name}'")
     typ = p.parse_type()
@@ -90,12 +94,15 @@ def parse_manual_computation(p, name, loc, num_results):
     p.expect("(", f"after '{name}'")
     refs = p.comma_list(p.parse_operand, ")", f"in operands of '{name}'")
     attrs = {}
-    for keyword, prefix, suffix in (("in_shardings", _PER_VALUE, ">"),
-                                    ("out_shardings", _PER_VALUE, ">"),
-                                    ("manual_axes", _AXES, ">")):
+    for keyword in ("in_shardings", "out_shardings"):
         p.keyword(keyword, f"in '{name}'")
         p.expect("=", f"after '{keyword}'")
-        attrs[keyword] = OpaqueAttr(prefix + _raw_group(p) + suffix)
+        text, shardings = _read_group(p, p.parse_sharding_list)
+        attrs[keyword] = ShardingPerValueAttr(_PER_VALUE + text + ">", shardings)
+    p.keyword("manual_axes", f"in '{name}'")
+    p.expect("=", "after 'manual_axes'")
+    text, axes = _read_group(p, lambda: p.parse_axis_set("in 'manual_axes'"))
+    attrs["manual_axes"] = ManualAxesAttr(_AXES + text + ">", tuple(axes))
     p.expect("(", "to start manual_computation region arguments")
     args = p.comma_list(p.parse_typed_argument, ")", "in region arguments")
     region = p.parse_region(entry_args=args)

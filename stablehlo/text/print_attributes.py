@@ -31,6 +31,13 @@ from stablehlo.ir.attributes import (
     UnitAttr,
     held_as_splat,
 )
+from stablehlo.ir.sharding import (
+    GspmdShardingAttr,
+    ManualAxesAttr,
+    MeshAttr,
+    ShardingAttr,
+    ShardingPerValueAttr,
+)
 from stablehlo.ir.types import (
     F64,
     I64,
@@ -295,4 +302,10 @@ _PRINTERS = {
     StructAttr: _print_struct,
     ConvDimensionNumbersAttr: lambda a: f"#stablehlo.conv<{conv_layouts(a)}>",
     OpaqueAttr: lambda a: a.text,
+    # Shardings print as they were written (stablehlo/ir/sharding.py).
+    MeshAttr: lambda a: a.text,
+    ShardingAttr: lambda a: a.text,
+    ShardingPerValueAttr: lambda a: a.text,
+    ManualAxesAttr: lambda a: a.text,
+    GspmdShardingAttr: lambda a: print_string(a.value),
 }
