@@ -3,11 +3,11 @@ runtime contract does no compiler work (no module of pjrt/ outside its plugins i
 ``xla_core.spmd``: partitioning, shardings and global layouts come through the compile
 driver, ``xla_core.compile``), and frameworks/ reach the compiler only through pjrt and
 stablehlo (no ``xla_core`` import at all). Tests are left out: they may use the compiler's
-internals as an oracle."""
+internals as an oracle. (Here in tools/, which may read every module's source.)"""
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tools.tests.helpers import REPO_ROOT as ROOT
 
 
 def _imports(path: pathlib.Path) -> list:
