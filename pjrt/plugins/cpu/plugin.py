@@ -5,9 +5,10 @@ worker thread that runs queued executions in order (so ``execute`` returns at on
 instances of a multi-device execution run in parallel). Buffers are native arrays;
 programs go through xla_core's compile driver (xla_core/compile) with this backend's hooks
 (``CpuClient._compiler``: the ``cpu`` pipeline of optimize.py, code generation and lowering
-by compiler.py into native executables, the persistent cache of compile_cache.py). The numpy convenience
-``executable(*arrays)`` skips buffers altogether: it reads contiguous arguments in place,
-runs on the calling thread, without the GIL, and costs a few microseconds of dispatch.
+by compiler.py into native executables, the persistent cache of compile_cache.py). The
+numpy convenience ``executable(*arrays)`` skips buffers altogether: it reads contiguous
+arguments in place, runs on the calling thread, without the GIL, and costs a few
+microseconds of dispatch.
 """
 from __future__ import annotations
 
