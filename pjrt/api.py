@@ -14,7 +14,9 @@ gives the same errors):
   given ``Module``, resolves the entry function, the replica and partition
   counts (options, else the module's ``mhlo.num_replicas`` and
   ``mhlo.num_partitions``) and the device assignment before ``_compile`` sees
-  them;
+  them; the compiler work between (whole-program checks, SPMD partitioning, the
+  backend's pipeline and code generation, the cache key) is xla_core's compile
+  driver (``xla_core.compile``), which the backend fills in through ``_compiler``;
 * ``execute`` and ``execute_sharded`` check every argument against the entry
   function's signature (count, shape, dtype; for buffers also client, device,
   deletion and donation) before ``_execute`` sees them; host values are
@@ -32,7 +34,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
-import hashlib
 import threading
 import time
 import traceback
@@ -274,13 +275,15 @@ class Executable:
     """A compiled program not bound to devices: what runs, on how many replicas/partitions.
 
     ``options`` are the given options with ``entry``, ``num_replicas`` and
-    ``num_partitions`` resolved. ``module`` is the program as compiled:
-    backends that rewrite it work on a copy.
+    ``num_partitions`` resolved. ``module`` is the program as compiled (the per-device
+    program when partitioned); ``compiled`` is what the compile driver made of it
+    (``xla_core.compile.Compiled``: the backend's payload, the optimized module, cache
+    facts), None for an executable made by hand.
     """
 
-    def __init__(self, module: Module, options: CompileOptions):
+    def __init__(self, module: Module, options: CompileOptions, compiled=None):
         self.module = module
-        self.source: Optional[str] = None  # the program text, when compiled from text
+        self.compiled = compiled
         self.given_options: CompileOptions = options  # before entry/replicas were resolved
         self.entry = resolve_entry(module, options.entry)
         func = module.lookup(self.entry)
@@ -294,10 +297,10 @@ class Executable:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        """sha256 (hex) of the printed module; computed when first asked for, since
-        printing large constants costs more than compiling small programs."""
-        from stablehlo.text import print_module
-        return hashlib.sha256(print_module(self.module).encode()).hexdigest()
+        """sha256 (hex) of the module's structure (``xla_core.compile.module_fingerprint``:
+        no printing); computed when first asked for."""
+        from xla_core.compile import module_fingerprint
+        return module_fingerprint(self.module)
 
     @property
     def name(self) -> str:
@@ -310,43 +313,14 @@ class Executable:
     @functools.cached_property
     def shardings(self) -> tuple:
         """``(parameter tiles, output tiles)``: how each argument and result of the entry is a
-        piece of a global value (``xla_core.spmd.sharding.TileAssignment``; replicated for
-        single-device programs)."""
-        from xla_core.spmd.sharding import entry_shardings
+        piece of a global value (``TileAssignment``s from ``xla_core.compile.entry_shardings``;
+        replicated for single-device programs)."""
+        from xla_core.compile import entry_shardings
         return entry_shardings(self.module, self.entry)
 
     def __repr__(self) -> str:
         return (f"<Executable {self.name} @{self.entry}: {self.num_replicas} replica(s) x "
                 f"{self.num_partitions} partition(s)>")
-
-
-def _partition(module: Module, program, entry: str, num_partitions: int) -> Module:
-    """The per-device program of a multi-partition ``module`` (``program`` is what the user
-    gave: a Module of theirs is copied, not rewritten), by xla_core's ``spmd`` pipeline:
-    shard_map/pmap bodies become the entry, other sharded programs are propagated and
-    partitioned. What the partitioner does not support is UNIMPLEMENTED, bad shardings
-    INVALID_ARGUMENT."""
-    from xla_core.passes import PassContext, spmd_pipeline
-    from xla_core.spmd import ShardingError, SpmdUnsupportedError
-    if program is module:
-        from xla_core.ir_utils import clone_operation
-        module = Module(clone_operation(module.op, {}))
-    pipeline = spmd_pipeline(entry, num_partitions)
-    try:
-        pipeline.run(module, PassContext())
-    except SpmdUnsupportedError as exc:
-        raise UnimplementedError(str(exc)) from exc
-    except ShardingError as exc:
-        raise ArgumentError(str(exc)) from exc
-    return module
-
-
-def _global_shape(local_shape, tiles) -> tuple:
-    """The shape of the global value whose pieces, laid out by ``tiles``, have
-    ``local_shape``."""
-    if tiles.replicated:
-        return tuple(local_shape)
-    return tuple(n * t for n, t in zip(local_shape, tiles.tile_dims))
 
 
 def _count(module: Module, given, name: str) -> int:
@@ -492,7 +466,7 @@ class LoadedExecutable(abc.ABC):
         """Numpy convenience for a partitioned program (one replica): cut each global
         argument into the pieces its parameter sharding gives each device, run on every
         device, wait, and put each result's pieces back together by its output sharding."""
-        from xla_core.spmd.layout import assemble, split
+        from xla_core.compile import assemble_global, global_shape, split_global
         self._check_live()
         if self.num_replicas != 1:
             raise ArgumentError(f"{self.name} runs on {self.num_replicas} replicas; "
@@ -503,20 +477,20 @@ class LoadedExecutable(abc.ABC):
                                 f"got {len(arrays)}")
         for i, (array, tiles, local) in enumerate(zip(arrays, params,
                                                       self.executable.parameter_types)):
-            if np.shape(array) != _global_shape(local.shape, tiles):
+            if np.shape(array) != global_shape(local.shape, tiles):
                 raise ArgumentError(f"argument {i} of @{self.executable.entry}: expected a "
-                                    f"global array of shape {_global_shape(local.shape, tiles)}"
+                                    f"global array of shape {global_shape(local.shape, tiles)}"
                                     f", got one of shape {np.shape(array)}")
         count = self.num_partitions
-        pieces = [split(np.asarray(a), tiles, count) for a, tiles in zip(arrays, params)]
+        pieces = [split_global(a, tiles, count) for a, tiles in zip(arrays, params)]
         outputs, events = self.execute_sharded([[p[d] for p in pieces] for d in range(count)],
                                                with_events=True)
         for event in events:
             event.wait()
         glued = []
         for k, (tiles, local) in enumerate(zip(results, self.executable.result_types)):
-            glued.append(assemble([out[k].to_numpy() for out in outputs], tiles,
-                                  _global_shape(local.shape, tiles)))
+            glued.append(assemble_global([out[k].to_numpy() for out in outputs], tiles,
+                                         local.shape))
         return glued
 
     @abc.abstractmethod
@@ -723,41 +697,49 @@ class Client(abc.ABC):
         return loaded
 
     def _compile_program(self, program, options: CompileOptions) -> LoadedExecutable:
+        from xla_core.compile import load_compiled
+        backend = self._compiler(options)
+        text = program if isinstance(program, str) else None
+        compiled = load_compiled(text, options, backend) if text is not None else None
+        if compiled is None:
+            compiled = self._compile_module(program, options, backend)
+        executable = Executable(compiled.module, options, compiled)
+        return self._compile(executable, self._device_assignment(executable, options))
+
+    def _compile_module(self, program, options: CompileOptions, backend):
+        """The compile driver's work on ``program``, with the request resolved here and the
+        partitioner's errors as the contract's."""
         import stablehlo
+        from xla_core.compile import (CompileRequest, ShardingError, SpmdUnsupportedError,
+                                      compile_module)
         if isinstance(program, str):
-            loaded = self._load_compiled(program, options)
-            if loaded is not None:
-                return loaded
             module = stablehlo.parse(program)
         else:
             from stablehlo.verify import verify_module
             verify_module(program)
             module = program
-        # Once here for every backend: a call of a declaration or a recv no op sends to would
-        # fail far from its cause (in a lowering, or at the collective timeout).
-        from xla_core.program_checks import check_program
-        check_program(module)
-        num_partitions = _count(module, options.num_partitions, "num_partitions")
-        if num_partitions > 1:
-            module = _partition(module, program, resolve_entry(module, options.entry),
-                                num_partitions)
-        # Once here for every backend, before any backend compiler materializes a value.
-        from xla_core.buffers.size_limit import check_buffer_sizes
-        check_buffer_sizes(module)
-        executable = Executable(module, options)
-        # The text and options as given: backends with a persistent cache key on them
-        # (cheaper than printing the module again).
-        executable.source = program if isinstance(program, str) else None
-        return self._compile(executable, self._device_assignment(executable, options))
+        request = CompileRequest(options, resolve_entry(module, options.entry),
+                                 _count(module, options.num_replicas, "num_replicas"),
+                                 _count(module, options.num_partitions, "num_partitions"))
+        try:
+            return compile_module(module, request, backend,
+                                  text=program if isinstance(program, str) else None)
+        except SpmdUnsupportedError as exc:
+            raise UnimplementedError(str(exc)) from exc
+        except ShardingError as exc:
+            raise ArgumentError(str(exc)) from exc
 
-    def _load_compiled(self, text: str, options: CompileOptions) -> Optional[LoadedExecutable]:
-        """Backend hook: the executable of ``text`` from a persistent cache, without parsing
-        it, or None (the default: compile)."""
-        return None
+    def _compiler(self, options: CompileOptions):
+        """Backend hook: the compile driver's hooks for this backend and ``options``
+        (``xla_core.compile.Backend``: identity, pipeline, code generator, cache). The
+        default runs no pipeline and generates nothing: ``_compile`` gets the module."""
+        from xla_core.compile import Backend
+        return Backend(identity=f"{self.platform_name} {self.platform_version}")
 
     @abc.abstractmethod
     def _compile(self, executable: Executable, device_assignment: list) -> LoadedExecutable:
-        """Backend hook: compile ``executable`` for ``device_assignment[replica][partition]``
+        """Backend hook: bind ``executable`` (``executable.compiled.payload`` is what the
+        backend's ``_compiler`` hooks generated) to ``device_assignment[replica][partition]``
         (Devices); raise UnimplementedError naming what the backend cannot do."""
 
     @abc.abstractmethod

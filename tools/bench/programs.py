@@ -21,7 +21,7 @@ def save_programs(folder: str, workloads: list[str], quick: bool = False) -> lis
     import stablehlo
     from stablehlo.text import print_module
     from xla_core.buffers import assign_buffers
-    from xla_core.passes import make_pipeline
+    from pjrt.plugins.cpu.optimize import cpu_pipeline
     os.makedirs(folder, exist_ok=True)
     written = []
     for name in workloads:
@@ -32,7 +32,7 @@ def save_programs(folder: str, workloads: list[str], quick: bool = False) -> lis
         module = stablehlo.parse(text, f"{name}.mlir")  # places name the saved file
         explain = io.StringIO()
         with explaining_fusion(explain):
-            make_pipeline("cpu").run(module)
+            cpu_pipeline().run(module)
         memory = assign_buffers(module.lookup("main"))
         files = {f"{name}.mlir": text, f"{name}.optimized.mlir": print_module(module),
                  f"{name}.fusion.txt": explain.getvalue(), f"{name}.memory.txt": memory.report()}

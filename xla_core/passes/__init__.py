@@ -30,7 +30,8 @@ def _default_pipeline() -> Pipeline:
 
 def _cpu_opt_pipeline() -> Pipeline:
     """The target-independent part of the cpu backend's pipeline (fusion and
-    scheduling are appended by the backend).
+    scheduling are appended by the backend: its ``cpu`` pipeline, registered by
+    pjrt/registry.py from pjrt/plugins/cpu/optimize.py).
 
     canonicalize runs before the algebraic simplifier so the identities see
     constants on the right, and again after constant folding exposed new
@@ -45,21 +46,13 @@ def _cpu_opt_pipeline() -> Pipeline:
         "canonicalize,algebraic-simplifier,cse,transpose-folding,dce"))
 
 
-def _cpu_pipeline() -> Pipeline:
-    """The cpu backend's whole pipeline: cpu-opt, then fusion (constant folding first, so
-    constant-only subprograms are folded rather than fused), dce of what fusion left, and
-    the memory scheduler last, on the fused program the executor will run."""
-    return Pipeline("cpu", _cpu_opt_pipeline().passes + parse_pass_list(
-        "fusion,dce,memory-schedule"))
-
-
 def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = True) -> Pipeline:
     """Global sharded program -> per-device program: shard_map/pmap programs by spmd-manual;
     the others are inlined (propagation and partitioning see one function), propagated and
     partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
     skips a module an earlier one partitioned. Independent all-reduces are then combined
-    (unless ``combine`` is false), as XLA's pipeline does after partitioning. The runtime
-    compiles with this too."""
+    (unless ``combine`` is false), as XLA's pipeline does after partitioning. The compile
+    driver (xla_core/compile) partitions with this too."""
     return Pipeline("spmd", parse_pass_list(
         f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
         f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"
@@ -69,7 +62,6 @@ def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = Tru
 
 PIPELINES.register("default", _default_pipeline)
 PIPELINES.register("cpu-opt", _cpu_opt_pipeline)
-PIPELINES.register("cpu", _cpu_pipeline)
 PIPELINES.register("spmd", spmd_pipeline)
 
 __all__ = ["PASSES", "PIPELINES", "Pass", "PassContext", "PassError", "PassRecord", "Pipeline",

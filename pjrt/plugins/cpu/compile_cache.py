@@ -7,11 +7,13 @@ codegen/build.py). On a hit of a program given as text nothing is parsed (the re
 the module as given, too), and the pipeline and the code generator are skipped: only lowering
 to the executor's program runs.
 
-The key hashes the program text as given (or the printed module), the compile options as
-given (entry, replicas, partitions, overrides such as the optimization level) and a fingerprint
-of the compiler itself (the processor, and the size and modification time of every source file of stablehlo,
-xla_core and this backend and of the native extension), so an edited or reinstalled
-compiler, or another machine sharing the folder, never reads an older entry. Entries are written atomically (temporary file, then
+The key is the compile driver's (``xla_core.compile.cache_key``): the program text as given
+(or the structural fingerprint of a Module), the compile options as given (entry, replicas,
+partitions, overrides) and this backend's ``identity``: the optimization level and a
+fingerprint of the compiler itself (the processor, and the size and modification time of
+every source file of stablehlo, xla_core and this backend and of the native extension), so
+an edited or reinstalled compiler, or another machine sharing the folder, never reads an
+older entry. Entries are written atomically (temporary file, then
 rename); an unreadable entry is removed and the program compiled again. Like JAX's cache,
 entries are pickles: the cache directory must be as trusted as the code itself.
 ``OPENHLO_CPU_CACHE=0`` turns the cache off.
@@ -72,15 +74,11 @@ def _compiler_fingerprint() -> str:
     return _COMPILER_FINGERPRINT
 
 
-def key(program_text: str, options, level: int) -> str:
-    """The entry of ``program_text`` compiled with ``options`` (CompileOptions as given) at
-    ``level``; the device assignment is not part of it (it does not change the program)."""
-    h = hashlib.sha256(_compiler_fingerprint().encode())
-    overrides = sorted((k, repr(v)) for k, v in options.env_option_overrides.items())
-    h.update(f"\0{options.entry}\0{options.num_replicas}\0{options.num_partitions}\0"
-             f"{overrides}\0{level}\0".encode())
-    h.update(program_text.encode())
-    return h.hexdigest()[:40]
+def identity(level: int) -> str:
+    """The backend's identity in the compile driver's cache key (``xla_core.compile.cache_key``
+    adds the program and the compile options): the compiler's fingerprint and the
+    optimization level."""
+    return f"cpu {_compiler_fingerprint()} opt_level={level}"
 
 
 def load(cache_key: str) -> Optional[CachedProgram]:

@@ -3,9 +3,12 @@
 ``make_client("cpu", num_devices=N, probe_dir=None)``: N virtual devices, each a C++
 worker thread that runs queued executions in order (so ``execute`` returns at once and the
 instances of a multi-device execution run in parallel). Buffers are native arrays;
-programs are compiled by compiler.py into native executables. The numpy convenience
-``executable(*arrays)`` skips buffers altogether: it reads contiguous arguments in place,
-runs on the calling thread, without the GIL, and costs a few microseconds of dispatch.
+programs go through xla_core's compile driver (xla_core/compile) with this backend's hooks
+(``CpuClient._compiler``: the ``cpu`` pipeline of optimize.py, code generation and lowering
+by compiler.py into native executables, the persistent cache of compile_cache.py). The
+numpy convenience ``executable(*arrays)`` skips buffers altogether: it reads contiguous
+arguments in place, runs on the calling thread, without the GIL, and costs a few
+microseconds of dispatch.
 """
 from __future__ import annotations
 
@@ -18,7 +21,6 @@ import numpy as np
 
 from stablehlo.errors import OpenHLOError, debugging_openhlo, for_user
 from stablehlo.limits import collective_timeout_s
-from stablehlo.text import print_module
 from stablehlo.instrument import trace
 
 from pjrt import counters
@@ -31,9 +33,9 @@ from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
-from pjrt.plugins.cpu.optimize import optimize
-from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
+from pjrt.plugins.cpu.optimize import PIPELINE_OF_LEVEL
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
+from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 
 PLATFORM = "cpu"
 _COUNTS = counters.COUNTS  # one global lookup on the numpy fast path (reset keeps the object)
@@ -310,71 +312,76 @@ class CpuClient(Client):
     def devices(self) -> list[Device]:
         return list(self._devices)
 
-    def _load_compiled(self, text: str, options) -> Optional[CpuExecutable]:
+    def _compiler(self, options):
+        """The compile driver's hooks: the pipeline of the optimization level, lowering by
+        compiler.py (generated kernels compiled in the background when tiering asks for it)
+        and, above level 0, the persistent compilation cache."""
+        from xla_core.compile import Backend
         level = opt_level_of(options, self.opt_level)
-        if not compile_cache.enabled() or level == 0:
-            return None
-        cached = compile_cache.load(compile_cache.key(text, options, level))
-        if cached is None:
-            return None
-        executable = Executable(cached.source_module, options)
-        executable.source = text
-        return self._from_cache(cached, executable,
-                                self._device_assignment(executable, options))
+        compile_now = not async_codegen(options)
+        cached = compile_cache.enabled() and level > 0
+        return Backend(
+            identity=compile_cache.identity(level) if cached else f"{PLATFORM} {level}",
+            pipeline=PIPELINE_OF_LEVEL[level],
+            generate=lambda module, request: self._lower(
+                module, request.entry, request.num_replicas, request.num_partitions,
+                compile_now),
+            load_cached=self._load_cached if cached else None)
+
+    def _lower(self, module, entry: str, num_replicas: int, num_partitions: int,
+               compile_now: bool, fusions=None) -> CompiledProgram:
+        from pjrt.api import entry_function
+        return CompiledProgram(module, entry_function(module, entry), self.probe_dir,
+                               num_replicas, num_partitions, fusions=fusions,
+                               compile_now=compile_now)
+
+    @staticmethod
+    def _load_cached(key: str) -> Optional[tuple]:
+        """``(module as compiled, its CachedProgram record)`` from the persistent cache, or
+        None; ``_compile`` lowers the record (the pipeline and the code generator are
+        skipped)."""
+        cached = compile_cache.load(key)
+        return None if cached is None else (cached.source_module, cached)
 
     def _compile(self, executable: Executable, device_assignment: list) -> CpuExecutable:
-        from pjrt.api import entry_function
-        options = executable.given_options
-        level = opt_level_of(options, self.opt_level)
-        key = None
-        if compile_cache.enabled() and level > 0:
-            # A Module (not text) is keyed by its printed text.
-            key = compile_cache.key(executable.source if executable.source is not None else
-                                    print_module(executable.module), options, level)
-            cached = compile_cache.load(key) if executable.source is None else None
-            if cached is not None:
-                return self._from_cache(cached, executable, device_assignment)
-        optimized = optimize(executable.module, level)
-        func = entry_function(optimized.module, executable.entry)
-
-        def lower(compile_now: bool, fusions=None) -> CompiledProgram:
-            program = CompiledProgram(optimized.module, func, self.probe_dir,
-                                      executable.num_replicas, executable.num_partitions,
-                                      fusions=fusions, compile_now=compile_now)
-            program.pass_seconds = optimized.pass_seconds
-            return program
+        compiled = executable.compiled
+        if compiled.cache_hit:
+            record = compiled.payload
+            program = self._lower(record.module, executable.entry, executable.num_replicas,
+                                  executable.num_partitions, True, record.fusions)
+            program.cache_hit = True
+            program.pass_seconds = record.pass_seconds
+            return CpuExecutable(self, executable, device_assignment, program)
+        program = compiled.payload
+        program.pass_seconds = compiled.pass_seconds
+        loaded = CpuExecutable(self, executable, device_assignment, program)
 
         def remember(program: CompiledProgram) -> None:
             # Programs with interpreter fallbacks are cheap to lower and hold Python
             # callbacks: only fully native programs are worth a cache entry.
-            if key is not None and optimized.failure is None and not program.fallbacks \
-                    and not program.deferred:
-                compile_cache.store(key, compile_cache.CachedProgram(
-                    executable.module, optimized.module, program.fusion_library,
-                    optimized.pass_seconds))
+            if compiled.cache_key is not None and compiled.pipeline_failure is None \
+                    and not program.fallbacks and not program.deferred:
+                compile_cache.store(compiled.cache_key, compile_cache.CachedProgram(
+                    compiled.module, compiled.optimized, program.fusion_library,
+                    compiled.pass_seconds))
 
-        program = lower(compile_now=not async_codegen(options))
-        loaded = CpuExecutable(self, executable, device_assignment, program)
         if program.deferred:
+            def lower_fully() -> CompiledProgram:
+                # The first lowering's kernel sources, compiled now: nothing is generated
+                # twice.
+                full = self._lower(compiled.optimized, executable.entry, executable.num_replicas,
+                                   executable.num_partitions, True,
+                                   program.fusion_library.compiled())
+                full.pass_seconds = compiled.pass_seconds
+                return full
+
             def install(full: CompiledProgram) -> None:
                 loaded.program = full  # one reference swap: calls read it once
                 remember(full)
-            # The first lowering's kernel sources, compiled now: nothing is generated twice.
-            loaded._upgrade = Upgrade(
-                lambda: lower(True, program.fusion_library.compiled()), install)
+            loaded._upgrade = Upgrade(lower_fully, install)
         else:
             remember(program)
         return loaded
-
-    def _from_cache(self, cached, executable: Executable,
-                    device_assignment: list) -> CpuExecutable:
-        from pjrt.api import entry_function
-        func = entry_function(cached.module, executable.entry)
-        program = CompiledProgram(cached.module, func, self.probe_dir, executable.num_replicas,
-                                  executable.num_partitions, fusions=cached.fusions)
-        program.cache_hit = True
-        program.pass_seconds = cached.pass_seconds
-        return CpuExecutable(self, executable, device_assignment, program)
 
     def buffer_from_numpy(self, array, device: Optional[Device] = None) -> CpuBuffer:
         self._check_open()

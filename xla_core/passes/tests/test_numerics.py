@@ -30,10 +30,16 @@ def _multi_function_programs(count: int) -> list:
 
 
 def _pipeline(spec: str) -> Pipeline:
-    """A registered pipeline by name, else the comma-separated pass list."""
-    if spec in PIPELINES.names():
-        return make_pipeline(spec)
-    return Pipeline("t", parse_pass_list(spec))
+    """Comma-separated registered pipelines and passes, run in order."""
+    passes = []
+    for item in spec.split(","):
+        passes += make_pipeline(item).passes if item in PIPELINES.names() \
+            else parse_pass_list(item)
+    return Pipeline("t", passes)
+
+
+# The shape of the cpu backend's pipeline (pjrt/plugins/cpu/optimize.py), from xla_core's parts.
+_FUSING = "cpu-opt,fusion,dce,memory-schedule"
 
 
 def _same(a, b) -> bool:
@@ -44,7 +50,7 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("path", _multi_function_programs(8), ids=lambda p: p.name)
 @pytest.mark.parametrize("passes", ["inline", "dce", "inline,dce",
                                     "inline,algebraic-simplifier,constant-fold,cse,dce",
-                                    "cpu-opt", "cpu"])
+                                    "cpu-opt", _FUSING])
 def test_testdata_results_unchanged(path, passes):
     text = path.read_text()
     try:
@@ -71,7 +77,7 @@ _SUITES = ["infeed.mlir", "outfeed.mlir", "send_recv.mlir", "all_reduce.mlir", "
 @pytest.mark.parametrize("name", _SUITES)
 @pytest.mark.parametrize("passes", ["inline,dce", "cse", "inline,cse",
                                     "inline,algebraic-simplifier,constant-fold,cse,dce",
-                                    "cpu-opt", "cpu"])
+                                    "cpu-opt", _FUSING])
 def test_interpreter_suite_checks_still_pass_after_passes(name, passes):
     chunks = [c for _, _, c in split_input_file((INTERPRET / name).read_text())
               if "func.func" in c]

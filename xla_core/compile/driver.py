@@ -1,0 +1,162 @@
+"""The compile driver: the one path from a program to what a backend runs.
+
+    program text ──(cache hit?)──> done, nothing parsed
+        │ parse (the caller, once)
+    Module ──(cache hit?)──> done
+        │ whole-program checks (callees, channels)
+        │ SPMD partitioning, when the program runs on several partitions
+        │ buffer size limits
+        │ the backend's pipeline, on a copy
+        └ the backend's code generation ──> the executable payload
+
+The runtime contract (``pjrt``) resolves what to compile (the entry, replica and partition
+counts: a ``CompileRequest``) and binds the result to devices; it does no compiler work. A
+backend describes itself with a ``Backend``: its identity (keyed into the cache), the name
+of its pipeline (registered in ``xla_core.passes.PIPELINES``; None: the program is
+generated as given), its code generator and its persistent cache. The program handed in is
+never rewritten: partitioning and the pipeline work on copies, and a Module is never printed
+back to text (the cache key is its structural fingerprint).
+
+A pipeline that fails is a compiler bug, not the user's: the program is then generated from
+the unoptimized module, with a warning naming the pass (``Compiled.pipeline_failure``).
+Passes are not re-verified one by one (the input was verified, and each pass's own tests
+verify its output); ``OPENHLO_VERIFY_PASSES=1`` turns that on for debugging.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from stablehlo.ir.core import Module
+from xla_core.compile.fingerprint import cache_key
+
+LOG = logging.getLogger("openhlo.compile")
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    """What to compile, as the runtime contract resolved it from the program and its options.
+
+    ``options`` are the runtime's compile options as given (keyed into the cache);
+    ``entry``, ``num_replicas`` and ``num_partitions`` are resolved."""
+    options: object
+    entry: str
+    num_replicas: int = 1
+    num_partitions: int = 1
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The hooks a backend fills in for the driver.
+
+    ``identity``: the backend's name, version and every setting that changes what it
+    generates (part of the cache key). ``pipeline``: a registered pipeline name, or None.
+    ``generate(module, request)``: the optimized module -> the backend's executable payload
+    (None: the payload is the module itself). ``load_cached(key)``: ``(module, payload)`` of
+    an earlier compile from the backend's persistent cache, or None; without it nothing is
+    keyed. The backend stores entries itself, under ``Compiled.cache_key``, once it knows
+    the payload is worth keeping."""
+    identity: str
+    pipeline: Optional[str] = None
+    generate: Optional[Callable[[Module, CompileRequest], object]] = None
+    load_cached: Optional[Callable[[str], Optional[tuple]]] = None
+
+
+@dataclass
+class Compiled:
+    """What the driver hands the runtime.
+
+    ``module``: the program the runtime binds (per-device when partitioned; never the
+    optimized one), from which it reads the entry signature and the shardings.
+    ``optimized``: the backend pipeline's output, ``payload`` what the backend generated."""
+    module: Module
+    optimized: Module
+    payload: object
+    cache_key: Optional[str] = None
+    cache_hit: bool = False
+    pass_seconds: list = field(default_factory=list)  # (pass name, seconds) of the pipeline
+    pipeline_failure: Optional[str] = None  # "pass: error" when the pipeline was abandoned
+
+
+def load_compiled(text: str, options, backend: Backend) -> Optional[Compiled]:
+    """The compile of ``text`` from ``backend``'s persistent cache, without parsing it, or
+    None."""
+    if backend.load_cached is None:
+        return None
+    return _from_cache(cache_key(text, options, backend.identity), backend)
+
+
+def compile_module(module: Module, request: CompileRequest, backend: Backend, *,
+                   text: Optional[str] = None) -> Compiled:
+    """Compile ``module`` (verified; parsed from ``text`` when the program came as text) for
+    ``backend``. Raises the checks' VerificationError and BufferLimitError, and
+    ``ShardingError`` / ``SpmdUnsupportedError`` for what partitioning cannot do."""
+    key = None
+    if backend.load_cached is not None:
+        key = cache_key(text if text is not None else module, request.options,
+                        backend.identity)
+        if text is None:  # text was looked up before it was parsed
+            cached = _from_cache(key, backend)
+            if cached is not None:
+                return cached
+    # Here for every backend: a call of a declaration or a recv no op sends to would fail
+    # far from its cause (in a lowering, or at the collective timeout).
+    from xla_core.program_checks import check_program
+    check_program(module)
+    if request.num_partitions > 1:
+        # A Module of the caller's is left as given; one parsed here from text is ours.
+        module = partition(module if text is not None else _copy(module), request.entry,
+                           request.num_partitions)
+    # Before any backend compiler materializes a value.
+    from xla_core.buffers.size_limit import check_buffer_sizes
+    check_buffer_sizes(module)
+    compiled = _optimize(module, backend.pipeline)
+    compiled.cache_key = key
+    compiled.payload = (compiled.optimized if backend.generate is None
+                        else backend.generate(compiled.optimized, request))
+    return compiled
+
+
+def partition(module: Module, entry: str, num_partitions: int) -> Module:
+    """``module`` (a global sharded program) rewritten in place into its per-device program
+    by the ``spmd`` pipeline: shard_map/pmap bodies become the entry, other sharded
+    programs are propagated and partitioned."""
+    from xla_core.passes import PassContext, spmd_pipeline
+    spmd_pipeline(entry, num_partitions).run(module, PassContext())
+    return module
+
+
+def _from_cache(key: str, backend: Backend) -> Optional[Compiled]:
+    hit = backend.load_cached(key)
+    if hit is None:
+        return None
+    module, payload = hit
+    return Compiled(module, module, payload, cache_key=key, cache_hit=True)
+
+
+def _optimize(module: Module, pipeline_name: Optional[str]) -> Compiled:
+    """``module`` through the named pipeline, on a copy (``Compiled.payload`` left unset)."""
+    if pipeline_name is None:
+        return Compiled(module, module, None)
+    from xla_core.passes import PassContext, make_pipeline
+    copy = _copy(module)
+    ctx = PassContext(verify=os.environ.get("OPENHLO_VERIFY_PASSES") == "1")
+    pipeline = make_pipeline(pipeline_name)
+    start = time.perf_counter()
+    try:
+        pipeline.run(copy, ctx)
+    except Exception as exc:  # noqa: BLE001 - any pass bug: generate the program unoptimized
+        failed = pipeline.passes[min(len(ctx.records), len(pipeline.passes) - 1)].name
+        LOG.warning("the %s pipeline failed in pass %s; compiling unoptimized: %s: %s",
+                    pipeline_name, failed, type(exc).__name__, exc)
+        return Compiled(module, module, None, pipeline_failure=f"{failed}: {exc}")
+    LOG.debug("%s pipeline: %.1f ms", pipeline_name, 1e3 * (time.perf_counter() - start))
+    return Compiled(module, copy, None, pass_seconds=[(r.name, r.seconds) for r in ctx.records])
+
+
+def _copy(module: Module) -> Module:
+    from xla_core.ir_utils import clone_operation
+    return Module(clone_operation(module.op, {}))
