@@ -1,5 +1,5 @@
 """Contractions, convolutions, transforms and factorizations."""
-from stablehlo.ir.ops.base import define
+from stablehlo.ir.ops.base import define, Effect
 from stablehlo.ir.ops.linalg_rules import rule_for
 
 _CONV = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "window_reversal",
@@ -25,6 +25,7 @@ define("stablehlo.batch_norm_inference", properties=("epsilon", "feature_index")
        verify=rule_for("batch_norm_inference"))
 define("stablehlo.batch_norm_grad", properties=("epsilon", "feature_index"),
        verify=rule_for("batch_norm_grad"))
-define("stablehlo.rng", properties=("rng_distribution",), syntax="rng", verify=rule_for("rng"))
+define("stablehlo.rng", properties=("rng_distribution",), syntax="rng",
+       effects=Effect.HIDDEN_STATE, verify=rule_for("rng"))
 define("stablehlo.rng_bit_generator", properties=("rng_algorithm",), syntax="rng_bit_generator",
        verify=rule_for("rng_bit_generator"))
