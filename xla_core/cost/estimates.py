@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -125,9 +124,7 @@ class Cost:
 
 def _element_bits(t: Type) -> int:
     if isinstance(t, FloatType):
-        if t.name == "tf32":  # stored in 32 bits
-            return 32
-        return int(re.match(r"b?f(\d+)", t.name).group(1))
+        return t.format.storage_bits
     if isinstance(t, IntegerType):
         return max(t.width, 8) if t.width == 1 else t.width
     if isinstance(t, ComplexType):
