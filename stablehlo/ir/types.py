@@ -60,6 +60,11 @@ class FloatFormat:
         return self.mantissa_bits + 1
 
     @property
+    def signed(self) -> bool:
+        """Whether the format has a sign bit (all but f8E8M0FNU)."""
+        return self.bits > self.exponent_bits + self.mantissa_bits
+
+    @property
     def storage_bits(self) -> int:
         """Bits a value takes in memory: sub-byte formats pack, and a width that is not a
         whole number of bytes (tf32's 19) takes the next power of two."""

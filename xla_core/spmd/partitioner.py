@@ -48,7 +48,8 @@ import numpy as np
 from stablehlo.builder import Builder
 from stablehlo.ir.attributes import ArrayAttr, StructAttr, UnitAttr, dense, i64_array, i64_attr
 from stablehlo.ir.core import Func, Module, Operation, Value
-from stablehlo.ir.types import I32, TensorType, numpy_dtype
+from stablehlo.ir.regions import Monoid, region_monoids
+from stablehlo.ir.types import I32, FloatType, TensorType, numpy_dtype
 
 from xla_core.ir_utils import clone_region
 from xla_core.passes.base import Pass, PassContext
@@ -340,21 +341,11 @@ class _Partitioner(ControlFlow, Indexing):
         inits = [v.owner for v in op.operands[n:]]
         if any(getattr(i, "name", None) != "stablehlo.constant" for i in inits):
             return False
-        if n > 1:
-            return rules.is_identity(op.regions[0], [i.attributes["value"].array
-                                                     for i in inits])
-        init = inits[0]
-        value = init.attributes["value"].array
-        found = rules.reducer_identity(op.regions[0], value.dtype)
-        if found is None:
-            return False
-        reducer, identity = found
-        if value.dtype.kind == "f" and reducer in ("stablehlo.maximum", "stablehlo.minimum"):
-            # the largest finite value bounds as well as infinity does
-            limit = np.finfo(value.dtype)
-            finite = limit.min if reducer == "stablehlo.maximum" else limit.max
-            return bool(np.all((value == identity) | (value == finite)))
-        return bool(np.all(value == identity))
+        monoids = region_monoids(op.regions[0])
+        if monoids is None:
+            return n > 1 and rules.is_identity(op.regions[0], [i.attributes["value"].array
+                                                               for i in inits])
+        return all(_is_monoid_identity(m, i) for m, i in zip(monoids, inits))
 
     def _manual(self, op: Operation) -> None:
         """A (fully or partially) manual computation: its body is already the per-device
@@ -521,3 +512,19 @@ def _scaled(t: TensorType, dim: int, mul: int, div: int, dim2=None, mul2: int = 
 
 
 __all__ = ["SpmdPartitionPass"]
+
+
+def _is_monoid_identity(monoid: Monoid, init: Operation) -> bool:
+    """Whether the constant ``init`` holds ``monoid``'s identity everywhere; for a float
+    maximum (minimum) the lowest (highest) finite value bounds as well as infinity does."""
+    value = init.attributes["value"].array
+    element_type = init.results[0].type.element_type
+    identity = monoid.identity(element_type)
+    if identity is None:
+        return False
+    found = value == identity
+    if isinstance(element_type, FloatType) and monoid.op in ("stablehlo.maximum",
+                                                             "stablehlo.minimum"):
+        finite = element_type.format.max
+        found |= value == (-finite if monoid.op == "stablehlo.maximum" else finite)
+    return bool(np.all(found))

@@ -13,8 +13,6 @@ from stablehlo.ir.core import Operation, Region
 from stablehlo.ir.ops.base import ELEMENTWISE
 
 CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if"})
-_IDENTITIES = {"stablehlo.add": 0, "stablehlo.or": 0, "stablehlo.xor": 0,
-               "stablehlo.multiply": 1, "stablehlo.and": 1}
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -189,30 +187,14 @@ def dim_map(op: Operation):
     return None
 
 
-def reducer_identity(region: Region, dtype):
-    """``(reducer op name, identity)`` of a reduction body made of one binary op with an
-    identity (partial results of pieces then combine to the whole one), else None."""
-    block = region.block
-    if len(block.operations) != 2:
-        return None
-    reducer = block.operations[0].name
-    if reducer in _IDENTITIES:
-        return reducer, _IDENTITIES[reducer]
-    if reducer in ("stablehlo.maximum", "stablehlo.minimum"):
-        dtype = np.dtype(dtype)
-        if dtype.kind == "f":
-            return reducer, -np.inf if reducer == "stablehlo.maximum" else np.inf
-        if dtype.kind in "iu":
-            limits = np.iinfo(dtype)
-            return reducer, limits.min if reducer == "stablehlo.maximum" else limits.max
-    return None
-
-
 def is_identity(region: Region, inits) -> bool:
     """Whether the reducer ``region`` gives back its other argument when one argument is
-    ``inits`` (numpy scalars), checked by running it on sample values in both orders. A
-    variadic reduce (argmax: a value and its index) whose init passes can reduce pieces
-    apart and combine their partial results."""
+    ``inits`` (numpy scalars), checked by running it on sample values in both orders.
+
+    Only for variadic bodies that are not one monoid per result (argmax: a value and its
+    index, which ``stablehlo.ir.regions`` does not recognise): those whose init passes
+    reduce pieces apart and combine their partial results. Monoid bodies are decided by
+    their identity, without running anything."""
     from stablehlo.interpreter.evaluator import EvalContext
     from stablehlo.ir.core import Module
     samples = {"f": (-2.5, 0.75, 3.0), "i": (-3, 1, 5), "u": (1, 2, 7), "b": (True, False, True)}
@@ -372,5 +354,5 @@ def reshape_map(dims, source, target, axis_size) -> tuple:
 __all__ = ["CONTROL_FLOW", "broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
            "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions",
            "is_elementwise", "is_identity", "point_lookup_dim", "reduce_backward",
-           "reduce_forward", "reducer_identity", "reshape_groups", "reshape_map",
+           "reduce_forward", "reshape_groups", "reshape_map",
            "scatter_positions", "slice_positions", "transpose_backward", "transpose_forward"]

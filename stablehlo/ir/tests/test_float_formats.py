@@ -34,5 +34,5 @@ def test_tf32_is_19_bits_with_8_exponent_and_10_mantissa_bits_and_no_dtype():
 
 def test_every_format_spends_its_bits_on_sign_exponent_and_mantissa():
     for fmt in FLOAT_FORMATS.values():
-        sign = 0 if fmt.name == "f8E8M0FNU" else 1  # the only unsigned format
-        assert fmt.bits == sign + fmt.exponent_bits + fmt.mantissa_bits, fmt.name
+        assert fmt.signed == (fmt.name != "f8E8M0FNU"), fmt.name  # the only unsigned format
+        assert fmt.bits == fmt.signed + fmt.exponent_bits + fmt.mantissa_bits, fmt.name
