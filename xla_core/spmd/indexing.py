@@ -215,7 +215,7 @@ class Indexing:
         (x,) = self._emit(op, operands, [computed], [clone_region(op.regions[0], {})])
         if summed:
             x = self._all_reduce(x, summed, op.regions[0])
-            x = self.b.op(name, [base, x]).result
+            x = self.b.op(monoid.op, [base, x]).result
         self._settle(op, x, computed, out)
 
     def _settle(self, op: Operation, x, computed, out) -> None:

@@ -60,6 +60,7 @@ from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, P
 from xla_core.spmd.control_flow import ControlFlow
 from xla_core.spmd.indexing import Indexing
 from xla_core.spmd.manual import PARTITIONED
+from xla_core.spmd.op_rules import Split, spmd_rule
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
 
@@ -144,35 +145,30 @@ class _Partitioner(ControlFlow, Indexing):
         if not op.results:
             self._whole(op)
             return
+        split = spmd_rule(op).split
         outs = op_dims(self.info, op)
-        if rules.is_elementwise(op):
-            self._mapped(op, outs[0], [outs[0] if len(v.type.shape) else () for v in op.operands])
-        elif name == "stablehlo.transpose":
-            perm = list(op.attributes["permutation"].values)
-            self._mapped(op, outs[0], [rules.transpose_backward(outs[0], perm)])
-        elif name == "stablehlo.broadcast_in_dim":
-            mapping = list(op.attributes["broadcast_dimensions"].values)
-            self._mapped(op, outs[0], [rules.broadcast_backward(
-                outs[0], op.operands[0].type.shape, op.results[0].type.shape, mapping)])
-        elif name == "stablehlo.reshape":
-            self._reshape(op, outs[0])
-        elif name in ("stablehlo.dot_general", "stablehlo.convolution") and \
-                rules.contraction(op) is not None:
-            self._dot(op, outs[0])
-        elif name == "stablehlo.reduce":
-            self._reduce(op, outs[0])
-        elif name in rules.CONTROL_FLOW:
+        if split is Split.CONTROL_FLOW:
             self._control_flow(op, outs)
-        elif name == "stablehlo.gather":
-            self._gather(op, outs[0])
-        elif name == "stablehlo.scatter" and rules.scatter_positions(op) is not None:
-            self._scatter(op, outs[0])
-        elif name == "stablehlo.slice":
-            self._static_slice(op, outs[0])
-        elif name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
-            self._dynamic_slice(op, outs[0])
+        elif split is Split.CONTRACTION and rules.contraction(op) is None:
+            self._whole(op)  # grouped convolutions: no dimension map
+        elif split is Split.SCATTER and rules.scatter_positions(op) is None:
+            self._whole(op)
+        elif split in _BY_SPLIT:
+            _BY_SPLIT[split](self, op, outs[0])
         else:
             self._whole(op)
+
+    def _elementwise(self, op: Operation, out) -> None:
+        self._mapped(op, out, [out if len(v.type.shape) else () for v in op.operands])
+
+    def _transpose(self, op: Operation, out) -> None:
+        perm = list(op.attributes["permutation"].values)
+        self._mapped(op, out, [rules.transpose_backward(out, perm)])
+
+    def _broadcast(self, op: Operation, out) -> None:
+        mapping = list(op.attributes["broadcast_dimensions"].values)
+        self._mapped(op, out, [rules.broadcast_backward(
+            out, op.operands[0].type.shape, op.results[0].type.shape, mapping)])
 
     def _mapped(self, op: Operation, out, targets) -> None:
         """Run ``op`` on its operands in layouts ``targets``; its result is laid out ``out``."""
@@ -513,6 +509,22 @@ def _scaled(t: TensorType, dim: int, mul: int, div: int, dim2=None, mul2: int = 
 
 __all__ = ["SpmdPartitionPass"]
 
+
+
+# The partitioner's handler of each split kind that runs on one result layout (control flow
+# takes all its results' layouts; WHOLE and REPLICATED ops run whole).
+_BY_SPLIT = {
+    Split.ELEMENTWISE: _Partitioner._elementwise,
+    Split.TRANSPOSE: _Partitioner._transpose,
+    Split.BROADCAST: _Partitioner._broadcast,
+    Split.RESHAPE: _Partitioner._reshape,
+    Split.CONTRACTION: _Partitioner._dot,
+    Split.REDUCE: _Partitioner._reduce,
+    Split.GATHER: _Partitioner._gather,
+    Split.SCATTER: _Partitioner._scatter,
+    Split.SLICE: _Partitioner._static_slice,
+    Split.DYNAMIC_SLICE: _Partitioner._dynamic_slice,
+}
 
 def _is_monoid_identity(monoid: Monoid, init: Operation) -> bool:
     """Whether the constant ``init`` holds ``monoid``'s identity everywhere; for a float

@@ -10,15 +10,8 @@ import math
 import numpy as np
 
 from stablehlo.ir.core import Operation, Region
-from stablehlo.ir.ops.base import ELEMENTWISE
 
-CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if"})
-
-
-def is_elementwise(op: Operation) -> bool:
-    """Elementwise ops (convert, compare, select, clamp included) map dims one to one."""
-    opdef = op.opdef
-    return opdef is not None and ELEMENTWISE in opdef.traits
+from xla_core.spmd.op_rules import Split, spmd_rule
 
 
 def dot_dims(op: Operation) -> tuple:
@@ -167,18 +160,18 @@ def dim_map(op: Operation):
     ``positions[i]`` maps operand ``i``'s dims to result dims; ``pairs`` are
     ``((i, d), (j, e))``: dims of two operands that are summed over (or scattered over)
     together, kept split alike."""
-    if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice",
-                   "stablehlo.dynamic_update_slice"):
+    split = spmd_rule(op).split
+    if split in (Split.SLICE, Split.DYNAMIC_SLICE):
         return slice_positions(op), []
-    if op.name in ("stablehlo.dot_general", "stablehlo.convolution"):
+    if split is Split.CONTRACTION:
         mapped = contraction(op)
         if mapped is None:
             return None
         lhs, rhs, pairs = mapped
         return [lhs, rhs], [((0, d), (1, e)) for d, e in pairs]
-    if op.name == "stablehlo.gather":
+    if split is Split.GATHER:
         return list(gather_positions(op)), []
-    if op.name == "stablehlo.scatter":
+    if split is Split.SCATTER:
         mapped = scatter_positions(op)
         if mapped is None:
             return None
@@ -351,8 +344,8 @@ def reshape_map(dims, source, target, axis_size) -> tuple:
     return tuple(out)
 
 
-__all__ = ["CONTROL_FLOW", "broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
+__all__ = ["broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
            "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions",
-           "is_elementwise", "is_identity", "point_lookup_dim", "reduce_backward",
+           "is_identity", "point_lookup_dim", "reduce_backward",
            "reduce_forward", "reshape_groups", "reshape_map",
            "scatter_positions", "slice_positions", "transpose_backward", "transpose_forward"]

@@ -59,7 +59,8 @@ class OpDef:
     verify: Optional[Callable] = None
     traits: frozenset = field(default_factory=frozenset)
     summary: str = ""
-    effects: Effect = Effect.PURE
+    # None: not declared (``op_effects`` then assumes the worst, and a test names the op)
+    effects: Optional[Effect] = None
     # op -> Effect, for ops whose effects depend on their attributes (custom_call)
     effects_of: Optional[Callable] = None
 
@@ -79,24 +80,29 @@ OPS: Registry[OpDef] = Registry("op")
 
 
 def define(name: str, *, properties=(), syntax="generic", num_regions=0, verify=None,
-           traits=(), summary="", effects=Effect.PURE, effects_of=None) -> OpDef:
+           traits=(), summary="", effects=None, effects_of=None) -> OpDef:
     opdef = OpDef(name, tuple(properties), syntax, num_regions, verify, frozenset(traits),
                   summary, effects, effects_of)
     OPS.register(name, opdef)
     return opdef
 
 
+def define_pure(name: str, **declaration) -> OpDef:
+    """``define`` an op without effects: its results depend on its operands only."""
+    return define(name, effects=Effect.PURE, **declaration)
+
+
 def op_effects(op) -> Effect:
     """The effects of ``op`` itself (not of the ops in its regions, nor of a callee).
 
-    Unregistered ops have ``Effect.UNKNOWN``.
+    Unregistered ops, and registered ones that declare none, have ``Effect.UNKNOWN``.
     """
     opdef = op.opdef
     if opdef is None:
         return Effect.UNKNOWN
     if opdef.effects_of is not None:
         return opdef.effects_of(op)
-    return opdef.effects
+    return Effect.UNKNOWN if opdef.effects is None else opdef.effects
 
 
 def op_error(op, message: str) -> VerificationError:
