@@ -11,8 +11,9 @@ are ops like any other, so two ``stablehlo.constant`` with equal
 Only pure ops merge, as ``dce`` defines purity (the op definition's effects):
 never I/O or collective ops, custom_calls with ``has_side_effect``, rng,
 optimization barriers, async ops or unregistered ops; an op with regions only
-when everything in them is pure; a call or composite only when its callee is. Ops without results and
-terminators are left alone (nothing to reuse; ``dce`` removes the former).
+when everything in them is pure; a call or composite only when its callee
+is. Ops without results and terminators are left alone (nothing to reuse;
+``dce`` removes the former).
 
 Scopes follow dominance: an op can reuse an earlier op of its own block or of
 any enclosing block (regions see enclosing values), never one of a sibling

@@ -10,7 +10,7 @@ reports shardings the same way for both.
 
 Each global value has a home piece (the local value and the layout it was computed in);
 consumers ask for it in the layout they need and ``_reshard`` builds (and caches per value and
-layout) the collectives: see ``reshard.py``. Per op:
+layout) the collectives: see ``reshard.py``. Per op, by its rule in ``op_rules.SPMD_RULES``:
 - elementwise ops, constraints, transpose, broadcast_in_dim: operands resharded to the
   result's layout mapped back (``rules.py``), the op run on the pieces;
 - reshape: local when the result's layout maps back to an operand layout that maps forward to
@@ -28,14 +28,17 @@ layout) the collectives: see ``reshard.py``. Per op:
   whole (a kernel gradient) split alike on both sides is summed like a contracting dim, the
   input pieces extended by halos;
 - reduce: reduced dims stay split when the init is the reducer's identity (local reduce, then
-  ``all_reduce`` with the same reducer); otherwise they are gathered first;
+  ``all_reduce`` with the same reducer): the identity of its monoid
+  (``stablehlo.ir.regions``), or, for a variadic body that is not one monoid per result
+  (argmax), an init the body passes through on sample values; otherwise they are gathered
+  first;
 - while, case, if: their regions partitioned in place (``control_flow.py``);
 - gather, scatter, dynamic_slice, dynamic_update_slice: passthrough and batch dims stay
   split, a scatter's split updates give partial results combined across devices
   (``indexing.py``);
 - sdy.manual_computation (shard_map, also partially manual: manual on some mesh axes): its
   body runs in place on pieces split over the manual axes, whole along the free ones;
-- anything else runs on whole (replicated) operands.
+- anything else (``whole(reason)`` rules) runs on whole (replicated) operands.
 Collectives use ``use_global_device_ids`` (not all_to_all) and channel handles 1, 2, ... with
 replica groups over logical device ids, as XLA emits them.
 """

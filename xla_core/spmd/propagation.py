@@ -18,7 +18,8 @@ all contract) wait until everything else has propagated: such a value takes the 
 users want (a dot's partial sums are then sliced to it, or reduce-scattered, rather than kept
 whole) rather than imposing replication on them. What is still unknown at the end is replicated.
 
-Rules per op (``rules.py``): elementwise ops (convert, compare, select included) and
+Rules per op (the op's ``Split`` kind in ``op_rules.SPMD_RULES``, the maps in ``rules.py``):
+elementwise ops (convert, compare, select included) and
 constraints map dimension to dimension; transpose permutes; broadcast_in_dim keeps operand
 dims that are not expanded; reshape maps the major dimension of runs of equal element count;
 reduce drops reduced dims; dot_general maps batch and free dims (contracting dims drop out:
