@@ -34,6 +34,7 @@ import numpy as np
 from stablehlo.errors import InterpreterError
 from stablehlo.ir.attributes import (ArrayAttr, BoolAttr, DenseElementsAttr, StructAttr,
                                      SymbolRefAttr, UnitAttr)
+from stablehlo.ir.regions import region_monoid
 from stablehlo.ir.types import numpy_dtype
 from stablehlo.limits import collective_timeout_s
 from stablehlo.interpreter.kernels import kernel
@@ -351,7 +352,7 @@ def _combiner(ctx, op) -> Callable:
     return elementwise_combiner(ctx, op.regions[0])
 
 
-# Bodies made of one of these ops on the two block arguments run as one numpy call.
+# Bodies that are one of these monoids of the two block arguments run as one numpy call.
 _UFUNCS = {
     "stablehlo.add": np.add, "stablehlo.multiply": np.multiply,
     "stablehlo.maximum": np.maximum, "stablehlo.minimum": np.minimum,
@@ -373,7 +374,8 @@ def elementwise_combiner(ctx, region) -> Callable:
         raise InterpreterError(f"a reduction computation takes 2 arguments, got "
                                f"{len(block.arguments)}")
     dtype = numpy_dtype(block.arguments[0].type.element_type)
-    ufunc = _simple_body(block)
+    monoid = region_monoid(region)
+    ufunc = _UFUNCS[monoid.op] if monoid is not None else None
 
     def combine(j, a, b):
         a = np.asarray(a).astype(dtype, copy=False)
@@ -389,19 +391,6 @@ def elementwise_combiner(ctx, region) -> Callable:
             out[index] = value
         return out if out is not None else np.empty(a.shape, dtype=dtype)
     return combine
-
-
-def _simple_body(block):
-    ops = block.operations
-    if len(ops) != 2 or ops[1].name not in ("stablehlo.return", "func.return"):
-        return None
-    op, ret = ops
-    ufunc = _UFUNCS.get(op.name)
-    if ufunc is None or len(ret.operands) != 1 or ret.operands[0] is not op.results[0]:
-        return None
-    if set(op.operands) != set(block.arguments) or len(op.operands) != 2:
-        return None
-    return ufunc
 
 
 def _zeros(op) -> list:

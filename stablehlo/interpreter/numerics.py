@@ -21,6 +21,8 @@ import functools
 
 import numpy as np
 
+from stablehlo.ir.types import float_format_of_dtype
+
 try:
     import ml_dtypes
 except ImportError:  # pragma: no cover - ml_dtypes is a hard dependency
@@ -30,12 +32,6 @@ BOOL, SINT, UINT, FLOAT, COMPLEX = "bool", "sint", "uint", "float", "complex"
 
 # Sub-byte integer dtypes of ml_dtypes: name -> (width, signed).
 _SMALL_INTS = {"int2": (2, True), "int4": (4, True), "uint2": (2, False), "uint4": (4, False)}
-
-# Total storage width in bits of every float dtype we hold.
-_FLOAT_BITS = {
-    "float16": 16, "float32": 32, "float64": 64, "bfloat16": 16,
-    "float4_e2m1fn": 4, "float6_e2m3fn": 6, "float6_e3m2fn": 6,
-}
 
 _NATIVE_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
@@ -72,8 +68,7 @@ def int_width(dtype) -> int:
 
 def float_width(dtype) -> int:
     """Bit width of a float dtype (f6 types use 6 of their byte)."""
-    dtype = np.dtype(dtype)
-    return _FLOAT_BITS.get(dtype.name, dtype.itemsize * 8)
+    return float_format_of_dtype(dtype).bits
 
 
 def bit_width(dtype) -> int:
@@ -205,10 +200,7 @@ def float_from_bits(bits, dtype) -> np.ndarray:
 
 def mantissa_bits(dtype) -> int:
     """Explicit (stored) significand bits of a real float dtype."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return int(np.finfo(dtype).nmant)
-    return int(ml_dtypes.finfo(dtype).nmant)
+    return float_format_of_dtype(dtype).mantissa_bits
 
 
 # ---------------------------------------------------------------------------

@@ -4,10 +4,10 @@ A reducer body is a region ``(acc_0..acc_N-1, x_0..x_N-1) -> (r_0..r_N-1)``
 that StableHLO applies to scalars. The kernels here never loop over
 elements in Python:
 
-* ``binary_body_ops`` recognises the common bodies where every result is a
-  single commutative op (add, multiply, maximum, minimum, and, or, xor) of
-  its own pair of arguments; such reductions run as numpy ufunc reductions
-  (``fast_reduce``);
+* ``binary_body_ops`` gives the ops of the common bodies where every result
+  is a single monoid (add, multiply, maximum, minimum, and, or, xor) of its
+  own pair of arguments (``stablehlo.ir.regions.region_monoids``); such
+  reductions run as numpy ufunc reductions (``fast_reduce``);
 * any other body is applied lane-wise (``Body``, via lanes.py): its ops are
   elementwise, so running the region once on arrays holding all lanes
   computes every scalar application at once. Bodies with ops that are not
@@ -22,10 +22,9 @@ import numpy as np
 
 from stablehlo.interpreter.accumulate import kind, to_result, widen
 from stablehlo.interpreter.lanes import LaneBody, NotLaneWise
+from stablehlo.ir.regions import region_monoids
 from stablehlo.ir.types import numpy_dtype
 
-_FAST_OPS = ("stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
-             "stablehlo.minimum", "stablehlo.and", "stablehlo.or", "stablehlo.xor")
 
 def body_dtypes(region) -> list[np.dtype]:
     """The numpy dtypes of the accumulator arguments of a reducer body."""
@@ -36,31 +35,10 @@ def body_dtypes(region) -> list[np.dtype]:
 
 def binary_body_ops(region, n: int) -> list[str] | None:
     """Op names if result i of the body is ``op_i(arg_i, arg_{n+i})``, else None."""
-    if len(region.blocks) != 1:
+    monoids = region_monoids(region)
+    if monoids is None or len(monoids) != n:
         return None
-    block = region.blocks[0]
-    args = block.arguments
-    ops = block.operations
-    if len(args) != 2 * n or len(ops) != n + 1:
-        return None
-    term = ops[-1]
-    if term.name not in ("stablehlo.return", "func.return") or len(term.operands) != n:
-        return None
-    names = []
-    seen = set()
-    for i, value in enumerate(term.operands):
-        owner = value.owner
-        if value.is_block_argument or owner in seen or owner.name not in _FAST_OPS:
-            return None
-        if len(owner.operands) != 2 or owner.regions:
-            return None
-        if {id(v) for v in owner.operands} != {id(args[i]), id(args[n + i])}:
-            return None
-        if owner.results[0].type != args[i].type:
-            return None
-        seen.add(owner)
-        names.append(owner.name)
-    return names
+    return [m.op for m in monoids]
 
 
 def body_ufunc(name: str, dtype) -> tuple[np.ufunc, np.dtype] | None:

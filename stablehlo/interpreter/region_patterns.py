@@ -7,6 +7,8 @@
 
 Regions built from elementwise ops in general run on whole arrays through
 lanes.py; these patterns go further and skip region evaluation altogether.
+Reducer bodies that are one monoid per result are recognised once, for every
+layer, by ``stablehlo.ir.regions.region_monoids``.
 """
 from __future__ import annotations
 
@@ -68,35 +70,3 @@ def single_compare(region) -> Optional[tuple[str, Optional[str]]]:
 
 
 _MIRRORED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ", "NE": "NE"}
-
-
-_COMMUTATIVE = frozenset({"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
-                          "stablehlo.minimum", "stablehlo.and", "stablehlo.or",
-                          "stablehlo.xor"})
-
-
-def binary_combiner(region) -> Optional[str]:
-    """The op name of a reducer that combines each operand pair with one binary op.
-
-    Recognises ``^bb0(%a0.., %b0..): %r_i = OP %a_i, %b_i; return %r_0..`` with the same
-    commutative OP for every operand (either argument order), as reduce, reduce_window,
-    scatter and all_reduce bodies usually are. None for anything else.
-    """
-    block = single_block(region)
-    if block is None or len(block.arguments) % 2 or not block.arguments:
-        return None
-    n = len(block.arguments) // 2
-    ops = block.operations
-    if len(ops) != n + 1 or ops[-1].name != "stablehlo.return":
-        return None
-    name = ops[0].name
-    if name not in _COMMUTATIVE:
-        return None
-    for i, op in enumerate(ops[:-1]):
-        pair = {block.arguments[i], block.arguments[n + i]}
-        if op.name != name or len(op.operands) != 2 or set(op.operands) != pair \
-                or len(set(op.operands)) != 2:
-            return None
-    if list(ops[-1].operands) != [op.results[0] for op in ops[:-1]]:
-        return None
-    return name

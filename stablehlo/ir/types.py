@@ -36,24 +36,101 @@ class IndexType(Type):
         return "index"
 
 
-# Significand precision in bits (incl. implicit bit) of every float type.
-FLOAT_PRECISION = {
-    "f4E2M1FN": 2, "f6E2M3FN": 4, "f6E3M2FN": 3, "f8E3M4": 5, "f8E4M3": 4,
-    "f8E4M3FN": 4, "f8E4M3FNUZ": 4, "f8E4M3B11FNUZ": 4, "f8E5M2": 3, "f8E5M2FNUZ": 3,
-    "f8E8M0FNU": 1, "bf16": 8, "f16": 11, "tf32": 11, "f32": 24, "f64": 53,
-}
+@dataclass(frozen=True)
+class FloatFormat:
+    """The facts about one float element type; ``FLOAT_FORMATS`` holds every one.
+
+    ``bits`` is the type's width as StableHLO counts it (bitcast_convert, reduce_precision):
+    sign, exponent and stored mantissa bits. ``numpy_name`` is the ``numpy``/``ml_dtypes``
+    dtype holding its values, None where there is none (tf32). An IEEE-like format
+    (``has_inf``) has signed zeros, infinities, NaNs, subnormals and the IEEE bias; the
+    ``FN``/``FNUZ`` formats trade the infinities (and, ``UZ``, the negative zero) for range.
+    """
+    name: str
+    bits: int
+    exponent_bits: int
+    mantissa_bits: int  # stored, without the implicit leading bit
+    has_inf: bool
+    has_nan: bool
+    numpy_name: Optional[str]
+
+    @property
+    def precision(self) -> int:
+        """Significand precision in bits, the implicit leading bit included."""
+        return self.mantissa_bits + 1
+
+    @property
+    def signed(self) -> bool:
+        """Whether the format has a sign bit (all but f8E8M0FNU)."""
+        return self.bits > self.exponent_bits + self.mantissa_bits
+
+    @property
+    def storage_bits(self) -> int:
+        """Bits a value takes in memory: sub-byte formats pack, and a width that is not a
+        whole number of bytes (tf32's 19) takes the next power of two."""
+        if self.bits <= 8 or self.bits % 8 == 0:
+            return self.bits
+        return 1 << (self.bits - 1).bit_length()
+
+    @property
+    def max_exponent(self) -> int:
+        """Exponent of the largest finite value, for an IEEE-like format (``has_inf``)."""
+        return (1 << (self.exponent_bits - 1)) - 1
+
+    @property
+    def min_exponent(self) -> int:
+        """Exponent of the smallest normal value, for an IEEE-like format (``has_inf``)."""
+        return 1 - self.max_exponent
+
+    @property
+    def max(self) -> float:
+        """The largest finite value."""
+        if self.numpy_name is None:  # IEEE-like (tf32): all ones in the mantissa, top exponent
+            return (2.0 - 2.0 ** -self.mantissa_bits) * 2.0 ** self.max_exponent
+        return float(ml_dtypes.finfo(_numpy_float_type(self.numpy_name)).max)
+
+
+def _numpy_float_type(name: str):
+    """numpy's own float types first, then ml_dtypes' (bfloat16, float8_*, ...)."""
+    return getattr(np, name) if name in ("float16", "float32", "float64") \
+        else getattr(ml_dtypes, name)
+
+
+# name: bits, exponent bits, stored mantissa bits, infinities, NaNs, numpy dtype
+FLOAT_FORMATS: dict[str, FloatFormat] = {f.name: f for f in (
+    FloatFormat("f4E2M1FN", 4, 2, 1, False, False, "float4_e2m1fn"),
+    FloatFormat("f6E2M3FN", 6, 2, 3, False, False, "float6_e2m3fn"),
+    FloatFormat("f6E3M2FN", 6, 3, 2, False, False, "float6_e3m2fn"),
+    FloatFormat("f8E3M4", 8, 3, 4, True, True, "float8_e3m4"),
+    FloatFormat("f8E4M3", 8, 4, 3, True, True, "float8_e4m3"),
+    FloatFormat("f8E4M3FN", 8, 4, 3, False, True, "float8_e4m3fn"),
+    FloatFormat("f8E4M3FNUZ", 8, 4, 3, False, True, "float8_e4m3fnuz"),
+    FloatFormat("f8E4M3B11FNUZ", 8, 4, 3, False, True, "float8_e4m3b11fnuz"),
+    FloatFormat("f8E5M2", 8, 5, 2, True, True, "float8_e5m2"),
+    FloatFormat("f8E5M2FNUZ", 8, 5, 2, False, True, "float8_e5m2fnuz"),
+    FloatFormat("f8E8M0FNU", 8, 8, 0, False, True, "float8_e8m0fnu"),  # no sign bit
+    FloatFormat("bf16", 16, 8, 7, True, True, "bfloat16"),
+    FloatFormat("f16", 16, 5, 10, True, True, "float16"),
+    FloatFormat("tf32", 19, 8, 10, True, True, None),  # computed in, never stored
+    FloatFormat("f32", 32, 8, 23, True, True, "float32"),
+    FloatFormat("f64", 64, 11, 52, True, True, "float64"),
+)}
 
 
 @dataclass(frozen=True)
 class FloatType(Type):
-    name: str  # one of FLOAT_PRECISION
+    name: str  # one of FLOAT_FORMATS
 
     def __str__(self) -> str:
         return self.name
 
     @property
+    def format(self) -> FloatFormat:
+        return FLOAT_FORMATS[self.name]
+
+    @property
     def precision(self) -> int:
-        return FLOAT_PRECISION[self.name]
+        return FLOAT_FORMATS[self.name].precision
 
 
 @dataclass(frozen=True)
@@ -200,23 +277,16 @@ def _build_numpy_table() -> dict:
         "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
         "i32": np.dtype(np.int32), "i64": np.dtype(np.int64), "ui8": np.dtype(np.uint8),
         "ui16": np.dtype(np.uint16), "ui32": np.dtype(np.uint32),
-        "ui64": np.dtype(np.uint64), "f16": np.dtype(np.float16),
-        "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+        "ui64": np.dtype(np.uint64),
         "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
         "index": np.dtype(np.int64),
     }
+    for fmt in FLOAT_FORMATS.values():
+        if fmt.numpy_name is not None:
+            table[fmt.name] = np.dtype(_numpy_float_type(fmt.numpy_name))
     if ml_dtypes is not None:
-        for text, name in [
-            ("bf16", "bfloat16"), ("i2", "int2"), ("i4", "int4"), ("ui2", "uint2"),
-            ("ui4", "uint4"), ("f8E4M3FN", "float8_e4m3fn"), ("f8E5M2", "float8_e5m2"),
-            ("f8E4M3", "float8_e4m3"), ("f8E3M4", "float8_e3m4"),
-            ("f8E4M3FNUZ", "float8_e4m3fnuz"), ("f8E5M2FNUZ", "float8_e5m2fnuz"),
-            ("f8E4M3B11FNUZ", "float8_e4m3b11fnuz"), ("f8E8M0FNU", "float8_e8m0fnu"),
-            ("f4E2M1FN", "float4_e2m1fn"), ("f6E2M3FN", "float6_e2m3fn"),
-            ("f6E3M2FN", "float6_e3m2fn"),
-        ]:
-            if hasattr(ml_dtypes, name):
-                table[text] = np.dtype(getattr(ml_dtypes, name))
+        for text, name in [("i2", "int2"), ("i4", "int4"), ("ui2", "uint2"), ("ui4", "uint4")]:
+            table[text] = np.dtype(getattr(ml_dtypes, name))
     return table
 
 
@@ -234,6 +304,15 @@ def numpy_dtype(element_type: Type) -> np.dtype:
         return _NUMPY_DTYPES[str(element_type)]
     except KeyError:
         raise TypeError(f"no numpy dtype for element type {element_type}") from None
+
+
+def float_format_of_dtype(dtype) -> Optional[FloatFormat]:
+    """The float format whose values ``dtype`` holds, or None for other dtypes."""
+    name = np.dtype(dtype).name
+    return _FORMATS_BY_NUMPY_NAME.get(name)
+
+
+_FORMATS_BY_NUMPY_NAME = {f.numpy_name: f for f in FLOAT_FORMATS.values() if f.numpy_name}
 
 
 def element_type_for_dtype(dtype) -> Type:
@@ -264,7 +343,7 @@ def parse_element_type_name(text: str) -> Type:
         if problem:
             raise ValueError(problem)
         return ComplexType(inner)
-    if text in FLOAT_PRECISION:
+    if text in FLOAT_FORMATS:
         return FloatType(text)
     if text == "index":
         return IndexType()

@@ -45,7 +45,7 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 
-from stablehlo.ir.types import FLOAT_PRECISION, FloatType, numpy_dtype
+from stablehlo.ir.types import FLOAT_FORMATS, FloatType, numpy_dtype
 
 try:
     from stablehlo._C import _native
@@ -190,7 +190,7 @@ class _FloatFormat:
     def __init__(self, type_name: str):
         self.name = type_name
         self.dtype = numpy_dtype(FloatType(type_name))
-        self.precision = FLOAT_PRECISION[type_name]
+        self.precision = FLOAT_FORMATS[type_name].precision
         self.bits_dtype = np.dtype(f"u{self.dtype.itemsize}")
         smallest_normal = float(ml_dtypes.finfo(self.dtype).smallest_normal)
         self.min_exponent = math.frexp(smallest_normal)[1] - 1
@@ -230,8 +230,8 @@ _FORMATS: dict[str, _FloatFormat] = {}
 def _float_format(type_name: str) -> _FloatFormat:
     fmt = _FORMATS.get(type_name)
     if fmt is None:
-        if type_name not in FLOAT_PRECISION or type_name == "tf32":
-            known = ", ".join(sorted(n for n in FLOAT_PRECISION if n != "tf32"))
+        if type_name not in FLOAT_FORMATS or FLOAT_FORMATS[type_name].numpy_name is None:
+            known = ", ".join(sorted(n for n, f in FLOAT_FORMATS.items() if f.numpy_name))
             raise ValueError(f"cannot print floats of type {type_name!r}; known: {known}")
         fmt = _FORMATS[type_name] = _FloatFormat(type_name)
     return fmt

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.core import Module, Operation
-from stablehlo.ir.types import TensorType, TupleType, Type, numpy_dtype
+from stablehlo.ir.types import FloatType, TensorType, TupleType, Type, numpy_dtype
 from stablehlo.limits import BUFFER_BYTES_ENV, max_buffer_bytes
 
 
@@ -61,5 +61,7 @@ def element_bytes(element_type: Type) -> int:
     try:
         return numpy_dtype(element_type).itemsize
     except TypeError:  # no numpy dtype (tf32, index): count its bits, at least one byte
+        if isinstance(element_type, FloatType):
+            return element_type.format.storage_bits // 8
         width = getattr(element_type, "width", 8)
         return max(1, (width + 7) // 8)

@@ -23,8 +23,11 @@ Conventions (see Note [op weights]):
   aliases the buffer. Constants cost nothing themselves; their bytes are counted
   where they are read.
 * Ops we have no formula for (custom_call, collectives, rng, batch_norm_*,
-  I/O, ...) get zero flops and the bytes of their operands and results.
+  I/O, ...) get zero flops and the bytes of their operands and results
+  (``_NO_FORMULA``), as do ops of dialects OpenHLO does not model.
   Collectives move bytes over a network this model does not describe.
+* Every registered op has a rule in ``COST_RULES``, keyed by its name (a test
+  checks it); elementwise ops get theirs from the op's trait.
 * Dynamic shapes raise ``CostModelError``: there is nothing to count.
 
 Note [op weights]
@@ -48,7 +51,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -63,7 +65,9 @@ from stablehlo.ir.attributes import (
     attr_to_python,
 )
 from stablehlo.ir.core import Block, Module, Operation, Region, Value
+from stablehlo.ir.ops import OPS
 from stablehlo.ir.ops.base import ELEMENTWISE
+from stablehlo.registry import Registry
 from stablehlo.ir.types import (
     ComplexType,
     FloatType,
@@ -125,9 +129,7 @@ class Cost:
 
 def _element_bits(t: Type) -> int:
     if isinstance(t, FloatType):
-        if t.name == "tf32":  # stored in 32 bits
-            return 32
-        return int(re.match(r"b?f(\d+)", t.name).group(1))
+        return t.format.storage_bits
     if isinstance(t, IntegerType):
         return max(t.width, 8) if t.width == 1 else t.width
     if isinstance(t, ComplexType):
@@ -363,7 +365,7 @@ def _call(op: Operation, ctx: _Context) -> Cost:
     return inside
 
 
-_RULES: dict[str, Callable[[Operation, _Context], Cost]] = {
+_FORMULAS: dict[str, Callable[[Operation, _Context], Cost]] = {
     **{f"stablehlo.{n}": _free for n in (
         "reshape", "bitcast_convert", "get_tuple_element", "tuple", "optimization_barrier",
         "constant", "return", "after_all", "create_token", "get_dimension_size",
@@ -395,12 +397,42 @@ _RULES: dict[str, Callable[[Operation, _Context], Cost]] = {
 }
 
 
+# Registered ops costed as a copy: no formula for their work (see the module docstring).
+_NO_FORMULA = (
+    "builtin.module", "func.func", "stablehlo.custom_call", "stablehlo.rng",
+    "stablehlo.rng_bit_generator", "stablehlo.batch_norm_training",
+    "stablehlo.batch_norm_inference", "stablehlo.batch_norm_grad", "stablehlo.einsum",
+    "stablehlo.unary_einsum", "stablehlo.dynamic_conv", "stablehlo.set_dimension_size",
+    "stablehlo.dynamic_iota", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape",
+    "stablehlo.dynamic_pad", "stablehlo.real_dynamic_slice", "stablehlo.dynamic_gather",
+    "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
+    "stablehlo.async_start", "stablehlo.async_done", "stablehlo.all_gather",
+    "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_to_all",
+    "stablehlo.collective_permute", "stablehlo.collective_broadcast",
+    "stablehlo.collective_reduce", "chlo.top_k", "chlo.ragged_dot", "chlo.scan",
+    "check.expect_eq", "check.expect_eq_const", "check.expect_almost_eq",
+    "check.expect_almost_eq_const", "check.expect_close", "check.expect_serialized_eq",
+    "interpreter.probe", "interpreter.run_parallel", "interpreter.print",
+)
+
+# The cost rule of every registered op, keyed by its name.
+COST_RULES: Registry[Callable[[Operation, _Context], Cost]] = Registry("cost rule")
+for _name, _rule in _FORMULAS.items():
+    COST_RULES.register(_name, _rule)
+for _name in _NO_FORMULA:
+    COST_RULES.register(_name, _copy)
+for _name in OPS.names():
+    if OPS.get(_name).has(ELEMENTWISE):
+        COST_RULES.register(_name, _elementwise)
+
+
 def _op_cost(op: Operation, ctx: _Context) -> Cost:
-    rule = _RULES.get(op.name)
-    if rule is None:
-        opdef = op.opdef
-        rule = _elementwise if opdef is not None and opdef.has(ELEMENTWISE) else _copy
-    return rule(op, ctx)
+    if op.opdef is None:
+        return _copy(op, ctx)  # an op OpenHLO does not model: its operands and results
+    if op.name not in COST_RULES:
+        raise CostModelError(f"{op.where()}: {op.name} has no cost rule (register one in "
+                             f"xla_core/cost/estimates.py COST_RULES)")
+    return COST_RULES.get(op.name)(op, ctx)
 
 
 # ---------------------------------------------------------------------------

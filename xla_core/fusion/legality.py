@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from stablehlo.ir.attributes import attr_to_python
 from stablehlo.ir.core import Operation
-from stablehlo.ir.ops.base import COLLECTIVE, ELEMENTWISE, SIDE_EFFECTING
+from stablehlo.ir.ops.base import ELEMENTWISE, Effect, op_effects
 from stablehlo.ir.types import ComplexType, FloatType, QuantizedType, TensorType
 from xla_core.cost import ELEMENTWISE_WEIGHTS
 from xla_core.fusion.codegen_hook import GENERATE_ALL, CodegenHook
@@ -42,7 +42,7 @@ _EXPENSIVE_WEIGHT = 4.0
 def why_not_fusible(op: Operation) -> str | None:
     """None when ``op`` may join a fusion, else why not."""
     opdef = op.opdef
-    if opdef is not None and (opdef.has(SIDE_EFFECTING) or opdef.has(COLLECTIVE)):
+    if opdef is not None and op_effects(op) != Effect.PURE:
         return "it has side effects"
     for t in (*op.result_types, *op.operand_types):
         if not (isinstance(t, TensorType) and t.is_static):

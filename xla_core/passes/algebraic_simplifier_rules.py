@@ -357,11 +357,10 @@ def _reverses_nothing(x: Value, dims: set) -> bool:
 # ---------------------------------------------------------------------------
 # Exact representability (Note [convert pairs])
 
-# precision (significand bits, implicit bit included), smallest and largest
-# normal exponent, for the IEEE-like formats with zeros of both signs, infs
-# and NaNs; conversions between other formats are never taken as exact.
-_FLOAT_FORMATS = {"f16": (11, -14, 15), "bf16": (8, -126, 127),
-                  "f32": (24, -126, 127), "f64": (53, -1022, 1023)}
+def _ieee_like(t: FloatType) -> bool:
+    """Formats with zeros of both signs, infs and NaNs (the float type's facts say so);
+    conversions between other formats (FN, FNUZ, E8M0) are never taken as exact."""
+    return t.format.has_inf
 
 
 def _integer_bound(t: IntegerType) -> tuple[int, int]:
@@ -373,19 +372,19 @@ def _integer_bound(t: IntegerType) -> tuple[int, int]:
 
 
 def _float_holds_float(src: FloatType, dst: FloatType) -> bool:
-    if src.name not in _FLOAT_FORMATS or dst.name not in _FLOAT_FORMATS:
+    if not (_ieee_like(src) and _ieee_like(dst)):
         return src == dst
-    p1, emin1, emax1 = _FLOAT_FORMATS[src.name]
-    p2, emin2, emax2 = _FLOAT_FORMATS[dst.name]
+    p1, emin1, emax1 = src.precision, src.format.min_exponent, src.format.max_exponent
+    p2, emin2, emax2 = dst.precision, dst.format.min_exponent, dst.format.max_exponent
     # more significand bits, more range, and a smallest subnormal
     # (2 ** (emin - p + 1)) no larger
     return p2 >= p1 and emax2 >= emax1 and emin2 - p2 <= emin1 - p1
 
 
 def _float_holds_integers(t: IntegerType, dst: FloatType) -> bool:
-    if dst.name not in _FLOAT_FORMATS:
+    if not _ieee_like(dst):
         return False
-    precision, _, emax = _FLOAT_FORMATS[dst.name]
+    precision, emax = dst.precision, dst.format.max_exponent
     lo, hi = _integer_bound(t)
     bits = max(-lo, hi).bit_length()  # every integer below 2**bits must fit
     return bits <= precision and bits <= emax + 1

@@ -13,9 +13,10 @@ constant for the ops after it.
 
 Not folded, and left exactly as they are:
 
-* ops with side effects or the collective trait (infeed/outfeed/send/recv,
-  replica_id/partition_id, all_reduce, check ops, ...) and unregistered ops;
-* ops that are nondeterministic or must stay by design (``_NEVER`` below);
+* ops whose definition declares an effect (``op_effects``: infeed/outfeed,
+  send/recv, rng, collectives, replica_id/partition_id, check ops, barriers,
+  async ops, side-effecting custom calls) and unregistered ops;
+* ops that are pure but must stay by design (``_NEVER`` below);
 * ops with regions holding any such op (an ``if`` with a ``while`` inside);
 * ops whose evaluation raises: the error is the program's, and surfaces when
   it runs, not when it compiles;
@@ -47,7 +48,7 @@ from stablehlo.interpreter import KERNELS, EvalContext, quantization
 from stablehlo.interpreter.values import coerce
 from stablehlo.ir.attributes import DenseElementsAttr, dense
 from stablehlo.ir.core import Block, Module, Operation, Value
-from stablehlo.ir.ops.base import COLLECTIVE, SIDE_EFFECTING
+from stablehlo.ir.ops.base import Effect, op_effects
 from stablehlo.ir.types import QuantizedType, TensorType, Type
 from stablehlo.limits import max_constant_bytes
 
@@ -58,17 +59,15 @@ from xla_core.passes.base import Pass, PassContext
 
 _CONSTANT = "stablehlo.constant"
 
-# Never folded though they carry no side-effect trait: rng and
-# rng_bit_generator draw random numbers; custom_call may act on the outside
-# world whatever its attributes say; an optimization barrier exists to stop
-# optimizations; async ops pair up across the program; a while loop's trip
-# count is unknown until it runs, so evaluating it could take any time (its
-# body is still folded inside); calls and composites are as pure as their
-# callees, which this pass does not analyse (run inline first).
+# Never folded though pure: rng_bit_generator draws random numbers (a program
+# keeps its generator to run it); a custom call without side effects is still
+# the backend's to run (the interpreter knows only the check targets); a while
+# loop's trip count is unknown until it runs, so evaluating it could take any
+# time (its body is still folded inside); calls and composites are as pure as
+# their callees, which this pass does not analyse (run inline first).
 _NEVER = frozenset({
-    "stablehlo.rng", "stablehlo.rng_bit_generator", "stablehlo.custom_call",
-    "stablehlo.optimization_barrier", "stablehlo.async_start", "stablehlo.async_done",
-    "stablehlo.while", "func.call", "stablehlo.composite",
+    "stablehlo.rng_bit_generator", "stablehlo.custom_call", "stablehlo.while", "func.call",
+    "stablehlo.composite",
 })
 
 
@@ -204,10 +203,7 @@ def _bytes(type: TensorType) -> int:
 
 def _pure(op: Operation) -> bool:
     """Whether ``op`` itself may run at compile time (its regions are walked separately)."""
-    opdef = op.opdef
-    if opdef is None or op.name in _NEVER:
-        return False
-    return not (opdef.has(SIDE_EFFECTING) or opdef.has(COLLECTIVE))
+    return op.name not in _NEVER and op_effects(op) == Effect.PURE
 
 
 def _captured_values(op: Operation) -> set[Value]:

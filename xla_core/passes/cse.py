@@ -8,11 +8,12 @@ later op is erased and its results' uses go to the earlier one's. Constants
 are ops like any other, so two ``stablehlo.constant`` with equal
 ``DenseElementsAttr`` values merge.
 
-Only pure ops merge, as ``dce`` defines purity: never side-effecting or
-collective ops, custom_calls, rng, optimization barriers, async ops or
-unregistered ops; an op with regions only when everything in them is pure; a
-call or composite only when its callee is. Ops without results and
-terminators are left alone (nothing to reuse; ``dce`` removes the former).
+Only pure ops merge, as ``dce`` defines purity (the op definition's effects):
+never I/O or collective ops, custom_calls with ``has_side_effect``, rng,
+optimization barriers, async ops or unregistered ops; an op with regions only
+when everything in them is pure; a call or composite only when its callee
+is. Ops without results and terminators are left alone (nothing to reuse;
+``dce`` removes the former).
 
 Scopes follow dominance: an op can reuse an earlier op of its own block or of
 any enclosing block (regions see enclosing values), never one of a sibling

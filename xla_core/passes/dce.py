@@ -1,11 +1,12 @@
 """dce: remove ops whose results are unused and that have no side effects,
 then private functions that nothing refers to any more.
 
-An op is removable when none of its results has a use and it is pure: a
-registered op without the side-effecting or collective trait, not one of the
-ops kept on purpose below, whose nested ops are all pure too. A ``func.call``
-or ``stablehlo.composite`` is as pure as the function it names (recursion
-counts as impure). Unregistered ops are kept. Removal runs bottom-up over each
+An op is removable when none of its results has a use and it is pure: its
+op definition declares no effect (``op_effects``: no I/O, hidden state,
+communication, barrier or async pairing; a custom_call only when it has
+``has_side_effect = true``) and its nested ops are all pure too. A
+``func.call`` or ``stablehlo.composite`` is as pure as the function it names
+(recursion counts as impure). Unregistered ops are kept. Removal runs bottom-up over each
 block with live use counts, so a whole dead chain goes in one sweep, and uses
 inside regions (implicit capture) keep outer values alive.
 """
@@ -16,19 +17,10 @@ from dataclasses import dataclass
 
 from stablehlo.ir.attributes import SymbolRefAttr
 from stablehlo.ir.core import Block, Module, Operation
-from stablehlo.ir.ops.base import COLLECTIVE, SIDE_EFFECTING, TERMINATOR
+from stablehlo.ir.ops.base import TERMINATOR, Effect, op_effects
 
 from xla_core.ir_utils import remove_dead_private_functions
 from xla_core.passes.base import Pass, PassContext
-
-# Kept even when unused: custom_call may act on the outside world whatever its
-# attributes say; rng draws from hidden state; an optimization barrier exists
-# to stop optimizations; async ops pair up across the program.
-_KEEP = frozenset({
-    "stablehlo.custom_call", "stablehlo.rng", "stablehlo.optimization_barrier",
-    "stablehlo.async_start", "stablehlo.async_done",
-})
-
 
 @dataclass(frozen=True)
 class DcePass(Pass):
@@ -87,12 +79,8 @@ class Purity:
             target = op.attributes.get(key)
             if not isinstance(target, SymbolRefAttr) or not self.function_is_pure(target.name):
                 return False
-        else:
-            opdef = op.opdef
-            if opdef is None or op.name in _KEEP:
-                return False
-            if opdef.has(SIDE_EFFECTING) or opdef.has(COLLECTIVE):
-                return False
+        elif op_effects(op) != Effect.PURE:
+            return False
         return all(self.is_pure(inner) for region in op.regions
                    for block in region.blocks for inner in block.operations)
 

@@ -6,7 +6,7 @@ partitioning, a data-parallel training step has one all-reduce per gradient (and
 loss); combined they are one collective moving the same bytes.
 
 Candidates share a key: the reducer (a region applying one binary op, see
-``binary_combiner``), its element type, the replica groups, whether a channel is used and
+``region_monoid``), its element type, the replica groups, whether a channel is used and
 ``use_global_device_ids``. Walking each block in program order, an all-reduce joins the
 open group of its key unless it depends on a member of it (a combined op cannot run before
 its own input), or the group would pass ``threshold-bytes`` or ``max-count`` members; it
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stablehlo.interpreter.region_patterns import binary_combiner
 from stablehlo.ir.core import Block, Module, Operation
+from stablehlo.ir.regions import region_monoid
 from stablehlo.ir.types import numpy_dtype
 
 from xla_core.ir_utils import blocks_of, replace_uses
@@ -109,13 +109,13 @@ def _key(op: Operation):
     """What all-reduces must share to be combined, or None for one that is not combined."""
     if len(op.regions) != 1 or not op.results:
         return None
-    reducer = binary_combiner(op.regions[0])
+    monoid = region_monoid(op.regions[0])
     block = op.regions[0].blocks[0]
-    if reducer is None or len(block.arguments) != 2:
+    if monoid is None or len(block.arguments) != 2:
         return None
     attrs = op.attributes
     groups = attrs.get("replica_groups")
-    return (reducer, str(block.arguments[0].type), str(groups) if groups is not None else "",
+    return (monoid.op, str(block.arguments[0].type), str(groups) if groups is not None else "",
             "channel_handle" in attrs, str(attrs.get("use_global_device_ids", "")))
 
 

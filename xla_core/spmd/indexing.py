@@ -27,6 +27,7 @@ import numpy as np
 
 from stablehlo.ir.attributes import i64_array
 from stablehlo.ir.core import Operation
+from stablehlo.ir.regions import region_monoid
 from stablehlo.ir.types import numpy_dtype
 
 from xla_core.ir_utils import clone_region
@@ -190,10 +191,11 @@ class Indexing:
         source, index, update = op.operands
         indices_t = list(_targets(index, indices_at, out))
         updates_t = list(_targets(update, updates_at, out))
-        dtype = np.dtype(numpy_dtype(op.results[0].type.element_type))
-        reducer = rules.reducer_identity(op.regions[0], dtype)
+        element_type = op.results[0].type.element_type
+        monoid = region_monoid(op.regions[0])
+        identity = monoid.identity(element_type) if monoid is not None else None
         summed = []
-        if reducer is not None:
+        if identity is not None:
             have = self._layout(update)
             used = {a for axes in out for a in axes}
             for j, u in pairs:
@@ -204,16 +206,16 @@ class Indexing:
         base = self._reshard(source, _targets(source, inputs_at, out))
         start = base
         if summed:  # devices scatter their parts of the updates into the identity
-            name, identity = reducer
+            dtype = np.dtype(numpy_dtype(element_type))
             start = self.b.broadcast_in_dim(
-                self.b.constant(np.array(identity, dtype), op.results[0].type.element_type),
+                self.b.constant(np.array(identity, dtype), element_type),
                 base.type.shape, [])
         operands = [start, self._reshard(index, indices_t), self._reshard(update, updates_t)]
         computed = _computed(out, [inputs_at])
         (x,) = self._emit(op, operands, [computed], [clone_region(op.regions[0], {})])
         if summed:
             x = self._all_reduce(x, summed, op.regions[0])
-            x = self.b.op(name, [base, x]).result
+            x = self.b.op(monoid.op, [base, x]).result
         self._settle(op, x, computed, out)
 
     def _settle(self, op: Operation, x, computed, out) -> None:

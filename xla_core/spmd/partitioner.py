@@ -10,7 +10,7 @@ reports shardings the same way for both.
 
 Each global value has a home piece (the local value and the layout it was computed in);
 consumers ask for it in the layout they need and ``_reshard`` builds (and caches per value and
-layout) the collectives: see ``reshard.py``. Per op:
+layout) the collectives: see ``reshard.py``. Per op, by its rule in ``op_rules.SPMD_RULES``:
 - elementwise ops, constraints, transpose, broadcast_in_dim: operands resharded to the
   result's layout mapped back (``rules.py``), the op run on the pieces;
 - reshape: local when the result's layout maps back to an operand layout that maps forward to
@@ -28,14 +28,17 @@ layout) the collectives: see ``reshard.py``. Per op:
   whole (a kernel gradient) split alike on both sides is summed like a contracting dim, the
   input pieces extended by halos;
 - reduce: reduced dims stay split when the init is the reducer's identity (local reduce, then
-  ``all_reduce`` with the same reducer); otherwise they are gathered first;
+  ``all_reduce`` with the same reducer): the identity of its monoid
+  (``stablehlo.ir.regions``), or, for a variadic body that is not one monoid per result
+  (argmax), an init the body passes through on sample values; otherwise they are gathered
+  first;
 - while, case, if: their regions partitioned in place (``control_flow.py``);
 - gather, scatter, dynamic_slice, dynamic_update_slice: passthrough and batch dims stay
   split, a scatter's split updates give partial results combined across devices
   (``indexing.py``);
 - sdy.manual_computation (shard_map, also partially manual: manual on some mesh axes): its
   body runs in place on pieces split over the manual axes, whole along the free ones;
-- anything else runs on whole (replicated) operands.
+- anything else (``whole(reason)`` rules) runs on whole (replicated) operands.
 Collectives use ``use_global_device_ids`` (not all_to_all) and channel handles 1, 2, ... with
 replica groups over logical device ids, as XLA emits them.
 """
@@ -48,7 +51,8 @@ import numpy as np
 from stablehlo.builder import Builder
 from stablehlo.ir.attributes import ArrayAttr, StructAttr, UnitAttr, dense, i64_array, i64_attr
 from stablehlo.ir.core import Func, Module, Operation, Value
-from stablehlo.ir.types import I32, TensorType, numpy_dtype
+from stablehlo.ir.regions import Monoid, region_monoids
+from stablehlo.ir.types import I32, FloatType, TensorType, numpy_dtype
 
 from xla_core.ir_utils import clone_region
 from xla_core.passes.base import Pass, PassContext
@@ -59,6 +63,7 @@ from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, P
 from xla_core.spmd.control_flow import ControlFlow
 from xla_core.spmd.indexing import Indexing
 from xla_core.spmd.manual import PARTITIONED
+from xla_core.spmd.op_rules import Split, spmd_rule
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
 
@@ -143,35 +148,30 @@ class _Partitioner(ControlFlow, Indexing):
         if not op.results:
             self._whole(op)
             return
+        split = spmd_rule(op).split
         outs = op_dims(self.info, op)
-        if rules.is_elementwise(op):
-            self._mapped(op, outs[0], [outs[0] if len(v.type.shape) else () for v in op.operands])
-        elif name == "stablehlo.transpose":
-            perm = list(op.attributes["permutation"].values)
-            self._mapped(op, outs[0], [rules.transpose_backward(outs[0], perm)])
-        elif name == "stablehlo.broadcast_in_dim":
-            mapping = list(op.attributes["broadcast_dimensions"].values)
-            self._mapped(op, outs[0], [rules.broadcast_backward(
-                outs[0], op.operands[0].type.shape, op.results[0].type.shape, mapping)])
-        elif name == "stablehlo.reshape":
-            self._reshape(op, outs[0])
-        elif name in ("stablehlo.dot_general", "stablehlo.convolution") and \
-                rules.contraction(op) is not None:
-            self._dot(op, outs[0])
-        elif name == "stablehlo.reduce":
-            self._reduce(op, outs[0])
-        elif name in rules.CONTROL_FLOW:
+        if split is Split.CONTROL_FLOW:
             self._control_flow(op, outs)
-        elif name == "stablehlo.gather":
-            self._gather(op, outs[0])
-        elif name == "stablehlo.scatter" and rules.scatter_positions(op) is not None:
-            self._scatter(op, outs[0])
-        elif name == "stablehlo.slice":
-            self._static_slice(op, outs[0])
-        elif name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
-            self._dynamic_slice(op, outs[0])
+        elif split is Split.CONTRACTION and rules.contraction(op) is None:
+            self._whole(op)  # grouped convolutions: no dimension map
+        elif split is Split.SCATTER and rules.scatter_positions(op) is None:
+            self._whole(op)
+        elif split in _BY_SPLIT:
+            _BY_SPLIT[split](self, op, outs[0])
         else:
             self._whole(op)
+
+    def _elementwise(self, op: Operation, out) -> None:
+        self._mapped(op, out, [out if len(v.type.shape) else () for v in op.operands])
+
+    def _transpose(self, op: Operation, out) -> None:
+        perm = list(op.attributes["permutation"].values)
+        self._mapped(op, out, [rules.transpose_backward(out, perm)])
+
+    def _broadcast(self, op: Operation, out) -> None:
+        mapping = list(op.attributes["broadcast_dimensions"].values)
+        self._mapped(op, out, [rules.broadcast_backward(
+            out, op.operands[0].type.shape, op.results[0].type.shape, mapping)])
 
     def _mapped(self, op: Operation, out, targets) -> None:
         """Run ``op`` on its operands in layouts ``targets``; its result is laid out ``out``."""
@@ -340,21 +340,11 @@ class _Partitioner(ControlFlow, Indexing):
         inits = [v.owner for v in op.operands[n:]]
         if any(getattr(i, "name", None) != "stablehlo.constant" for i in inits):
             return False
-        if n > 1:
-            return rules.is_identity(op.regions[0], [i.attributes["value"].array
-                                                     for i in inits])
-        init = inits[0]
-        value = init.attributes["value"].array
-        found = rules.reducer_identity(op.regions[0], value.dtype)
-        if found is None:
-            return False
-        reducer, identity = found
-        if value.dtype.kind == "f" and reducer in ("stablehlo.maximum", "stablehlo.minimum"):
-            # the largest finite value bounds as well as infinity does
-            limit = np.finfo(value.dtype)
-            finite = limit.min if reducer == "stablehlo.maximum" else limit.max
-            return bool(np.all((value == identity) | (value == finite)))
-        return bool(np.all(value == identity))
+        monoids = region_monoids(op.regions[0])
+        if monoids is None:
+            return n > 1 and rules.is_identity(op.regions[0], [i.attributes["value"].array
+                                                               for i in inits])
+        return all(_is_monoid_identity(m, i) for m, i in zip(monoids, inits))
 
     def _manual(self, op: Operation) -> None:
         """A (fully or partially) manual computation: its body is already the per-device
@@ -521,3 +511,35 @@ def _scaled(t: TensorType, dim: int, mul: int, div: int, dim2=None, mul2: int = 
 
 
 __all__ = ["SpmdPartitionPass"]
+
+
+
+# The partitioner's handler of each split kind that runs on one result layout (control flow
+# takes all its results' layouts; WHOLE and REPLICATED ops run whole).
+_BY_SPLIT = {
+    Split.ELEMENTWISE: _Partitioner._elementwise,
+    Split.TRANSPOSE: _Partitioner._transpose,
+    Split.BROADCAST: _Partitioner._broadcast,
+    Split.RESHAPE: _Partitioner._reshape,
+    Split.CONTRACTION: _Partitioner._dot,
+    Split.REDUCE: _Partitioner._reduce,
+    Split.GATHER: _Partitioner._gather,
+    Split.SCATTER: _Partitioner._scatter,
+    Split.SLICE: _Partitioner._static_slice,
+    Split.DYNAMIC_SLICE: _Partitioner._dynamic_slice,
+}
+
+def _is_monoid_identity(monoid: Monoid, init: Operation) -> bool:
+    """Whether the constant ``init`` holds ``monoid``'s identity everywhere; for a float
+    maximum (minimum) the lowest (highest) finite value bounds as well as infinity does."""
+    value = init.attributes["value"].array
+    element_type = init.results[0].type.element_type
+    identity = monoid.identity(element_type)
+    if identity is None:
+        return False
+    found = value == identity
+    if isinstance(element_type, FloatType) and monoid.op in ("stablehlo.maximum",
+                                                             "stablehlo.minimum"):
+        finite = element_type.format.max
+        found |= value == (-finite if monoid.op == "stablehlo.maximum" else finite)
+    return bool(np.all(found))

@@ -18,7 +18,8 @@ all contract) wait until everything else has propagated: such a value takes the 
 users want (a dot's partial sums are then sliced to it, or reduce-scattered, rather than kept
 whole) rather than imposing replication on them. What is still unknown at the end is replicated.
 
-Rules per op (``rules.py``): elementwise ops (convert, compare, select included) and
+Rules per op (the op's ``Split`` kind in ``op_rules.SPMD_RULES``, the maps in ``rules.py``):
+elementwise ops (convert, compare, select included) and
 constraints map dimension to dimension; transpose permutes; broadcast_in_dim keeps operand
 dims that are not expanded; reshape maps the major dimension of runs of equal element count;
 reduce drops reduced dims; dot_general maps batch and free dims (contracting dims drop out:
@@ -55,13 +56,13 @@ from stablehlo.ir.types import TensorType
 
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import rules
+from xla_core.spmd.op_rules import DIM_MAPPED, Split, spmd_rule
 from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
                                        MeshInfo, automatic_target, gspmd_sharding, manual_dims,
                                        op_dims, read_dims, replicated, with_sharding)
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
 LOGGER = logging.getLogger("openhlo.spmd")
-_REPLICATED_OPS = frozenset({"stablehlo.constant", "stablehlo.iota"})
 
 
 @dataclass
@@ -175,7 +176,7 @@ class _Propagation:
                 shape = op.results[0].type.shape
                 dims = read_dims(self.info, op.attributes, shape, op.where())
                 self.decided[op.results[0]] = _Decision(dims, "annotation on the op", True)
-            elif op.name in _REPLICATED_OPS:
+            elif spmd_rule(op).split is Split.REPLICATED:
                 self.decided[op.results[0]] = _Decision(
                     replicated(len(op.results[0].type.shape)), f"{op.name}: replicated", True)
         # a carried value seeded in one of its places (an annotated while result, a constant
@@ -240,34 +241,35 @@ class _Propagation:
     def _from_operands(self, op: Operation, final: bool):
         """``(dims, origin)`` proposed for ``op``'s results by its operands, or None."""
         name = op.name
+        split = spmd_rule(op).split
         operands = [self._known(v) for v in op.operands]
         shape = op.results[0].type.shape
-        if rules.is_elementwise(op):
+        if split is Split.ELEMENTWISE:
             same = [(i, d) for i, d in enumerate(operands)
                     if d is not None and len(d) == len(shape)]
             if not same:
                 return None
             i, dims = max(same, key=lambda c: self._rank(op.operands[c[0]], c[1], c[0]))
             return dims, f"from operand {i} of {name}"
-        mapped = rules.dim_map(op)
+        mapped = rules.dim_map(op) if split in DIM_MAPPED else None
         if mapped is not None:  # each operand known proposes (a scatter's input often waits)
             return self._mapped_forward(op, operands, mapped[0])
         if operands and operands[0] is None:
             return None
-        if name == "stablehlo.transpose":
+        if split is Split.TRANSPOSE:
             perm = list(op.attributes["permutation"].values)
             return rules.transpose_forward(operands[0], perm), "from operand 0 of transpose"
-        if name == "stablehlo.broadcast_in_dim":
+        if split is Split.BROADCAST:
             if not final and not any(operands[0]):
                 return None  # wait: its users may want it split
             mapping = list(op.attributes["broadcast_dimensions"].values)
             dims = rules.broadcast_forward(operands[0], op.operands[0].type.shape, shape, mapping)
             return dims, "from operand 0 of broadcast_in_dim"
-        if name == "stablehlo.reshape":
+        if split is Split.RESHAPE:
             dims = rules.reshape_map(operands[0], op.operands[0].type.shape, shape,
                                      self.info.mesh.axis_size)
             return dims, "from operand 0 of reshape"
-        if name == "stablehlo.reduce":
+        if split is Split.REDUCE:
             reduced = set(op.attributes["dimensions"].values)
             return rules.reduce_forward(operands[0], reduced), "from operand 0 of reduce"
         return None
@@ -316,21 +318,22 @@ class _Propagation:
         name = op.name
         if name == MANUAL_COMPUTATION:
             return manual_dims(self.info, op)[0][i]
-        if rules.is_elementwise(op) or name == CONSTRAINT:
+        split = spmd_rule(op).split
+        if split is Split.ELEMENTWISE or name == CONSTRAINT:
             return dims if len(operand.type.shape) == len(dims) else None
-        if name == "stablehlo.transpose":
+        if split is Split.TRANSPOSE:
             return rules.transpose_backward(dims, list(op.attributes["permutation"].values))
-        if name == "stablehlo.broadcast_in_dim":
+        if split is Split.BROADCAST:
             mapping = list(op.attributes["broadcast_dimensions"].values)
             return rules.broadcast_backward(dims, operand.type.shape,
                                             op.results[0].type.shape, mapping)
-        if name == "stablehlo.reshape":
+        if split is Split.RESHAPE:
             return rules.reshape_map(dims, op.results[0].type.shape, operand.type.shape,
                                      self.info.mesh.axis_size)
-        if name == "stablehlo.reduce" and i < len(op.operands) // 2:
+        if split is Split.REDUCE and i < len(op.operands) // 2:
             reduced = set(op.attributes["dimensions"].values)
             return rules.reduce_backward(dims, len(operand.type.shape), reduced)
-        mapped = rules.dim_map(op)
+        mapped = rules.dim_map(op) if split in DIM_MAPPED else None
         if mapped is not None:
             return self._mapped_backward(op, i, dims, *mapped)
         return None
@@ -384,7 +387,7 @@ def _ops(operations):
         if op.name in ("func.return", "stablehlo.return"):
             continue
         yield op
-        if op.name in rules.CONTROL_FLOW:
+        if spmd_rule(op).split is Split.CONTROL_FLOW:
             for region in op.regions:
                 yield from _ops(region.block.operations)
 

@@ -10,17 +10,8 @@ import math
 import numpy as np
 
 from stablehlo.ir.core import Operation, Region
-from stablehlo.ir.ops.base import ELEMENTWISE
 
-CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if"})
-_IDENTITIES = {"stablehlo.add": 0, "stablehlo.or": 0, "stablehlo.xor": 0,
-               "stablehlo.multiply": 1, "stablehlo.and": 1}
-
-
-def is_elementwise(op: Operation) -> bool:
-    """Elementwise ops (convert, compare, select, clamp included) map dims one to one."""
-    opdef = op.opdef
-    return opdef is not None and ELEMENTWISE in opdef.traits
+from xla_core.spmd.op_rules import Split, spmd_rule
 
 
 def dot_dims(op: Operation) -> tuple:
@@ -169,18 +160,18 @@ def dim_map(op: Operation):
     ``positions[i]`` maps operand ``i``'s dims to result dims; ``pairs`` are
     ``((i, d), (j, e))``: dims of two operands that are summed over (or scattered over)
     together, kept split alike."""
-    if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice",
-                   "stablehlo.dynamic_update_slice"):
+    split = spmd_rule(op).split
+    if split in (Split.SLICE, Split.DYNAMIC_SLICE):
         return slice_positions(op), []
-    if op.name in ("stablehlo.dot_general", "stablehlo.convolution"):
+    if split is Split.CONTRACTION:
         mapped = contraction(op)
         if mapped is None:
             return None
         lhs, rhs, pairs = mapped
         return [lhs, rhs], [((0, d), (1, e)) for d, e in pairs]
-    if op.name == "stablehlo.gather":
+    if split is Split.GATHER:
         return list(gather_positions(op)), []
-    if op.name == "stablehlo.scatter":
+    if split is Split.SCATTER:
         mapped = scatter_positions(op)
         if mapped is None:
             return None
@@ -189,30 +180,14 @@ def dim_map(op: Operation):
     return None
 
 
-def reducer_identity(region: Region, dtype):
-    """``(reducer op name, identity)`` of a reduction body made of one binary op with an
-    identity (partial results of pieces then combine to the whole one), else None."""
-    block = region.block
-    if len(block.operations) != 2:
-        return None
-    reducer = block.operations[0].name
-    if reducer in _IDENTITIES:
-        return reducer, _IDENTITIES[reducer]
-    if reducer in ("stablehlo.maximum", "stablehlo.minimum"):
-        dtype = np.dtype(dtype)
-        if dtype.kind == "f":
-            return reducer, -np.inf if reducer == "stablehlo.maximum" else np.inf
-        if dtype.kind in "iu":
-            limits = np.iinfo(dtype)
-            return reducer, limits.min if reducer == "stablehlo.maximum" else limits.max
-    return None
-
-
 def is_identity(region: Region, inits) -> bool:
     """Whether the reducer ``region`` gives back its other argument when one argument is
-    ``inits`` (numpy scalars), checked by running it on sample values in both orders. A
-    variadic reduce (argmax: a value and its index) whose init passes can reduce pieces
-    apart and combine their partial results."""
+    ``inits`` (numpy scalars), checked by running it on sample values in both orders.
+
+    Only for variadic bodies that are not one monoid per result (argmax: a value and its
+    index, which ``stablehlo.ir.regions`` does not recognise): those whose init passes
+    reduce pieces apart and combine their partial results. Monoid bodies are decided by
+    their identity, without running anything."""
     from stablehlo.interpreter.evaluator import EvalContext
     from stablehlo.ir.core import Module
     samples = {"f": (-2.5, 0.75, 3.0), "i": (-3, 1, 5), "u": (1, 2, 7), "b": (True, False, True)}
@@ -369,8 +344,8 @@ def reshape_map(dims, source, target, axis_size) -> tuple:
     return tuple(out)
 
 
-__all__ = ["CONTROL_FLOW", "broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
+__all__ = ["broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
            "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions",
-           "is_elementwise", "is_identity", "point_lookup_dim", "reduce_backward",
-           "reduce_forward", "reducer_identity", "reshape_groups", "reshape_map",
+           "is_identity", "point_lookup_dim", "reduce_backward",
+           "reduce_forward", "reshape_groups", "reshape_map",
            "scatter_positions", "slice_positions", "transpose_backward", "transpose_forward"]

@@ -71,15 +71,15 @@ def region_attrs(op) -> dict:
       its first two arguments (sort; select_and_scatter's select region).
     Kernels that need a region and find none of these raise Unsupported.
     """
-    from stablehlo.interpreter.region_patterns import (
-        binary_combiner, returned_arguments, single_compare)
+    from stablehlo.interpreter.region_patterns import returned_arguments, single_compare
+    from stablehlo.ir.regions import region_monoid
     if not op.regions or not _region_types_match(op):
         return {}
     out = {}
     last = op.regions[-1]
-    combiner = binary_combiner(last)
-    if combiner is not None:
-        out["combiner"] = combiner
+    monoid = region_monoid(last)
+    if monoid is not None:
+        out["combiner"] = monoid.op
     returned = returned_arguments(last)
     if returned is not None and len(returned) == 1 and returned[0] == 1:
         out["replace"] = True

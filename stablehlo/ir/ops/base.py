@@ -11,9 +11,12 @@ An ``OpDef`` says:
 * ``verify``: ``verify(op)`` checks constraints and inferred result types,
   raising ``VerificationError`` through ``op_error``.
 * ``traits``: properties that passes and the interpreter key on.
+* ``effects``: what running the op does besides computing its results from its
+  operands (an ``Effect``); passes ask ``op_effects(op)``, never a list of names.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -26,10 +29,25 @@ VARIADIC = -1
 ELEMENTWISE = "elementwise"
 COMMUTATIVE = "commutative"
 TERMINATOR = "terminator"
-SIDE_EFFECTING = "side_effecting"
 SAME_OPERANDS_AND_RESULT_TYPE = "same_operands_and_result_type"
 COLLECTIVE = "collective"
 ISOLATED = "isolated_from_above"
+
+
+class Effect(enum.Flag):
+    """What an op does besides computing its results from its operands.
+
+    An op with no effect (``PURE``) may be removed when unused, merged with an
+    equal op, moved, or evaluated at compile time; any flag forbids all of that.
+    The flags say why, for diagnostics and for passes that care about one kind.
+    """
+    PURE = 0
+    IO = enum.auto()            # acts on the world outside: feeds, send/recv, checks, print
+    HIDDEN_STATE = enum.auto()  # reads and advances state that is not an operand (rng)
+    COMMUNICATES = enum.auto()  # talks to, or asks about, other devices (collectives)
+    BARRIER = enum.auto()       # exists to stop optimizations (optimization_barrier)
+    ASYNC_PAIR = enum.auto()    # half of a start/done pair that must stay together
+    UNKNOWN = enum.auto()       # nothing is known: unregistered ops
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,10 @@ class OpDef:
     verify: Optional[Callable] = None
     traits: frozenset = field(default_factory=frozenset)
     summary: str = ""
+    # None: not declared (``op_effects`` then assumes the worst, and a test names the op)
+    effects: Optional[Effect] = None
+    # op -> Effect, for ops whose effects depend on their attributes (custom_call)
+    effects_of: Optional[Callable] = None
 
     @property
     def dialect(self) -> str:
@@ -58,11 +80,29 @@ OPS: Registry[OpDef] = Registry("op")
 
 
 def define(name: str, *, properties=(), syntax="generic", num_regions=0, verify=None,
-           traits=(), summary="") -> OpDef:
+           traits=(), summary="", effects=None, effects_of=None) -> OpDef:
     opdef = OpDef(name, tuple(properties), syntax, num_regions, verify, frozenset(traits),
-                  summary)
+                  summary, effects, effects_of)
     OPS.register(name, opdef)
     return opdef
+
+
+def define_pure(name: str, **declaration) -> OpDef:
+    """``define`` an op without effects: its results depend on its operands only."""
+    return define(name, effects=Effect.PURE, **declaration)
+
+
+def op_effects(op) -> Effect:
+    """The effects of ``op`` itself (not of the ops in its regions, nor of a callee).
+
+    Unregistered ops, and registered ones that declare none, have ``Effect.UNKNOWN``.
+    """
+    opdef = op.opdef
+    if opdef is None:
+        return Effect.UNKNOWN
+    if opdef.effects_of is not None:
+        return opdef.effects_of(op)
+    return Effect.UNKNOWN if opdef.effects is None else opdef.effects
 
 
 def op_error(op, message: str) -> VerificationError:

@@ -1,26 +1,28 @@
 """Cross-replica and cross-partition communication."""
-from stablehlo.ir.ops.base import define, COLLECTIVE
+from stablehlo.ir.ops.base import define, Effect, COLLECTIVE
 from stablehlo.ir.ops.collectives_rules import rule_for
 
-define("stablehlo.replica_id", syntax="nullary", traits=(COLLECTIVE,),
-       verify=rule_for("replica_id"))
-define("stablehlo.partition_id", syntax="nullary", traits=(COLLECTIVE,),
-       verify=rule_for("partition_id"))
+# Every op here talks to (or asks about) other devices: none may be removed, merged or folded.
+_COMMUNICATES = {"traits": (COLLECTIVE,), "effects": Effect.COMMUNICATES}
+
+define("stablehlo.replica_id", syntax="nullary", verify=rule_for("replica_id"), **_COMMUNICATES)
+define("stablehlo.partition_id", syntax="nullary", verify=rule_for("partition_id"),
+       **_COMMUNICATES)
 define("stablehlo.all_gather", properties=("all_gather_dim", "replica_groups", "channel_handle",
-                                           "use_global_device_ids"), traits=(COLLECTIVE,),
-       verify=rule_for("all_gather"))
+                                           "use_global_device_ids"),
+       verify=rule_for("all_gather"), **_COMMUNICATES)
 define("stablehlo.all_reduce", properties=("replica_groups", "channel_handle",
                                            "use_global_device_ids"),
-       num_regions=1, traits=(COLLECTIVE,), verify=rule_for("all_reduce"))
+       num_regions=1, verify=rule_for("all_reduce"), **_COMMUNICATES)
 define("stablehlo.reduce_scatter", properties=("scatter_dimension", "replica_groups",
                                                "channel_handle", "use_global_device_ids"),
-       num_regions=1, traits=(COLLECTIVE,), verify=rule_for("reduce_scatter"))
+       num_regions=1, verify=rule_for("reduce_scatter"), **_COMMUNICATES)
 define("stablehlo.all_to_all", properties=("split_dimension", "concat_dimension", "split_count",
                                            "replica_groups", "channel_handle"),
-       traits=(COLLECTIVE,), verify=rule_for("all_to_all"))
+       verify=rule_for("all_to_all"), **_COMMUNICATES)
 define("stablehlo.collective_permute", properties=("source_target_pairs", "channel_handle"),
-       traits=(COLLECTIVE,), verify=rule_for("collective_permute"))
+       verify=rule_for("collective_permute"), **_COMMUNICATES)
 define("stablehlo.collective_broadcast", properties=("replica_groups", "channel_handle"),
-       traits=(COLLECTIVE,), verify=rule_for("collective_broadcast"))
+       verify=rule_for("collective_broadcast"), **_COMMUNICATES)
 define("stablehlo.collective_reduce", properties=("replica_groups", "channel_handle"),
-       num_regions=1, traits=(COLLECTIVE,), verify=rule_for("collective_reduce"))
+       num_regions=1, verify=rule_for("collective_reduce"), **_COMMUNICATES)

@@ -109,7 +109,7 @@ def bit_width(e: Type) -> int:
     if isinstance(e, IntegerType):
         return e.width
     if isinstance(e, FloatType):
-        return _FLOAT_BITS[e.name]
+        return e.format.bits
     if isinstance(e, ComplexType):
         return 2 * bit_width(e.element_type)
     if isinstance(e, QuantizedType):
@@ -117,13 +117,6 @@ def bit_width(e: Type) -> int:
     if isinstance(e, IndexType):
         return 64
     raise ValueError(f"no bit width for {e}")
-
-
-_FLOAT_BITS = {
-    "f4E2M1FN": 4, "f6E2M3FN": 6, "f6E3M2FN": 6, "f8E3M4": 8, "f8E4M3": 8, "f8E4M3FN": 8,
-    "f8E4M3FNUZ": 8, "f8E4M3B11FNUZ": 8, "f8E5M2": 8, "f8E5M2FNUZ": 8, "f8E8M0FNU": 8,
-    "bf16": 16, "f16": 16, "tf32": 19, "f32": 32, "f64": 64,
-}
 
 
 INT64_MAX = 2**63 - 1

@@ -85,12 +85,13 @@ func.func public @main(%arg0: tensor<f32>, %arg1: tensor<f32>, %arg2: tensor<2x2
 
 // -----
 
-// Side effects never merge: custom_calls (side-effect flag or not), rng,
+// Side effects never merge: custom_calls with has_side_effect = true, rng,
 // optimization barriers, infeed, outfeed, collectives, unregistered ops, calls
-// of impure functions, and an op whose region holds a side effect.
+// of impure functions, and an op whose region holds a side effect. A custom_call
+// without the flag is a function of its operands (as in XLA) and merges.
 // CHECK-LABEL: @main
 // CHECK: stablehlo.custom_call @foo(%arg0)
-// CHECK: stablehlo.custom_call @foo(%arg0)
+// CHECK-NOT: stablehlo.custom_call @foo
 // CHECK: stablehlo.custom_call @bar(%arg0) {has_side_effect = true}
 // CHECK: stablehlo.custom_call @bar(%arg0) {has_side_effect = true}
 // CHECK: stablehlo.rng %arg0, %arg0, %{{[^ ]+}}, distribution = UNIFORM

@@ -30,6 +30,7 @@ from stablehlo.ir.types import (
     UI32,
     UI64,
     ComplexType,
+    FloatType,
     IntegerType,
     numpy_dtype,
     parse_element_type_name,
@@ -179,7 +180,9 @@ def test_identity_rules_are_exact_for_every_type():
     assert len(rewritten) >= 40
 
 
-CONVERT_TYPES = [I1, I8, UI8, I16, I32, UI32, I64, UI64, F16, BF16, F32, F64, C64]
+# f8E5M2 is IEEE-like (its float facts say so), f8E4M3FN is not: pairs through it never fold
+CONVERT_TYPES = [I1, I8, UI8, I16, I32, UI32, I64, UI64, F16, BF16, F32, F64, C64,
+                 FloatType("f8E5M2"), FloatType("f8E4M3FN")]
 
 
 def _convert_pair(a, b, c):
@@ -201,9 +204,11 @@ def test_convert_pairs_are_exact():
         after = evaluate(module, args)
         assert _same(before[0], after[0]), (a, b, c, args, before, after)
     assert {("f32", "f64", "f32"), ("i8", "i32", "i64"), ("bf16", "f32", "f16"),
-            ("i8", "f16", "i8"), ("i1", "f32", "i8")} <= folded
+            ("i8", "f16", "i8"), ("i1", "f32", "i8"), ("f8E5M2", "f16", "f8E5M2"),
+            ("f8E5M2", "bf16", "f32")} <= folded
     assert not {("f32", "f16", "f32"), ("i32", "f64", "i8"), ("f16", "bf16", "f16"),
-                ("i32", "f32", "i32"), ("ui8", "i8", "ui8")} & folded
+                ("i32", "f32", "i32"), ("ui8", "i8", "ui8"), ("f8E4M3FN", "f16", "f8E4M3FN"),
+                ("f16", "f8E5M2", "f16")} & folded
 
 
 def test_signaling_nan_is_the_documented_exception():

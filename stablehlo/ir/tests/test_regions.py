@@ -1,0 +1,105 @@
+"""region_monoids / region_monoid: which reducer bodies are monoids, and their identities
+checked against the op itself (op(identity, x) == x, evaluated by numpy)."""
+import numpy as np
+import pytest
+
+from stablehlo.ir.regions import MONOIDS, region_monoid, region_monoids
+from stablehlo.ir.types import FloatType, IntegerType, numpy_dtype
+from stablehlo.text import parse_module
+
+
+def _body(text: str):
+    module = parse_module(f"""
+func.func @main(%x: tensor<4xf32>, %y: tensor<4xi32>) -> (tensor<f32>, tensor<i32>) {{
+  %zf = stablehlo.constant dense<0.0> : tensor<f32>
+  %zi = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.reduce(%x init: %zf), (%y init: %zi) across dimensions = [0] :
+      (tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)
+    reducer(%a: tensor<f32>, %b: tensor<f32>) (%c: tensor<i32>, %d: tensor<i32>) {{
+{text}
+    }}
+  return %r#0, %r#1 : tensor<f32>, tensor<i32>
+}}""")
+    (reduce,) = [op for op in module.walk() if op.name == "stablehlo.reduce"]
+    return reduce.regions[0]
+
+
+def test_one_monoid_per_result_in_either_operand_order():
+    region = _body("""
+      %s = stablehlo.add %b, %a : tensor<f32>
+      %m = stablehlo.maximum %c, %d : tensor<i32>
+      stablehlo.return %s, %m : tensor<f32>, tensor<i32>""")
+    assert [m.op for m in region_monoids(region)] == ["stablehlo.add", "stablehlo.maximum"]
+    assert region_monoid(region) is None  # two different ops
+
+
+@pytest.mark.parametrize("body", [
+    # the same argument twice
+    """%s = stablehlo.add %a, %a : tensor<f32>
+      %m = stablehlo.maximum %c, %d : tensor<i32>
+      stablehlo.return %s, %m : tensor<f32>, tensor<i32>""",
+    # arguments of another pair
+    """%s = stablehlo.add %a, %b : tensor<f32>
+      %m = stablehlo.maximum %c, %c : tensor<i32>
+      stablehlo.return %s, %m : tensor<f32>, tensor<i32>""",
+    # not a monoid
+    """%s = stablehlo.subtract %a, %b : tensor<f32>
+      %m = stablehlo.maximum %c, %d : tensor<i32>
+      stablehlo.return %s, %m : tensor<f32>, tensor<i32>""",
+    # an extra op
+    """%s = stablehlo.add %a, %b : tensor<f32>
+      %n = stablehlo.negate %s : tensor<f32>
+      %m = stablehlo.maximum %c, %d : tensor<i32>
+      stablehlo.return %n, %m : tensor<f32>, tensor<i32>""",
+    # a block argument returned as it is
+    """%m = stablehlo.maximum %c, %d : tensor<i32>
+      %m2 = stablehlo.minimum %c, %d : tensor<i32>
+      stablehlo.return %b, %m : tensor<f32>, tensor<i32>""",
+])
+def test_other_bodies_are_not_monoids(body):
+    assert region_monoids(_body(body)) is None
+
+
+_TYPES = ["i1", "i8", "ui8", "i32", "ui64", "f16", "bf16", "f32", "f64", "f8E4M3FN",
+          "f8E5M2", "f8E4M3FNUZ"]
+
+
+def _element_type(name):
+    if name.startswith("ui"):
+        return IntegerType(int(name[2:]), False)
+    if name.startswith("i"):
+        return IntegerType(int(name[1:]))
+    return FloatType(name)
+
+
+_NUMPY = {"stablehlo.add": np.add, "stablehlo.multiply": np.multiply,
+          "stablehlo.maximum": np.maximum, "stablehlo.minimum": np.minimum,
+          "stablehlo.and": np.bitwise_and, "stablehlo.or": np.bitwise_or,
+          "stablehlo.xor": np.bitwise_xor}
+
+
+@pytest.mark.parametrize("name", _TYPES)
+@pytest.mark.parametrize("op", sorted(MONOIDS))
+def test_the_identity_leaves_every_value_as_it_is(op, name):
+    element_type = _element_type(name)
+    dtype = numpy_dtype(element_type)
+    identity = MONOIDS[op].identity(element_type)
+    is_float = isinstance(element_type, FloatType)
+    if is_float and op in ("stablehlo.and", "stablehlo.or", "stablehlo.xor"):
+        assert identity is None  # bitwise ops are not defined on floats
+        return
+    rng = np.random.default_rng(0)
+    if is_float:
+        values = np.concatenate([rng.standard_normal(64), [0.0, 1.0, -1.0, 3.5]]).astype(dtype)
+        compute = np.float64  # numpy has no ufuncs of its own for the ml_dtypes floats
+    elif dtype == np.bool_:
+        values, compute = np.array([False, True]), np.bool_
+    else:
+        info = np.iinfo(dtype)
+        values = np.array([info.min, info.max, 0, 1, 7], dtype)
+        compute = dtype
+    e = np.asarray(identity).astype(dtype).astype(compute)
+    x = values.astype(compute)
+    with np.errstate(over="ignore"):
+        got = _NUMPY[op](e, x).astype(dtype)
+    np.testing.assert_array_equal(got, values)
