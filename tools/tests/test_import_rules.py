@@ -1,8 +1,9 @@
 """The direction of dependency that ARCHITECTURE.md draws, checked on the source: the
 runtime contract does no compiler work (no module of pjrt/ outside its plugins imports
 ``xla_core.spmd``: partitioning, shardings and global layouts come through the compile
-driver, ``xla_core.compile``). Tests are left out: they may use the compiler's internals as
-an oracle. (Here in tools/, which may read every module's source.)"""
+driver, ``xla_core.compile``), and frameworks/ reach the compiler only through pjrt and
+stablehlo (no ``xla_core`` import at all). Tests are left out: they may use the compiler's
+internals as an oracle. (Here in tools/, which may read every module's source.)"""
 import ast
 import pathlib
 
@@ -40,6 +41,12 @@ def test_the_runtime_contract_does_not_reach_into_spmd():
     paths = _sources("pjrt", skip=("plugins",))
     assert any(p.name == "api.py" for p in paths)
     assert _offending(paths, "xla_core.spmd") == []
+
+
+def test_frameworks_do_not_import_the_compiler():
+    paths = _sources("frameworks")
+    assert any(p.name == "plugin.py" for p in paths)
+    assert _offending(paths, "xla_core") == []
 
 
 def test_the_rule_sees_every_spelling_of_an_import(tmp_path):
