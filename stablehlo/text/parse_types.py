@@ -7,6 +7,7 @@ and are memoized by their text; everything else is parsed piecewise
 from __future__ import annotations
 
 import re
+import struct
 
 from stablehlo.ir.types import (
     ComplexType,
@@ -301,9 +302,14 @@ class TypeParser(Cursor):
 
     def _quant_param(self) -> tuple[float, int]:
         kind = self.kinds[self.i]
-        if kind not in ("float", "int"):
+        if kind == "hex":  # how the printer writes a scale short decimals cannot hold
+            bits = self.integer_value(self.i, 0, (1 << 64) - 1, "an f64 scale")
+            self.i += 1
+            scale = struct.unpack("<d", bits.to_bytes(8, "little"))[0]
+        elif kind in ("float", "int"):
+            scale = float(self.advance())
+        else:
             raise self.error(f"expected quantization scale, found {self.found()}")
-        scale = float(self.advance())
         if self.kinds[self.i] == "ident" and self.texts[self.i][:1] in "eE":
             raise self.error("write exponents with a '.' (for example 1.0e-3)")
         zero_point = 0

@@ -110,8 +110,8 @@ py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequen
   }
   py::list out;
   for (size_t i = 0; i < results.size(); ++i) {
-    if (exe->result_is_token[i]) {
-      out.append(py::none());
+    if (exe->result_is_token[i]) {  // the token object a token parameter takes back
+      out.append(py::module_::import("stablehlo.interpreter.values").attr("TOKEN"));
     } else {
       out.append(array_to_numpy(results[i]));
     }

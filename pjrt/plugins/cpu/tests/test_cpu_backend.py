@@ -366,3 +366,25 @@ def test_valid_but_unallocatable_fails_in_compile():
     out = _run_size_script("1099511627776x1024", "compile")
     assert out.startswith("BufferLimitError") and "stablehlo.broadcast_in_dim" in out, out
     assert "OPENHLO_MAX_BUFFER_BYTES" in out, out
+
+
+TOKEN_THROUGH = """
+func.func @main(%t: !stablehlo.token, %x: tensor<2xf32>) -> (tensor<2xf32>, !stablehlo.token) {
+  %0 = stablehlo.add %x, %x : tensor<2xf32>
+  return %0, %t : tensor<2xf32>, !stablehlo.token
+}
+"""
+
+
+def test_a_token_argument_is_taken_and_a_token_result_can_be_passed_back(client):
+    # Found by the fuzzer: the executor refused every token argument (ArgumentMismatch).
+    from stablehlo.interpreter.values import TOKEN
+    exe = client.compile(TOKEN_THROUGH)
+    x = np.array([1.5, -2.0], np.float32)
+    doubled, token = exe(TOKEN, x)
+    np.testing.assert_array_equal(doubled, evaluate(stablehlo.parse(TOKEN_THROUGH), [TOKEN, x])[0])
+    assert token is TOKEN
+    again, _ = exe(token, doubled)
+    np.testing.assert_array_equal(again, x * 4)
+    with pytest.raises(ArgumentError, match="expected a token"):
+        exe(x, x)
