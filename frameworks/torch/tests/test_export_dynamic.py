@@ -24,7 +24,7 @@ def _check(model, exported, examples):
         ours = exported.run(*args)
         torch.testing.assert_close(tuple(ours), expected, rtol=1e-4, atol=1e-5)
         arrays = [*exported.weights, *(a.numpy() for a in args)]
-        on_xla = run_on_xla(exported.text, arrays, [e.shape for e in expected])
+        on_xla = run_on_xla(exported.module, arrays, [e.shape for e in expected])
         torch.testing.assert_close(tuple(map(torch.from_numpy, on_xla)), expected,
                                    rtol=1e-4, atol=1e-5)
 
