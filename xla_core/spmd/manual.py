@@ -27,9 +27,10 @@ from stablehlo.ir.types import FunctionType, TensorType
 
 from xla_core.ir_utils import replace_uses
 from xla_core.passes.base import Pass, PassContext
+from xla_core.spmd.annotations import manual_axes_of
 from xla_core.spmd.sharding import (ShardingError, SpmdUnsupportedError, TensorSharding,
-                                    mesh_of, module_meshes, parse_manual_axes,
-                                    parse_sdy_sharding, parse_sdy_sharding_list, value_tiles)
+                                    mesh_of, module_meshes, parse_sdy_sharding,
+                                    parse_sdy_sharding_list, value_tiles)
 
 PARTITIONED = "openhlo.spmd_partitioned"
 MANUAL = "sdy.manual_computation"
@@ -59,10 +60,6 @@ class ManualPartitionPass(Pass):
         _Lowering(module, func).run(manual)
         module.attributes[PARTITIONED] = UnitAttr()
         return True
-
-
-def manual_axes_of(op: Operation) -> tuple:
-    return parse_manual_axes(op.attributes["manual_axes"].text)
 
 
 def _all_manual(module: Module, func: Func, manual: list) -> bool:

@@ -85,6 +85,20 @@ def test_derived_sizes_flatten_and_slice():
     _check(model, exported, [(torch.randn(3, 4, 5),), (torch.randn(6, 4, 5),)])
 
 
+def test_a_size_used_as_a_value_is_read_at_run_time():
+    """``mean`` divides by the dynamic size and ``* x.shape[0]`` multiplies by it: float
+    scalars that must come from the argument, not from the stand-in size."""
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return x - x.mean(0), torch.full((x.shape[0],), 2.0) * x.shape[0]
+
+    model = Model()
+    exported = export_to_stablehlo(model, (torch.randn(3, 4),),
+                                   dynamic_shapes=({0: Dim("n")},))
+    assert "stablehlo.get_dimension_size" in exported.text
+    _check(model, exported, [(torch.randn(3, 4),), (torch.randn(6, 4),)])
+
+
 def test_unsupported_symbolic_size_is_an_error():
     model = torch.nn.AvgPool1d(2)  # output length (n - 2) // 2 + 1: a floor division
     with pytest.raises(ExportError, match="sizes must be symbols"):
