@@ -163,7 +163,7 @@ class _Lowering:
         where = op.where()
         in_shardings = self._in_shardings(op)
         out_shardings = parse_sdy_sharding_list(op.attributes["out_shardings"].text)
-        manual_axes = parse_manual_axes(op.attributes["manual_axes"].text)
+        manual_axes = manual_axes_of(op)
         for sharding in in_shardings + out_shardings:
             mesh = mesh_of(self.meshes, sharding, where)
             free = [n for n, size in mesh.axes if size > 1 and n not in manual_axes]
