@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from stablehlo.errors import ParseError
 from stablehlo.ir.attributes import (ArrayAttr, Attribute, DictAttr, OpaqueAttr, StructAttr,
                                      SymbolRefAttr)
 from stablehlo.ir.core import Block, Module, Operation, Region, Value
+from stablehlo.ir.sharding import ManualAxesAttr, MeshAttr, ShardingAttr, ShardingPerValueAttr
+from stablehlo.text.parse_sharding import read_sdy_attribute
 
 
 def clone_operation(op: Operation, mapping: dict) -> Operation:
@@ -69,7 +72,12 @@ def blocks_of(op: Operation) -> Iterator[Block]:
                 yield from blocks_of(inner)
 
 
-_SYMBOL_IN_TEXT = re.compile(r"@([A-Za-z_][\w.$-]*)")
+# Note [symbols in foreign attributes]
+# An OpaqueAttr that is none of our typed attributes (an unknown dialect's, an sdy attribute
+# the sharding reader does not model) is kept as the text it was written in, a grammar we do
+# not know: any ``@name`` in it may be a use, so it is searched, to keep such a callee alive.
+# Shardings are typed (their mesh is ``mesh_name``) and are never searched.
+_SYMBOL_IN_FOREIGN_TEXT = re.compile(r"@([A-Za-z_][\w.$-]*)")
 
 
 def attribute_symbols(attr: Attribute) -> Iterator[str]:
@@ -86,9 +94,34 @@ def attribute_symbols(attr: Attribute) -> Iterator[str]:
         for _, value in attr.fields:
             if isinstance(value, Attribute):
                 yield from attribute_symbols(value)
+    elif isinstance(attr, ShardingAttr):
+        yield from _mesh_names([attr.sharding])
+    elif isinstance(attr, ShardingPerValueAttr):
+        yield from _mesh_names(attr.shardings)
+    elif isinstance(attr, (MeshAttr, ManualAxesAttr)):
+        return
     elif isinstance(attr, OpaqueAttr):
-        # Kept verbatim (#sdy..., unknown dialects): any @name may be a use.
-        yield from _SYMBOL_IN_TEXT.findall(attr.text)
+        typed = _typed_sdy_attribute(attr)
+        if typed is not None:
+            yield from attribute_symbols(typed)
+        else:  # see Note [symbols in foreign attributes]
+            yield from _SYMBOL_IN_FOREIGN_TEXT.findall(attr.text)
+
+
+def _mesh_names(shardings) -> Iterator[str]:
+    """The meshes ``shardings`` name (one spelled inline names none)."""
+    return (s.mesh_name for s in shardings if s.mesh_name)
+
+
+def _typed_sdy_attribute(attr: OpaqueAttr):
+    """The typed form of a plain ``#sdy...`` attribute a pass built from a sharding's text,
+    or None when the sharding reader does not model it."""
+    if not attr.text.startswith("#sdy"):
+        return None
+    try:
+        return read_sdy_attribute(attr.text)
+    except ParseError:
+        return None
 
 
 def op_symbol_uses(op: Operation) -> set[str]:

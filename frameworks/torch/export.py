@@ -14,21 +14,20 @@ are folded in as ``stablehlo.constant``s. Every op must lower: an op without a r
 error naming it (export has no eager side to fall back to).
 
 Dynamic shapes: ``dynamic_shapes`` is passed to ``torch.export.export`` as is (e.g.
-``({0: torch.export.Dim("batch")},)``); symbolic dims print as ``?`` in the text. The graph
-is lowered once with each symbol at a stand-in prime size, then every place a symbolic size
-landed is rewritten to read it from the arguments at run time: ``get_dimension_size`` in the
-prologue, sums and products of sizes, and ``dynamic_broadcast_in_dim``, ``dynamic_reshape``,
-``real_dynamic_slice``, ``dynamic_iota`` and size-valued scalars in the body. The text
-verifies in upstream MLIR and XLA runs it after shape refinement (as JAX runs its
-shape-polymorphic exports). Our cpu backend compiles static programs, so ``run`` lowers the
-same graph once per concrete input shape (cached). Sizes must be input symbols or sums and
-products of them and integers (a flattened ``4 * batch`` is fine; a pooling's floor division
-is an ``ExportError``), and a symbolic size in any other op is an ``ExportError`` naming the
-line.
+``({0: torch.export.Dim("batch")},)``); symbolic dims are dynamic (``?``) in the module. The
+graph is lowered once with each symbol at a stand-in prime size, then the Module is
+rewritten (frameworks/torch/dynamic_dims.py) to read every size from the arguments at run
+time: ``get_dimension_size`` in the prologue, sums and products of sizes, and
+``dynamic_broadcast_in_dim``, ``dynamic_reshape``, ``real_dynamic_slice``, ``dynamic_iota``
+and size-valued scalars in the body. The text verifies in upstream MLIR and XLA runs it after
+shape refinement (as JAX runs its shape-polymorphic exports). Our cpu backend compiles static
+programs, so ``run`` lowers the same graph once per concrete input shape (cached). Sizes must
+be input symbols or sums and products of them and integers (a flattened ``4 * batch`` is
+fine; a pooling's floor division is an ``ExportError``), and a symbolic size in any other
+attribute is an ``ExportError`` naming the op.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,6 +35,7 @@ import numpy as np
 import sympy
 import torch
 
+from frameworks.torch.dynamic_dims import SymbolicSizeError, make_dynamic
 from frameworks.torch.lowering import LOWERINGS, LoweringFailed, lower_nodes
 from frameworks.torch.lowering.dtypes import from_numpy, to_numpy
 from frameworks.torch.lowering.graph import tensor_type
@@ -48,16 +48,15 @@ class ExportError(Exception):
 
 @dataclass
 class ExportedStableHLO:
-    module: Module
+    module: Module                    # symbolic dims are ``?`` (dynamic_shapes given)
     weight_names: list = field(default_factory=list)
     weights: list = field(default_factory=list)  # numpy arrays when weights="arguments"
-    dynamic_text: str | None = None   # the program with ``?`` dims (dynamic_shapes given)
     specialize: object = None         # inputs -> static Module for their shapes (dynamic)
     _executables: dict = field(default_factory=dict)
 
     @property
     def text(self) -> str:
-        return self.dynamic_text if self.dynamic_text is not None else str(self.module)
+        return str(self.module)
 
     def run(self, *inputs: torch.Tensor, backend: str = "cpu") -> list:
         """Compile on ``backend`` and run on ``inputs`` (weights are passed for you). With
@@ -127,7 +126,10 @@ def export_to_stablehlo(model: torch.nn.Module, example_args: Sequence,
     sentinels = dict(zip(symbols, _SENTINELS))
     sizes = _symbolic_sizes(nodes, set(symbols), sentinels)
     module = lower(_Sizes(sentinels))
-    text = _dynamic_text(str(module), symbols, sizes)
+    try:
+        make_dynamic(module, name, symbols, sizes)
+    except SymbolicSizeError as exc:
+        raise ExportError(f"export_to_stablehlo: {exc} (dynamic_shapes)") from None
     user_count = len(user_nodes)
 
     def specialize(user_inputs):
@@ -140,11 +142,11 @@ def export_to_stablehlo(model: torch.nn.Module, example_args: Sequence,
     kept = weights == "arguments"
     return ExportedStableHLO(module, [n.name for n in weight_nodes] if kept else [],
                              [values[n.name] for n in weight_nodes] if kept else [],
-                             dynamic_text=text, specialize=specialize)
+                             specialize=specialize)
 
 
 # Stand-in sizes of symbolic dims while lowering the ``?`` program: primes no model uses, so
-# every place a symbolic size lands in the text can be found (and checked) afterwards.
+# every place a symbolic size lands in the module can be found (and checked) afterwards.
 _SENTINELS = (9973, 9967, 9949, 9941, 9931, 9929, 9923, 9907)
 
 
@@ -178,7 +180,7 @@ def _input_symbols(inputs) -> dict:
 
 
 def _symbolic_sizes(nodes, symbols: set, sentinels: dict) -> dict:
-    """The value at the sentinel sizes (as printed) -> the sympy expression of every symbolic
+    """The value at the sentinel sizes -> the sympy expression of every symbolic
     size in the graph: symbols, and sums and products of symbols and integers."""
     sizes = {}
     for node in nodes:
@@ -195,12 +197,12 @@ def _symbolic_sizes(nodes, symbols: set, sentinels: dict) -> dict:
                         f"export_to_stablehlo: node {node.name} ({node.target}) has the size "
                         f"{expr}: with dynamic_shapes, sizes must be symbols of the inputs or "
                         f"sums and products of them and integers")
-                value = str(int(expr.xreplace(sentinels)))
+                value = int(expr.xreplace(sentinels))
                 if sizes.setdefault(value, expr) != expr:
                     raise ExportError(f"export_to_stablehlo: sizes {expr} and {sizes[value]} "
                                       f"coincide at the stand-in sizes; cannot export")
     for sym, sentinel in sentinels.items():
-        sizes[str(sentinel)] = sym
+        sizes[sentinel] = sym
     return sizes
 
 
@@ -212,161 +214,6 @@ def _supported_expr(expr, symbols: set) -> bool:
     if isinstance(expr, (sympy.Add, sympy.Mul)):
         return all(_supported_expr(a, symbols) for a in expr.args)
     return False
-
-
-_TYPE_DIM = r"(?<=[<x]){}(?=x)"
-_BROADCAST = re.compile(r"^(\s*)(%[\w.]+) = stablehlo\.broadcast_in_dim (%[\w.#]+), "
-                        r"dims = \[([\d, ]*)\] : \((tensor<[^>]*>)\) -> tensor<([^>]*)>$")
-
-
-_RESHAPE = re.compile(r"^(\s*)(%[\w.]+) = stablehlo\.reshape (%[\w.#]+) : "
-                      r"\((tensor<[^>]*>)\) -> tensor<([^>]*)>$")
-
-
-_SLICE = re.compile(r"^(\s*)(%[\w.]+) = stablehlo\.slice (%[\w.#]+) \[([^\]]*)\] : "
-                    r"\((tensor<[^>]*>)\) -> tensor<([^>]*)>$")
-
-
-_SCALAR = re.compile(r"^(\s*)(%[\w.]+) = stablehlo\.constant dense<(\d+)> : "
-                     r"tensor<(i64|i32|f32|f64)>$")
-_IOTA = re.compile(r"^(\s*)(%[\w.]+) = stablehlo\.iota dim = (\d+) : tensor<([^>]*)>$")
-
-
-def _dynamic_text(text: str, where: dict, sizes: dict) -> str:
-    """The statically lowered ``text`` (symbolic dims at their sentinel sizes) with those dims
-    as ``?``: broadcasts, reshapes and slices with symbolic sizes become
-    ``dynamic_broadcast_in_dim``, ``dynamic_reshape``, ``real_dynamic_slice`` and
-    ``dynamic_iota`` of sizes read from the arguments, and scalar constants equal to a
-    symbolic size become that size (``get_dimension_size``), defined at the top of the function."""
-    lines, out = text.splitlines(), []
-    prologue_done = False
-    emitted: dict = {}  # expression -> the name of its tensor<1xi64> value
-
-    def emit(indent, expr) -> str:
-        """Lines computing ``expr`` (a symbol size, sum, product) as tensor<1xi64>."""
-        if expr in emitted:
-            return emitted[expr]
-        if expr.is_Symbol:
-            return f"%openhlo_dim_{expr}"
-        operands = [] if expr.is_Integer else [emit(indent, a) for a in expr.args]
-        name = f"%openhlo_size_{len(emitted)}"
-        if expr.is_Integer:
-            out.append(f"{indent}{name} = stablehlo.constant dense<{int(expr)}> : "
-                       f"tensor<1xi64>")
-        else:
-            op = "stablehlo.add" if isinstance(expr, sympy.Add) else "stablehlo.multiply"
-            first, *rest = operands
-            for k, other in enumerate(rest):
-                step = name if k == len(rest) - 1 else f"{name}_{k}"
-                out.append(f"{indent}{step} = {op} {first}, {other} : tensor<1xi64>")
-                first = step
-        emitted[expr] = name
-        return name
-
-    def vector(indent, name, items) -> str:
-        """Lines building a tensor<Nxi64> of ``items`` (printed sizes); its name."""
-        parts = []
-        for k, d in enumerate(items):
-            if d in sizes:
-                parts.append(emit(indent, sizes[d]))
-            else:
-                part = f"{name}_{k}"
-                out.append(f"{indent}{part} = stablehlo.constant dense<{d}> : tensor<1xi64>")
-                parts.append(part)
-        types = ", ".join(["tensor<1xi64>"] * len(parts))
-        out.append(f'{indent}{name} = "stablehlo.concatenate"({", ".join(parts)}) '
-                   f'<{{dimension = 0 : i64}}> : ({types}) -> tensor<{len(items)}xi64>')
-        return name
-
-    def shape_operand(indent, result, result_dims) -> str:
-        """Lines building the i64 shape of ``tensor<result_dims>``; the operand's name."""
-        return vector(indent, f"%openhlo_shape_{result[1:]}", result_dims.split("x")[:-1])
-
-    def symbolic(dims: str) -> bool:
-        return any(d in sizes for d in dims.split("x")[:-1])
-
-    for line in lines:
-        m = _BROADCAST.match(line)
-        if m and symbolic(m.group(6)):
-            indent, result, operand, dims, operand_type, result_dims = m.groups()
-            shape_name = shape_operand(indent, result, result_dims)
-            rank = len(result_dims.split("x")) - 1
-            dims_attr = f"array<i64: {dims}>" if dims.strip() else "array<i64>"
-            out.append(f'{indent}{result} = "stablehlo.dynamic_broadcast_in_dim"({operand}, '
-                       f'{shape_name}) <{{broadcast_dimensions = {dims_attr}}}> : '
-                       f'({operand_type}, tensor<{rank}xi64>) -> tensor<{result_dims}>')
-            continue
-        m = _SLICE.match(line)
-        if m and any(b in sizes for b in re.split(r"[:, ]+", m.group(4))):
-            indent, result, operand, bounds, operand_type, result_dims = m.groups()
-            triples = [b.strip().split(":") for b in bounds.split(",")]
-            starts = [t[0] for t in triples]
-            limits = [t[1] for t in triples]
-            strides = [t[2] if len(t) > 2 else "1" for t in triples]
-            names = [vector(indent, f"%openhlo_{kind}_{result[1:]}", items)
-                     for kind, items in (("start", starts), ("limit", limits),
-                                         ("stride", strides))]
-            vtype = f"tensor<{len(triples)}xi64>"
-            out.append(f'{indent}{result} = "stablehlo.real_dynamic_slice"({operand}, '
-                       f'{", ".join(names)}) : ({operand_type}, {vtype}, {vtype}, {vtype}) '
-                       f'-> tensor<{result_dims}>')
-            continue
-        m = _SCALAR.match(line)
-        if m and m.group(3) in sizes:
-            indent, result, value, element = m.groups()
-            size = emit(indent, sizes[value])
-            if element == "i64":
-                out.append(f'{indent}{result} = "stablehlo.reshape"({size}) : '
-                           f'(tensor<1xi64>) -> tensor<i64>')
-            else:
-                out.append(f'{indent}{result}_i64 = "stablehlo.reshape"({size}) : '
-                           f'(tensor<1xi64>) -> tensor<i64>')
-                out.append(f'{indent}{result} = "stablehlo.convert"({result}_i64) : '
-                           f'(tensor<i64>) -> tensor<{element}>')
-            continue
-        m = _IOTA.match(line)
-        if m and symbolic(m.group(4)):
-            indent, result, dim, result_dims = m.groups()
-            shape_name = shape_operand(indent, result, result_dims)
-            rank = len(result_dims.split("x")) - 1
-            out.append(f'{indent}{result} = "stablehlo.dynamic_iota"({shape_name}) '
-                       f'<{{iota_dimension = {dim} : i64}}> : (tensor<{rank}xi64>) -> '
-                       f'tensor<{result_dims}>')
-            continue
-        m = _RESHAPE.match(line)
-        if m and symbolic(m.group(5)):
-            indent, result, operand, operand_type, result_dims = m.groups()
-            shape_name = shape_operand(indent, result, result_dims)
-            rank = len(result_dims.split("x")) - 1
-            out.append(f'{indent}{result} = "stablehlo.dynamic_reshape"({operand}, '
-                       f'{shape_name}) : ({operand_type}, tensor<{rank}xi64>) -> '
-                       f'tensor<{result_dims}>')
-            continue
-        out.append(line)
-        if not prologue_done and line.lstrip().startswith("func.func"):
-            prologue_done = True
-            indent = " " * (len(line) - len(line.lstrip()) + 2)
-            arg_types = re.findall(r"(%arg\d+): (tensor<[^>]*>)", line)
-            for sym, (arg, dim) in where.items():
-                name, type_ = arg_types[arg]
-                v = f"%openhlo_dim_{sym}"
-                out.append(f'{indent}{v}_i32 = "stablehlo.get_dimension_size"({name}) '
-                           f'<{{dimension = {dim} : i64}}> : ({type_}) -> tensor<i32>')
-                out.append(f'{indent}{v}_i64 = "stablehlo.convert"({v}_i32) : '
-                           f'(tensor<i32>) -> tensor<i64>')
-                out.append(f'{indent}{v} = "stablehlo.reshape"({v}_i64) : '
-                           f'(tensor<i64>) -> tensor<1xi64>')
-            for expr in sizes.values():
-                emit(indent, expr)
-    text = "\n".join(out) + "\n"
-    for value in sizes:
-        text = re.sub(_TYPE_DIM.format(value), "?", text)
-    for value in sizes:
-        leftover = re.search(rf"^.*\b{value}\b.*$", text, re.MULTILINE)
-        if leftover:
-            raise ExportError(f"export_to_stablehlo: a symbolic size is used where only a "
-                              f"static one can be (dynamic_shapes): {leftover.group(0).strip()}")
-    return text
 
 
 def _weight_values(ep) -> dict:

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import re
 import threading
+
+from stablehlo.text.lexer import EOF, tokenize
 
 ENV_VAR = "OPENHLO_DUMP_TO"
 
@@ -101,13 +104,26 @@ def program_name(received) -> str | None:
     without parsing), else the name of a Module's only function unless it is ``main``
     (the torch backend names its graphs' functions so), else None."""
     if isinstance(received, str):
-        found = re.search(r"^\s*module\s+@\"?([\w.$-]+)", received, re.M)
-        return found.group(1) if found else None
+        return _module_name_in_text(received)
     if received.name:
         return received.name
     functions = list(received.functions())
     if len(functions) == 1 and functions[0].name != "main":
         return functions[0].name
+    return None
+
+
+def _module_name_in_text(text: str) -> str | None:
+    """The ``@name`` of ``module @name ...`` when that is the text's first line of code
+    (attribute alias definitions ``#a = ...`` and comments before it are skipped); only the
+    lines up to it are tokenized, so a large program costs nothing more."""
+    for line in io.StringIO(text):  # line by line, lazily
+        tokens = tokenize(line)
+        if tokens.kinds[0] in (EOF, "hash"):
+            continue
+        if tokens.texts[0] == "module" and tokens.kinds[1] == "symbol":
+            return tokens.texts[1][1:].strip('"')
+        return None
     return None
 
 

@@ -16,17 +16,17 @@ into one).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from stablehlo.ir.attributes import DictAttr, IntegerAttr, OpaqueAttr, StringAttr
 from stablehlo.ir.core import Func, Module, Operation
+from stablehlo.ir.sharding import ManualAxesAttr
 
 from xla_core.spmd.sharding import (Mesh, ShardingError, SpmdUnsupportedError, TensorSharding,
-                                    module_meshes, parse_mhlo_sharding, parse_sdy_sharding,
-                                    parse_sdy_sharding_list)
+                                    module_meshes, parse_manual_axes, parse_mhlo_sharding,
+                                    parse_sdy_sharding, parse_sdy_sharding_list)
 
 GSPMD_AXIS = "gspmd"
 PER_VALUE = "sdy.sharding"
@@ -220,12 +220,19 @@ def op_dims(info: MeshInfo, op: Operation) -> list:
 MANUAL_COMPUTATION = "sdy.manual_computation"
 
 
+def manual_axes_of(op: Operation) -> tuple:
+    """The mesh axes an ``sdy.manual_computation``'s body owns: a parsed attribute carries
+    them; a plain one a pass built from text is read."""
+    attr = op.attributes["manual_axes"]
+    return attr.axes if isinstance(attr, ManualAxesAttr) else parse_manual_axes(attr.text)
+
+
 def manual_dims(info: MeshInfo, op: Operation) -> tuple:
     """``(operand dims, result dims)`` of an ``sdy.manual_computation`` as its body sees the
     pieces: split over the manual axes as ``in_shardings``/``out_shardings`` say, whole
     along the other (free) axes. A dim split over a free axis major to a manual one has no
     such piece (refused)."""
-    manual = set(re.findall(r'"([^"]+)"', op.attributes["manual_axes"].text))
+    manual = set(manual_axes_of(op))
     out = []
     for key, values in (("in_shardings", op.operands), ("out_shardings", op.results)):
         shardings = parse_sdy_sharding_list(op.attributes[key].text)

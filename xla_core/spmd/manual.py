@@ -27,9 +27,10 @@ from stablehlo.ir.types import FunctionType, TensorType
 
 from xla_core.ir_utils import replace_uses
 from xla_core.passes.base import Pass, PassContext
+from xla_core.spmd.annotations import manual_axes_of
 from xla_core.spmd.sharding import (ShardingError, SpmdUnsupportedError, TensorSharding,
-                                    mesh_of, module_meshes, parse_manual_axes,
-                                    parse_sdy_sharding, parse_sdy_sharding_list, value_tiles)
+                                    mesh_of, module_meshes, parse_sdy_sharding,
+                                    parse_sdy_sharding_list, value_tiles)
 
 PARTITIONED = "openhlo.spmd_partitioned"
 MANUAL = "sdy.manual_computation"
@@ -59,10 +60,6 @@ class ManualPartitionPass(Pass):
         _Lowering(module, func).run(manual)
         module.attributes[PARTITIONED] = UnitAttr()
         return True
-
-
-def manual_axes_of(op: Operation) -> tuple:
-    return parse_manual_axes(op.attributes["manual_axes"].text)
 
 
 def _all_manual(module: Module, func: Func, manual: list) -> bool:
@@ -166,7 +163,7 @@ class _Lowering:
         where = op.where()
         in_shardings = self._in_shardings(op)
         out_shardings = parse_sdy_sharding_list(op.attributes["out_shardings"].text)
-        manual_axes = parse_manual_axes(op.attributes["manual_axes"].text)
+        manual_axes = manual_axes_of(op)
         for sharding in in_shardings + out_shardings:
             mesh = mesh_of(self.meshes, sharding, where)
             free = [n for n, size in mesh.axes if size > 1 and n not in manual_axes]

@@ -24,7 +24,7 @@ def _check(model, exported, examples):
         ours = exported.run(*args)
         torch.testing.assert_close(tuple(ours), expected, rtol=1e-4, atol=1e-5)
         arrays = [*exported.weights, *(a.numpy() for a in args)]
-        on_xla = run_on_xla(exported.text, arrays, [e.shape for e in expected])
+        on_xla = run_on_xla(exported.module, arrays, [e.shape for e in expected])
         torch.testing.assert_close(tuple(map(torch.from_numpy, on_xla)), expected,
                                    rtol=1e-4, atol=1e-5)
 
@@ -83,6 +83,20 @@ def test_derived_sizes_flatten_and_slice():
     assert "func.func @main(%arg0: tensor<?x4x5xf32>) -> (tensor<?x5xf32>, tensor<?xi64>)" \
         in exported.text
     _check(model, exported, [(torch.randn(3, 4, 5),), (torch.randn(6, 4, 5),)])
+
+
+def test_a_size_used_as_a_value_is_read_at_run_time():
+    """``mean`` divides by the dynamic size and ``* x.shape[0]`` multiplies by it: float
+    scalars that must come from the argument, not from the stand-in size."""
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return x - x.mean(0), torch.full((x.shape[0],), 2.0) * x.shape[0]
+
+    model = Model()
+    exported = export_to_stablehlo(model, (torch.randn(3, 4),),
+                                   dynamic_shapes=({0: Dim("n")},))
+    assert "stablehlo.get_dimension_size" in exported.text
+    _check(model, exported, [(torch.randn(3, 4),), (torch.randn(6, 4),)])
 
 
 def test_unsupported_symbolic_size_is_an_error():

@@ -63,7 +63,7 @@ def test_export_verifies_upstream_and_runs(name):
         expected = model(*inputs)
     got = exported.run(*inputs)
     torch.testing.assert_close(tuple(got), expected, rtol=1e-4, atol=1e-5)
-    on_xla = run_on_xla(exported.text, [*exported.weights, *(t.numpy() for t in inputs)])
+    on_xla = run_on_xla(exported.module, [*exported.weights, *(t.numpy() for t in inputs)])
     torch.testing.assert_close(tuple(map(torch.from_numpy, on_xla)), expected,
                                rtol=1e-4, atol=1e-5)
 
@@ -86,7 +86,7 @@ def test_export_dynamic_batch(name):
             expected = model(*args)
         got = exported.run(*args)
         torch.testing.assert_close(tuple(got), expected, rtol=1e-4, atol=1e-5)
-        on_xla = run_on_xla(exported.text, [*exported.weights, *(t.numpy() for t in args)],
+        on_xla = run_on_xla(exported.module, [*exported.weights, *(t.numpy() for t in args)],
                             [e.shape for e in expected])
         torch.testing.assert_close(tuple(map(torch.from_numpy, on_xla)), expected,
                                    rtol=1e-4, atol=1e-5)

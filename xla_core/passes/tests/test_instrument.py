@@ -63,6 +63,14 @@ def test_pipeline_dumps_the_module_after_every_pass_in_order(dumping):
     assert (dumping / "two_tanh" / files[0]).read_text().strip() == PROGRAM.strip()
 
 
+def test_a_program_text_is_named_by_its_module_line():
+    module = '// a comment {\n#alias = "x"\nmodule @jit_f attributes {a = 1} {\n}\n'
+    assert dump.program_name(module) == "jit_f"
+    assert dump.program_name('module @"jit.g" {\n}\n') == "jit.g"
+    assert dump.program_name("func.func @main() {\n  return\n}\nmodule @late {}\n") is None
+    assert dump.program_name(stablehlo.parse(PROGRAM)) == "two_tanh"
+
+
 def test_programs_without_a_name_get_a_hash_and_taken_names_a_suffix(dumping):
     unnamed = "func.func @main() -> () {\n  return\n}\n"
     for _ in range(2):
