@@ -89,6 +89,7 @@ class Suite:
 
 
 Check = Callable[[Suite], None]
+"""A check: a function named for what it checks, or a callable with a ``check_name``."""
 
 
 def run_suite(backend: str, options: Optional[dict] = None, *, areas: Optional[dict] = None,
@@ -113,7 +114,7 @@ def run_suite(backend: str, options: Optional[dict] = None, *, areas: Optional[d
 
 def run_check(suite: Suite, area: str, check: Check) -> CheckResult:
     """One check's verdict; never raises (but for KeyboardInterrupt)."""
-    name = check.__name__.replace("_", " ")
+    name = getattr(check, "check_name", None) or check.__name__.replace("_", " ")
     start = time.perf_counter()
     try:
         check(suite)
