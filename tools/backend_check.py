@@ -88,14 +88,14 @@ def conformance_checks(root: Optional[Path] = None) -> tuple:
     interpret = (root / "interpret") if root is not None else conformance_dir("interpret")
     if testdata is None or interpret is None or not testdata.is_dir() or \
             not interpret.is_dir():
-        return (_suites_missing,)
+        return (conformance_suites_not_found,)
     files = (choose_testdata(testdata, SLICE_TESTDATA)
              # Probes need a probe_dir option, which a backend need not take.
              + choose_interpret(interpret, SLICE_INTERPRET, exclude=("interpreter.probe",)))
     return tuple(ConformanceFile(path) for path in files)
 
 
-def _suites_missing(suite) -> None:
+def conformance_suites_not_found(suite) -> None:
     from pjrt.testing import Skipped
     raise Skipped("the StableHLO conformance suites were not found; pass --conformance DIR")
 
