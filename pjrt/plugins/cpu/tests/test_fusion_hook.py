@@ -13,9 +13,10 @@ from pjrt.plugins.cpu.codegen.hook import CPU_CODEGEN
 from pjrt.plugins.cpu.tests import tier_bits
 from stablehlo.interpreter import evaluate
 from tools.conformance.slice import choose_testdata
-from tools.tests.test_conformance_slice import TESTDATA
 from xla_core.fusion import fuse_module
+from xla_core.testing.conformance import conformance_dir
 
+TESTDATA = conformance_dir("testdata")
 SYNC = CompileOptions(env_option_overrides={"async_codegen": False})
 
 SHIFT = """
