@@ -3,8 +3,8 @@
 ``choose_testdata``: the testdata op families (file name up to its first dtype word) are
 sorted and ``count`` are taken at even spacing, each with its smallest enabled file.
 ``choose_interpret``: ``count`` files at even spacing over the sorted single-process files
-of the interpreter suite (less those containing given texts). Used by the conformance slice test (tools/tests) and by
-``openhlo backend-check``.
+of the interpreter suite (less those containing given texts). Used by the conformance slice
+test (tools/tests) and by ``openhlo backend-check``.
 """
 from __future__ import annotations
 

@@ -68,8 +68,8 @@ def test_the_command_fails_on_a_broken_contract_and_names_the_check(capsys, monk
         "fail: donation / donation deletes the donated buffer: after donating argument 0 "
         "only it is deleted"]
     assert "conformance        0     0     1  skipped" in r.out  # no suites under tmp_path
-    assert "skip: conformance / conformance suites not found: the StableHLO conformance suites were not " \
-           "found; pass --conformance DIR" in r.out
+    assert ("skip: conformance / conformance suites not found: the StableHLO conformance "
+            "suites were not found; pass --conformance DIR") in r.out
 
 
 def test_an_unknown_backend_is_an_error(capsys):
