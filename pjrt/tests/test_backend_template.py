@@ -1,5 +1,6 @@
-"""The template backend, copied and renamed as a vendor would, installed with pip, passes the
-backend conformance suite and runs a JAX program.
+"""The template backend: in process, its hooks run the pipeline, bind the generated program
+and refuse ops at compile time; copied and renamed as a vendor would, installed with pip, it
+passes the backend conformance suite and runs a JAX program.
 
 The package is copied, renamed (package ``openhlo_acme``, backend ``acme``) and installed
 offline into a temporary folder (setuptools builds it: needs the ``wheel`` package with
@@ -10,12 +11,19 @@ PJRT plugin with ``OPENHLO_JAX_BACKEND=acme``, compared with numpy.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
+
+import numpy as np
+import pytest
+
+from pjrt.api import UnimplementedError
+from pjrt.host import HostClient
 
 _REPO = pathlib.Path(__file__).resolve().parents[2]
 TEMPLATE = _REPO / "examples" / "backend_template"
@@ -46,6 +54,60 @@ if library_path() is not None:
     report["jax"] = [f"{d.platform}: {d.device_kind}" for d in jax.devices()]
 print(json.dumps(report))
 '''
+
+
+SINE_OF_PRODUCT = """
+func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %one = stablehlo.constant dense<1.0> : tensor<3xf32>
+  %0 = stablehlo.multiply %x, %one : tensor<3xf32>
+  %1 = stablehlo.sine %0 : tensor<3xf32>
+  func.return %1 : tensor<3xf32>
+}"""
+
+
+@pytest.fixture(scope="module")
+def template():
+    """The template's plugin module, loaded from its file (as installing it would)."""
+    path = TEMPLATE / "src" / "openhlo_backend_template" / "plugin.py"
+    spec = importlib.util.spec_from_file_location("_template_plugin", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_pipeline_runs_and_the_generated_program_is_bound(template):
+    client = template.create_client(num_devices=2)
+    exe = client.compile(SINE_OF_PRODUCT)
+    assert isinstance(exe.executable.compiled.payload, template.Program)
+    # cpu-opt removed the multiplication by one; the program as compiled keeps it.
+    assert [op.name for op in exe.optimized_module.lookup("main").walk()] == [
+        "stablehlo.sine", "func.return"]
+    assert "stablehlo.multiply" in [op.name for op in exe.module.lookup("main").walk()]
+    x = np.array([0.0, 0.5, 2.0], np.float32)
+    (out,) = exe(x)
+    np.testing.assert_allclose(out, np.sin(x), rtol=1e-6)
+    device = client.devices()[1]
+    (on_device,) = exe.execute([client.buffer_from_numpy(x, device)], device=device)
+    np.testing.assert_allclose(on_device.to_numpy(), np.sin(x), rtol=1e-6)
+
+
+def test_an_op_without_a_kernel_is_refused_at_compile(template, monkeypatch):
+    from stablehlo.interpreter import KERNELS
+    monkeypatch.setattr(KERNELS, "_entries", {name: kernel for name, kernel
+                                              in KERNELS._entries.items()
+                                              if name != "stablehlo.sine"})
+    with pytest.raises(UnimplementedError) as error:
+        template.create_client().compile(SINE_OF_PRODUCT)
+    assert str(error.value) == ("<string>:5:3: 'stablehlo.sine' is not supported by the "
+                                "template backend")
+
+
+def test_a_host_client_needs_compile_program_or_a_generate_hook():
+    class Empty(HostClient):
+        platform_name = "empty"
+    with pytest.raises(UnimplementedError, match="the empty backend implements neither "
+                                                 "compile_program nor a generate hook"):
+        Empty().compile(SINE_OF_PRODUCT)
 
 
 def _copy_as_acme(target: pathlib.Path) -> None:
