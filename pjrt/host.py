@@ -11,7 +11,9 @@ call into native code from Python). A backend subclasses ``HostClient``, sets
 ``program.run(args, replica_id, partition_id, grid)`` takes and returns lists
 of numpy arrays (StableHLO tokens and tuples pass as the interpreter's values);
 ``grid`` is the ``stablehlo.interpreter.collectives.ProcessGrid`` shared by the
-instances of one multi-device execution, None for single-device runs.
+instances of one multi-device execution, None for single-device runs. A backend
+with a compiler pipeline returns that program from the compile driver's
+``generate`` hook instead (``Client._compiler``; examples/backend_template).
 
 Everything else comes from here:
 
@@ -32,7 +34,6 @@ Everything else comes from here:
 """
 from __future__ import annotations
 
-import abc
 import dataclasses
 import queue
 import threading
@@ -42,6 +43,7 @@ from typing import Optional
 import numpy as np
 
 from stablehlo.errors import OpenHLOError, api_boundary
+from stablehlo.ir.core import Module
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
 from stablehlo.instrument import trace
 
@@ -49,7 +51,7 @@ from pjrt import counters
 from pjrt.arguments import check_transfer
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
                       Device, Event, Executable, ExecutionError, HostEvent, LoadedExecutable,
-                      MemorySpace, _shape_fits, ready_event)
+                      MemorySpace, UnimplementedError, _shape_fits, ready_event)
 
 _OBJECT = np.dtype(object)
 
@@ -71,12 +73,17 @@ class HostClient(Client):
         # The threads hold only their queues; when the client goes, they stop.
         weakref.finalize(self, self._workers.stop)
 
-    @abc.abstractmethod
     def compile_program(self, module, entry: str, options: CompileOptions):
         """Compile ``module`` (verified) into an object with ``run(args, replica_id,
         partition_id, grid) -> list of arrays``; raise UnimplementedError naming
         the first op this backend cannot run. ``options`` are fully resolved
-        (entry, replica and partition counts, device assignment as ids)."""
+        (entry, replica and partition counts, device assignment as ids).
+
+        Not called for a backend whose ``_compiler`` hooks generate that object
+        (``xla_core.compile.Backend.generate``: after the backend's pipeline, in the
+        compile driver); such a backend need not implement this."""
+        raise UnimplementedError(f"the {self.platform_name} backend implements neither "
+                                 f"compile_program nor a generate hook")
 
     def devices(self) -> list[Device]:
         return list(self._devices)
@@ -91,6 +98,11 @@ class HostClient(Client):
         return HostBuffer(self, device, _Storage(value, ready_event()), dtype, shape)
 
     def _compile(self, executable: Executable, device_assignment: list) -> "HostExecutable":
+        compiled = executable.compiled
+        if compiled is not None and not isinstance(compiled.payload, Module):
+            # The backend's generate hook made the program (the payload is the module
+            # itself when it has none).
+            return HostExecutable(self, executable, device_assignment, compiled.payload)
         options = dataclasses.replace(
             executable.options,
             device_assignment=[[d.id for d in row] for row in device_assignment])
@@ -194,6 +206,12 @@ class HostExecutable(LoadedExecutable):
         super().__init__(client, executable, device_assignment)
         self.program = program
         self._result_specs = [_spec_of_type(t) for t in executable.result_types]
+
+    @property
+    def optimized_module(self) -> Module:
+        """The program after the backend's pipeline (the module as compiled without one)."""
+        compiled = self.executable.compiled
+        return compiled.optimized if compiled is not None else self.executable.module
 
     def _execute(self, args_per_device: list, devices: list) -> tuple:
         from stablehlo.interpreter.collectives import ProcessGrid

@@ -4,6 +4,7 @@
     openhlo opt FILE.mlir [--passes=a,b] [--pipeline=NAME] [--generic] [-o OUT]
     openhlo sharding FILE.mlir --num-devices N [--png DIR] [--ranges]
     openhlo conformance PATH... [--backend NAME] [--json OUT] [--jobs N] [--timeout S]
+    openhlo backend-check NAME [--option KEY=VALUE] [--conformance DIR] [--no-conformance]
     openhlo bench-text [PATH...]
     openhlo bench-runtime [--backend NAME] [--json OUT]
     openhlo bench [--workloads A,B] [--runners A,B] [--json OUT] [--png OUT] [--quick]
@@ -32,7 +33,7 @@ from tools.diagnostics import CliError, format_error
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tools import bench_runtime, bench_text, opt, run, sharding_view
+    from tools import backend_check, bench_runtime, bench_text, opt, run, sharding_view
     from tools.bench import command as bench
     from tools.conformance import command as conformance
     from tools.fuzz import command as fuzz
@@ -42,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="OpenHLO: run, transform, test and benchmark StableHLO programs.")
     _add_traceback_flag(parser, default=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (run, opt, sharding_view, conformance, bench_text, bench_runtime, bench,
-                   jax_suite, fuzz):
+    for module in (run, opt, sharding_view, conformance, backend_check, bench_text,
+                   bench_runtime, bench, jax_suite, fuzz):
         module.add_parser(subparsers)
     for subparser in set(subparsers.choices.values()):
         # SUPPRESS: a subcommand without the flag leaves the value given before it alone.

@@ -112,6 +112,9 @@ class CpuBuffer(Buffer):
         return self._handle.nbytes
 
     def ready_event(self) -> Event:
+        if self._handle.is_deleted:  # the contract's error, as to_numpy raises it
+            raise BufferDeletedError(f"buffer {self.dtype.name}{list(self.shape)} on "
+                                     f"{self.device} was deleted")
         return CpuEvent(self._handle)
 
     def to_numpy(self) -> np.ndarray:

@@ -12,9 +12,11 @@ from pjrt.api import CompileOptions
 from pjrt.plugins.cpu.codegen.hook import CPU_CODEGEN
 from pjrt.plugins.cpu.tests import tier_bits
 from stablehlo.interpreter import evaluate
-from tools.tests.test_conformance_slice import TESTDATA, choose_testdata
+from tools.conformance.slice import choose_testdata
 from xla_core.fusion import fuse_module
+from xla_core.testing.conformance import conformance_dir
 
+TESTDATA = conformance_dir("testdata")
 SYNC = CompileOptions(env_option_overrides={"async_codegen": False})
 
 SHIFT = """
@@ -81,7 +83,7 @@ def test_no_fused_program_runs_a_fusion_op_by_op(name):
 @pytest.mark.skipif(TESTDATA is None, reason="conformance suites not found")
 def test_no_conformance_slice_program_runs_a_fusion_op_by_op():
     inlined = {}
-    for path in choose_testdata():
+    for path in choose_testdata(TESTDATA):
         found = _inlined(path.read_text())
         if found:
             inlined[path.name] = found

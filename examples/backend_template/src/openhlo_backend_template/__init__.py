@@ -1,0 +1,1 @@
+"""A template OpenHLO backend (see ../../README.md); the backend is in plugin.py."""
