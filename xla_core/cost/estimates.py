@@ -70,14 +70,11 @@ from stablehlo.ir.ops.base import ELEMENTWISE
 from stablehlo.registry import Registry
 from stablehlo.ir.types import (
     ComplexType,
-    FloatType,
-    IndexType,
-    IntegerType,
-    QuantizedType,
     TensorType,
     TokenType,
     TupleType,
     Type,
+    element_facts,
 )
 from xla_core.cost.hardware import HardwareDescription
 
@@ -128,17 +125,10 @@ class Cost:
 # Sizes
 
 def _element_bits(t: Type) -> int:
-    if isinstance(t, FloatType):
-        return t.format.storage_bits
-    if isinstance(t, IntegerType):
-        return max(t.width, 8) if t.width == 1 else t.width
-    if isinstance(t, ComplexType):
-        return 2 * _element_bits(t.element_type)
-    if isinstance(t, QuantizedType):
-        return t.storage_type.width
-    if isinstance(t, IndexType):
-        return 64
-    raise CostModelError(f"no storage size for element type {t}")
+    try:
+        return element_facts(t).storage_bits
+    except TypeError:
+        raise CostModelError(f"no storage size for element type {t}") from None
 
 
 def elements(t: Type) -> int:

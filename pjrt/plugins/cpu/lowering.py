@@ -33,14 +33,9 @@ from stablehlo.ir.types import QuantizedType, TensorType, TokenType, Type, numpy
 
 from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
 from pjrt.plugins.cpu.collectives import COLLECTIVE_OPS, collective_attrs
-from pjrt.plugins.cpu.native_module import native
+from pjrt.plugins.cpu.native_module import NATIVE_ELEMENT_TYPES, native
 
 LOG = logging.getLogger("openhlo.cpu")
-
-# Element types the native arrays store (array.h); others run on the interpreter.
-NATIVE_ELEMENT_TYPES = frozenset({
-    "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16", "f32",
-    "f64", "complex<f32>", "complex<f64>"})
 
 _TERMINATORS = frozenset({"func.return", "stablehlo.return"})
 
