@@ -20,7 +20,7 @@ from stablehlo.ir.core import Operation
 from stablehlo.ir.ops.base import ELEMENTWISE, Effect, op_effects
 from stablehlo.ir.regions import region_monoid
 from stablehlo.ir.types import ComplexType, FloatType, QuantizedType, TensorType
-from xla_core.cost import ELEMENTWISE_WEIGHTS
+from xla_core.cost import elementwise_weight
 from xla_core.fusion.codegen_hook import GENERATE_ALL, CodegenHook
 from xla_core.fusion.graph import TERMINATOR, FusionGraph, FusionNode
 from xla_core.fusion.kinds import kind_for, reduced_shape, shape_text, squeeze
@@ -85,7 +85,7 @@ def is_expensive(op: Operation) -> bool:
         return True
     if op.name.startswith("chlo."):
         return op.name not in _CHEAP_CHLO
-    weight = ELEMENTWISE_WEIGHTS.get(op.name.split(".", 1)[1], 1.0)
+    weight = elementwise_weight(op.name)
     if weight < _EXPENSIVE_WEIGHT or not op.results:
         return False
     # integer divide/remainder are cheap enough to recompute
