@@ -176,9 +176,8 @@ def region_argreduce(region) -> Optional[ArgReduce]:
     or argmin with ties going to the lower index; else None.
 
     The body may hold only comparisons within the value pair or the index pair, boolean
-    and/or/xor/not of their results, and one select per result, both picking from the
-    same side of the pair (JAX's and PyTorch's bodies, with or without NaN tests, are of
-    this form). Every such predicate depends on the order relation of the two values and
+    and/or/xor/not of their results, and one select of its pair per result (JAX's and
+    PyTorch's bodies, with or without NaN tests, are of this form). Every such predicate depends on the order relation of the two values and
     of the two indices alone, so deciding its picks for all 3 x 3 relations decides the
     body exactly; NaN values are left out (a body without NaN tests picks by position).
     """
@@ -191,9 +190,11 @@ def region_argreduce(region) -> Optional[ArgReduce]:
     pairs = ((args[0], args[2]), (args[1], args[3]))  # (values, indices)
     if not _argreduce_types(pairs) or len(ops[-1].operands) != 2:
         return None
+    if any(v.is_block_argument for v in ops[-1].operands):
+        return None
     selects = [v.owner for v in ops[-1].operands]
     for select, pair in zip(selects, pairs):
-        if select is None or select.name != "stablehlo.select" or \
+        if select.name != "stablehlo.select" or \
                 {id(v) for v in select.operands[1:]} != {id(pair[0]), id(pair[1])}:
             return None
     which = None

@@ -184,3 +184,11 @@ def test_a_monoid_body_is_no_argreduce():
       %m = stablehlo.maximum %c, %d : tensor<i32>
       stablehlo.return %s, %m : tensor<f32>, tensor<i32>""")
     assert region_argreduce(region) is None
+
+
+def test_a_pair_body_returning_an_argument_is_no_argreduce():
+    region = _body("""
+      %gt = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %m = stablehlo.select %gt, %a, %b : tensor<i1>, tensor<f32>
+      stablehlo.return %m, %c : tensor<f32>, tensor<i32>""")
+    assert region_argreduce(region) is None
