@@ -157,7 +157,8 @@ def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
     out += [i64(i) for row in ids for i in row]
     out += [text(encode_device_assignment(ids)), i64(len(executable.result_types))]
     for spec, tiles in zip(_Runner(executable).results, output_tiles):
-        out += [i64(pjrt_type(spec.element_type)), i64(len(spec.shape))] + [i64(d) for d in spec.shape]
+        out += [i64(pjrt_type(spec.element_type)), i64(len(spec.shape))]
+        out += [i64(d) for d in spec.shape]
         out += [text("device"), text(encode_op_sharding(tiles))]  # memory kind, OpSharding
     out.append(i64(len(parameter_tiles)))
     for tiles, param in zip(parameter_tiles, executable.parameter_types, strict=True):

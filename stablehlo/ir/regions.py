@@ -177,9 +177,10 @@ def region_argreduce(region) -> Optional[ArgReduce]:
 
     The body may hold only comparisons within the value pair or the index pair, boolean
     and/or/xor/not of their results, and one select of its pair per result (JAX's and
-    PyTorch's bodies, with or without NaN tests, are of this form). Every such predicate depends on the order relation of the two values and
-    of the two indices alone, so deciding its picks for all 3 x 3 relations decides the
-    body exactly; NaN values are left out (a body without NaN tests picks by position).
+    PyTorch's bodies, with or without NaN tests, are of this form). Every such predicate
+    depends on the order relation of the two values and of the two indices alone, so
+    deciding its picks for all 3 x 3 relations decides the body exactly; NaN values are
+    left out (a body without NaN tests picks by position).
     """
     if len(region.blocks) != 1:
         return None
