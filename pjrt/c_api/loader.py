@@ -23,6 +23,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from stablehlo.instrument import trace
+from stablehlo.ir.types import element_facts
 
 from pjrt import counters
 from pjrt.api import CompileOptions
@@ -30,11 +31,6 @@ from pjrt.c_api import introspection
 from pjrt.c_api.protos import (decode_compile_options, encode_device_assignment,
                                encode_op_sharding)
 from pjrt.errors import ErrorCode, UnimplementedError, error_code
-
-# PJRT_Buffer_Type values by numpy dtype name (section 3.5 of the design).
-_PJRT_TYPES = {"bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint8": 6,
-               "uint16": 7, "uint32": 8, "uint64": 9, "float16": 10, "float32": 11,
-               "float64": 12, "bfloat16": 13, "complex64": 14, "complex128": 15}
 
 # The counters of pjrt/c_api/counters.h, in their order, as pjrt.metrics() fields.
 _NATIVE_COUNTERS = ("executions", "transfers_to_device", "bytes_to_device", "transfers_to_host",
@@ -71,21 +67,22 @@ def library_path() -> Optional[str]:
     return found[0] if found else None
 
 
-def pjrt_type(dtype: np.dtype) -> int:
-    try:
-        return _PJRT_TYPES[np.dtype(dtype).name]
-    except KeyError:
-        raise UnimplementedError(f"the PJRT plugin cannot hold {np.dtype(dtype).name} "
-                                 f"arrays") from None
+def pjrt_type(element_type) -> int:
+    """The PJRT_Buffer_Type code of ``element_type`` (section 3.5 of the design)."""
+    code = element_facts(element_type).pjrt_buffer_type
+    if code is None:
+        raise UnimplementedError(f"the PJRT plugin cannot hold {element_type} arrays")
+    return code
 
 
 class _Spec:
     """One parameter or result: its dtype, shape, and how to view C memory as it."""
-    __slots__ = ("dtype", "shape", "nbytes", "raw")
+    __slots__ = ("element_type", "dtype", "shape", "nbytes", "raw")
 
     def __init__(self, type, numpy_dtype):
         if any(d is None for d in type.shape):
             raise UnimplementedError(f"the PJRT plugin needs static shapes, got {type}")
+        self.element_type = type.element_type
         self.dtype = np.dtype(numpy_dtype(type.element_type))
         self.shape = tuple(type.shape)
         self.nbytes = self.dtype.itemsize * int(np.prod(type.shape, dtype=np.int64))
@@ -160,7 +157,8 @@ def encode_manifest(name: str, fingerprint: str, executable) -> bytes:
     out += [i64(i) for row in ids for i in row]
     out += [text(encode_device_assignment(ids)), i64(len(executable.result_types))]
     for spec, tiles in zip(_Runner(executable).results, output_tiles):
-        out += [i64(pjrt_type(spec.dtype)), i64(len(spec.shape))] + [i64(d) for d in spec.shape]
+        out += [i64(pjrt_type(spec.element_type)), i64(len(spec.shape))]
+        out += [i64(d) for d in spec.shape]
         out += [text("device"), text(encode_op_sharding(tiles))]  # memory kind, OpSharding
     out.append(i64(len(parameter_tiles)))
     for tiles, param in zip(parameter_tiles, executable.parameter_types, strict=True):

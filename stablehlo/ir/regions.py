@@ -8,7 +8,10 @@ any grouping and order, which is what lets the interpreter run it as one numpy r
 the partitioner split it across devices, and backends generate it as a loop with an
 accumulator. Its identity per element type is what the accumulator starts from.
 
-The recogniser looks at structure only, never runs the region.
+``region_argreduce`` recognises the one common reducer that is no monoid per result: a
+(value, index) pair kept by argmax or argmin, ties to the lower index.
+
+The recognisers look at structure only, never run the region.
 """
 from __future__ import annotations
 
@@ -142,3 +145,149 @@ def region_monoid(region) -> Optional[Monoid]:
     if not monoids or any(m is not monoids[0] for m in monoids):
         return None
     return monoids[0]
+
+
+@dataclass(frozen=True)
+class ArgReduce:
+    """A (value, index) reducer that keeps the pair with the larger (``which == "max"``) or
+    smaller value, the one with the lower index among equal values: argmax and argmin. It
+    is a selection by a total order, so, like max and min, it is associative, commutative
+    and idempotent on ordered values; what it does with a NaN is the body's own."""
+    which: str  # "max" or "min"
+
+    @property
+    def value_monoid(self) -> Monoid:
+        """The monoid the value result follows (maximum or minimum); its identity is the
+        value init that no value of the operand loses to."""
+        return MONOIDS["stablehlo.maximum" if self.which == "max" else "stablehlo.minimum"]
+
+
+# The order relations of a pair (first, second): how every comparison direction reads them.
+_RELATIONS = ("lt", "eq", "gt")
+_FLIPPED = {"lt": "gt", "eq": "eq", "gt": "lt"}
+_HOLDS = {"EQ": {"eq"}, "NE": {"lt", "gt"}, "LT": {"lt"}, "LE": {"lt", "eq"},
+          "GT": {"gt"}, "GE": {"gt", "eq"}}
+_LOGIC = {"stablehlo.and": lambda a, b: a and b, "stablehlo.or": lambda a, b: a or b,
+          "stablehlo.xor": lambda a, b: a != b}
+
+
+def region_argreduce(region) -> Optional[ArgReduce]:
+    """What the reducer ``region`` of a (value, index) pair computes, when it is an argmax
+    or argmin with ties going to the lower index; else None.
+
+    The body may hold only comparisons within the value pair or the index pair, boolean
+    and/or/xor/not of their results, and one select of its pair per result (JAX's and
+    PyTorch's bodies, with or without NaN tests, are of this form). Every such predicate
+    depends on the order relation of the two values and of the two indices alone, so
+    deciding its picks for all 3 x 3 relations decides the body exactly; NaN values are
+    left out (a body without NaN tests picks by position).
+    """
+    if len(region.blocks) != 1:
+        return None
+    block = region.blocks[0]
+    args, ops = block.arguments, block.operations
+    if len(args) != 4 or not ops or ops[-1].name not in _TERMINATORS:
+        return None
+    pairs = ((args[0], args[2]), (args[1], args[3]))  # (values, indices)
+    if not _argreduce_types(pairs) or len(ops[-1].operands) != 2:
+        return None
+    if any(v.is_block_argument for v in ops[-1].operands):
+        return None
+    selects = [v.owner for v in ops[-1].operands]
+    for select, pair in zip(selects, pairs):
+        if select.name != "stablehlo.select" or \
+                {id(v) for v in select.operands[1:]} != {id(pair[0]), id(pair[1])}:
+            return None
+    which = None
+    for value_relation in _RELATIONS:
+        for index_relation in _RELATIONS:
+            picks = _picks(ops[:-1], selects, pairs, (value_relation, index_relation))
+            if picks is None:
+                return None
+            value_pick, index_pick = picks
+            if value_relation == "eq":
+                # equal values: the lower index, whichever value
+                lower = {"lt": 0, "gt": 1}.get(index_relation)
+                if lower is not None and index_pick != lower:
+                    return None
+                continue
+            if index_pick != value_pick:
+                return None
+            larger = 0 if value_relation == "gt" else 1
+            kind = "max" if value_pick == larger else "min"
+            if which not in (None, kind):
+                return None
+            which = kind
+    return ArgReduce(which)
+
+
+def _argreduce_types(pairs) -> bool:
+    (value, other_value), (index, other_index) = pairs
+    if value.type != other_value.type or index.type != other_index.type:
+        return False
+    value_type = getattr(value.type, "element_type", None)
+    index_type = getattr(index.type, "element_type", None)
+    return isinstance(value_type, (IntegerType, FloatType)) and \
+        isinstance(index_type, IntegerType) and index_type.width > 1
+
+
+def _picks(ops, selects, pairs, relations) -> Optional[tuple[int, int]]:
+    """Which side (0: the first argument of the pair, 1: the second) each select picks
+    when the value pair and the index pair stand in ``relations``; None when an op is
+    none the recogniser knows."""
+    truth: dict[int, bool] = {}
+    for op in ops:
+        if any(op is select for select in selects):
+            continue
+        if op.regions or len(op.results) != 1:
+            return None
+        if op.name == "stablehlo.compare":
+            holds = _compare(op, pairs, relations)
+        elif op.name in _LOGIC and len(op.operands) == 2:
+            a, b = (truth.get(id(v)) for v in op.operands)
+            holds = None if a is None or b is None else _LOGIC[op.name](a, b)
+        elif op.name == "stablehlo.not" and len(op.operands) == 1:
+            a = truth.get(id(op.operands[0]))
+            holds = None if a is None else not a
+        else:
+            return None
+        if holds is None:
+            return None
+        truth[id(op.results[0])] = holds
+    picks = []
+    for select, pair in zip(selects, pairs):
+        predicate = truth.get(id(select.operands[0]))
+        if predicate is None:
+            return None
+        chosen = select.operands[1] if predicate else select.operands[2]
+        picks.append(0 if chosen is pair[0] else 1)
+    return picks[0], picks[1]
+
+
+def _natural_order(t: Type) -> str:
+    """The compare_type that orders values of ``t`` numerically."""
+    if isinstance(t, FloatType):
+        return "FLOAT"
+    return "SIGNED" if t.signed and t.width > 1 else "UNSIGNED"
+
+
+def _compare(op, pairs, relations) -> Optional[bool]:
+    """Whether the comparison ``op`` of two members of one pair holds under
+    ``relations``; None when it compares anything else or in another order."""
+    x, y = op.operands
+    for pair, relation in zip(pairs, relations):
+        if not all(v is pair[0] or v is pair[1] for v in (x, y)):
+            continue
+        kind = op.attributes.get("compare_type")
+        element_type = x.type.element_type
+        allowed = {_natural_order(element_type)}
+        if isinstance(element_type, FloatType):
+            allowed.add("TOTALORDER")  # the numeric order on ordered values
+        if kind is not None and kind.value not in allowed:
+            return None
+        if x is y:
+            between = "eq"
+        else:
+            between = relation if x is pair[0] else _FLIPPED[relation]
+        return between in _HOLDS[op.attributes["comparison_direction"].value]
+    return None

@@ -272,25 +272,72 @@ def tensor(shape, element_type: Type) -> TensorType:
     return TensorType(tuple(shape), element_type)
 
 
-def _build_numpy_table() -> dict:
-    table = {
-        "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
-        "i32": np.dtype(np.int32), "i64": np.dtype(np.int64), "ui8": np.dtype(np.uint8),
-        "ui16": np.dtype(np.uint16), "ui32": np.dtype(np.uint32),
-        "ui64": np.dtype(np.uint64),
-        "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
-        "index": np.dtype(np.int64),
-    }
-    for fmt in FLOAT_FORMATS.values():
-        if fmt.numpy_name is not None:
-            table[fmt.name] = np.dtype(_numpy_float_type(fmt.numpy_name))
+@dataclass(frozen=True)
+class ElementFacts:
+    """The facts every layer reads about one element type (``ELEMENT_TYPES`` holds them all;
+    ``element_facts`` finds a type's): its width as StableHLO counts it (``bits``: i1 is 1,
+    tf32 19, a complex number both parts), the bits a value takes in memory
+    (``storage_bits``: sub-byte types pack, i1 takes a byte), the numpy dtype holding its
+    values (None where there is none: tf32), and its ``PJRT_Buffer_Type`` code
+    (pjrt/c_api/pjrt_abi.h; None for types the PJRT C API plugin does not exchange)."""
+    name: str
+    bits: int
+    storage_bits: int
+    numpy_dtype: Optional[np.dtype]
+    pjrt_buffer_type: Optional[int]
+
+    @property
+    def host_bytes(self) -> int:
+        """Bytes one value takes in a host array: its numpy dtype's, else whole bytes of its
+        storage (at least one)."""
+        if self.numpy_dtype is not None:
+            return self.numpy_dtype.itemsize
+        return max(1, (self.storage_bits + 7) // 8)
+
+
+# PJRT_Buffer_Type codes of the types the PJRT C API plugin exchanges.
+_PJRT_BUFFER_TYPES = {
+    "i1": 1, "i8": 2, "i16": 3, "i32": 4, "i64": 5, "ui8": 6, "ui16": 7, "ui32": 8, "ui64": 9,
+    "f16": 10, "f32": 11, "f64": 12, "bf16": 13, "complex<f32>": 14, "complex<f64>": 15}
+
+
+def _element_table() -> dict[str, ElementFacts]:
+    table: dict[str, ElementFacts] = {}
+
+    def add(name: str, bits: int, storage_bits: int, dtype) -> None:
+        table[name] = ElementFacts(name, bits, storage_bits,
+                                   None if dtype is None else np.dtype(dtype),
+                                   _PJRT_BUFFER_TYPES.get(name))
+
+    add("i1", 1, 8, np.bool_)
+    for width in (8, 16, 32, 64):
+        add(f"i{width}", width, width, f"int{width}")
+        add(f"ui{width}", width, width, f"uint{width}")
     if ml_dtypes is not None:
-        for text, name in [("i2", "int2"), ("i4", "int4"), ("ui2", "uint2"), ("ui4", "uint4")]:
-            table[text] = np.dtype(getattr(ml_dtypes, name))
+        for width in (2, 4):
+            add(f"i{width}", width, width, getattr(ml_dtypes, f"int{width}"))
+            add(f"ui{width}", width, width, getattr(ml_dtypes, f"uint{width}"))
+    for fmt in FLOAT_FORMATS.values():
+        dtype = None if fmt.numpy_name is None else _numpy_float_type(fmt.numpy_name)
+        add(fmt.name, fmt.bits, fmt.storage_bits, dtype)
+    add("complex<f32>", 64, 64, np.complex64)
+    add("complex<f64>", 128, 128, np.complex128)
+    add("index", 64, 64, np.int64)  # after i64: int64 arrays read back as i64
     return table
 
 
-_NUMPY_DTYPES = _build_numpy_table()
+ELEMENT_TYPES: dict[str, ElementFacts] = _element_table()
+
+
+def element_facts(element_type: Type) -> ElementFacts:
+    """The facts of ``element_type`` (a quantized type's are its storage type's); TypeError
+    for a type that is no element type."""
+    if isinstance(element_type, QuantizedType):
+        element_type = element_type.storage_type
+    facts = ELEMENT_TYPES.get(str(element_type))
+    if facts is None:
+        raise TypeError(f"{element_type} is no element type")
+    return facts
 
 
 def numpy_dtype(element_type: Type) -> np.dtype:
@@ -298,12 +345,13 @@ def numpy_dtype(element_type: Type) -> np.dtype:
 
     Quantized types map to their storage type.
     """
-    if isinstance(element_type, QuantizedType):
-        element_type = element_type.storage_type
     try:
-        return _NUMPY_DTYPES[str(element_type)]
-    except KeyError:
-        raise TypeError(f"no numpy dtype for element type {element_type}") from None
+        dtype = element_facts(element_type).numpy_dtype
+    except TypeError:
+        dtype = None
+    if dtype is None:
+        raise TypeError(f"no numpy dtype for element type {element_type}")
+    return dtype
 
 
 def float_format_of_dtype(dtype) -> Optional[FloatFormat]:
@@ -318,9 +366,10 @@ _FORMATS_BY_NUMPY_NAME = {f.numpy_name: f for f in FLOAT_FORMATS.values() if f.n
 def element_type_for_dtype(dtype) -> Type:
     """Inverse of ``numpy_dtype`` for the dtypes it produces."""
     dtype = np.dtype(dtype)
-    for text, dt in _NUMPY_DTYPES.items():
-        if dt == dtype and text != "index":
-            return parse_element_type_name(text)
+    for facts in ELEMENT_TYPES.values():
+        if facts.numpy_dtype is not None and facts.numpy_dtype == dtype and \
+                facts.name != "index":
+            return parse_element_type_name(facts.name)
     raise TypeError(f"no StableHLO element type for numpy dtype {dtype}")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.core import Module, Operation
-from stablehlo.ir.types import FloatType, TensorType, TupleType, Type, numpy_dtype
+from stablehlo.ir.types import TensorType, TupleType, Type, element_facts
 from stablehlo.limits import BUFFER_BYTES_ENV, max_buffer_bytes
 
 
@@ -49,19 +49,8 @@ def _check(type: Type, limit: int, what: str) -> None:
         return
     if not isinstance(type, TensorType) or not type.is_static:
         return  # tokens need no buffer; a dynamic size is known (and checked) at run time
-    size = type.num_elements * element_bytes(type.element_type)
+    size = type.num_elements * element_facts(type.element_type).host_bytes
     if size > limit:
         raise BufferLimitError(
             f"{what} has type {type}: {size} bytes ({size / 2**30:.1f} GiB), more than "
             f"the per-buffer limit of {limit} bytes; set {BUFFER_BYTES_ENV} to raise it")
-
-
-def element_bytes(element_type: Type) -> int:
-    """Bytes one element takes in host memory (sub-byte types take one byte)."""
-    try:
-        return numpy_dtype(element_type).itemsize
-    except TypeError:  # no numpy dtype (tf32, index): count its bits, at least one byte
-        if isinstance(element_type, FloatType):
-            return element_type.format.storage_bits // 8
-        width = getattr(element_type, "width", 8)
-        return max(1, (width + 7) // 8)

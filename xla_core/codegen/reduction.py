@@ -15,10 +15,9 @@
 """
 from __future__ import annotations
 
-import numpy as np
-
 from stablehlo.ir.core import Operation
 from stablehlo.ir.ops.base import ELEMENTWISE
+from stablehlo.ir.regions import Monoid, region_monoid
 
 from xla_core.codegen.attrs import attr
 from xla_core.codegen.kernel import Kernel, loop_vars, size
@@ -26,41 +25,37 @@ from xla_core.codegen.loop import loop_kernel
 from xla_core.codegen.scalar import NotGeneratable
 
 
-_COMBINERS = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
-              "stablehlo.and", "stablehlo.or"}
-
-
-def _combiner(reduce: Operation) -> Operation:
+def combiner(reduce: Operation) -> tuple[Monoid, Operation]:
+    """The monoid a single-operand ``reduce`` combines with, and the body's op that is it
+    (rendered on the accumulator and the element: every monoid is commutative, so the
+    body's operand order does not matter)."""
     if len(reduce.operands) != 2:
         raise NotGeneratable("a variadic reduce")
-    block = reduce.regions[0].blocks[0]
-    ops = block.operations
-    if len(ops) != 2 or ops[0].name not in _COMBINERS or \
-            list(ops[0].operands) != list(block.arguments) or \
-            list(ops[1].operands) != [ops[0].results[0]]:
-        raise NotGeneratable("a reduce whose combiner is not a single add/mul/max/min/and/or")
-    return ops[0]
+    region = reduce.regions[0]
+    monoid = region_monoid(region)
+    if monoid is None:
+        raise NotGeneratable("a reduce whose body is not a single monoid op")
+    return monoid, region.blocks[0].operations[0]
 
 
-def _identity(r, name: str, elem: str) -> str:
-    """The identity of combiner ``name`` on ``elem`` (renderer ``r`` spells it)."""
-    fl = elem in r.FLOATS
-    literal = r.literal
-    if name == "stablehlo.add" or name == "stablehlo.or":
-        return literal(0, elem)
-    if name == "stablehlo.multiply":
-        return literal(1, elem)
-    if name == "stablehlo.and":
-        return "true" if elem == "i1" else f"({r.TYPES[elem]})~({r.TYPES[elem]})0"
-    if elem == "i1":
-        raise NotGeneratable("max/min reduction of booleans")
-    if fl:
-        big = literal(float("inf"), elem)
-        low = literal(float("-inf"), elem)
-    else:
-        info = np.iinfo(elem.replace("ui", "uint") if elem.startswith("u") else elem.replace("i", "int"))
-        big, low = literal(info.max, elem), literal(info.min, elem)
-    return low if name == "stablehlo.maximum" else big
+def _identity(r, monoid: Monoid, type) -> str:
+    """The identity of ``monoid`` on the element type of ``type``, as renderer ``r``
+    spells it."""
+    value = monoid.identity(type.element_type)
+    if value is None:
+        raise NotGeneratable(f"{monoid.op} has no identity on {type.element_type}")
+    return r.literal(value, r.elem(type))
+
+
+def why_not_reduce(r, reduce: Operation) -> str | None:
+    """None when the reduction template, with renderer ``r``, generates the single-operand
+    ``reduce``'s accumulation, else why not (a backend's fusion hook asks this)."""
+    try:
+        monoid, op = combiner(reduce)
+        _identity(r, monoid, reduce.results[0].type)
+    except NotGeneratable as exc:
+        return str(exc)
+    return r.why_not(op)
 
 
 def reduction_kernel(k: Kernel) -> str:
@@ -105,7 +100,7 @@ def _reduce_step(k: Kernel, op, acc: str, lane: str, idx, keep: str | None = Non
     v = body.at(op.operands[0], idx)
     if keep is not None:
         body.lines.append(f"{keep}[j] = {v};")
-    comb = k.renderer.expression(_combiner(op), [f"{acc}[{lane}]", v], k.math)
+    comb = k.renderer.expression(combiner(op)[1], [f"{acc}[{lane}]", v], k.math)
     body.lines.append(f"{acc}[{lane}] = {comb};")
     return body.close(saved)
 
@@ -224,7 +219,7 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         hoist()
         elem = k.renderer.elem(op.results[0].type)
         t = k.renderer.TYPES[elem]
-        comb = _combiner(op)
+        monoid, comb = combiner(op)
         buf = keep.get(op, (None, None))[1]
         # Lanes only pay off on rows of at least that many elements; a loop that runs zero
         # times (the main one on a short row, the tail on a multiple of LANES) is not emitted:
@@ -232,7 +227,8 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         lanes = k.target.lanes(elem) if n >= k.target.lanes(elem) else 1
         acc = f"acc{ri}"
         body.lines.append(f"{t} {acc}[{lanes}];")
-        body.lines.append(f"for (int l = 0; l < {lanes}; ++l) {acc}[l] = {_identity(k.renderer, comb.name, elem)};")
+        body.lines.append(f"for (int l = 0; l < {lanes}; ++l) {acc}[l] = "
+                          f"{_identity(k.renderer, monoid, op.results[0].type)};")
         # Main loop: LANES elements per step, one accumulator each; then the tail.
         outer = body.open()
         ridx = loop_vars(body, red, "j")
@@ -257,8 +253,8 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
             body.lines.append("}")
         w = lanes // 2
         while w:
-            body.lines.append(f"for (int l = 0; l < {w}; ++l) {acc}[l] = "
-                              f"{k.renderer.expression(comb, [f'{acc}[l]', f'{acc}[l + {w}]'], k.math)};")
+            pair = k.renderer.expression(comb, [f"{acc}[l]", f"{acc}[l + {w}]"], k.math)
+            body.lines.append(f"for (int l = 0; l < {w}; ++l) {acc}[l] = {pair};")
             w //= 2
         init = body.at(op.operands[1], ())
         final = body.temp(t, k.renderer.expression(comb, [init, f"{acc}[0]"], k.math), "red")
@@ -306,7 +302,7 @@ def _column_reduction(k: Kernel, reduces, shape, dims) -> str:
 
     for ri, op in enumerate(reduces):
         t = k.renderer.ctype(op.results[0].type)
-        comb = _combiner(op)
+        _, comb = combiner(op)
         acc = f"acc{ri}"
         # Each column folds its rows in order from the init value, as the native kernel
         # does (Note [float sum order] in native/kernels_reduction.cc).

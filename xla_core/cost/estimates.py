@@ -13,9 +13,9 @@ Conventions (see Note [op weights]):
 * bytes use the storage size of the element type (``i1`` is one byte, sub-byte
   floats are packed); ``Cost.bytes_read`` is an upper bound for ops that may
   read in place.
-* ``Cost.transcendentals`` counts elementwise evaluations of the ops in
-  ``TRANSCENDENTAL_OPS`` (exp, log, tanh, sqrt, power, ...), as XLA's cost
-  analysis reports them; they are also in ``flops`` with their weights.
+* ``Cost.transcendentals`` counts elementwise evaluations of the ops whose
+  ``ElementwiseRule`` is ``transcendental`` (exp, log, tanh, sqrt, power, ...), as
+  XLA's cost analysis reports them; they are also in ``flops`` with their weights.
 * A composite is one op: it reads its operands and writes its results once
   (a ``openhlo.fusion`` is one kernel), and costs its decomposition's flops.
 * Ops that only reinterpret their operand (reshape, bitcast_convert,
@@ -70,34 +70,16 @@ from stablehlo.ir.ops.base import ELEMENTWISE
 from stablehlo.registry import Registry
 from stablehlo.ir.types import (
     ComplexType,
-    FloatType,
-    IndexType,
-    IntegerType,
-    QuantizedType,
     TensorType,
     TokenType,
     TupleType,
     Type,
+    element_facts,
 )
 from xla_core.cost.hardware import HardwareDescription
 
 DEFAULT_TRIP_COUNT = 100
 COMPLEX_FACTOR = 4  # a complex multiply-add is 4 real multiplies + 4 adds, vs 2 flops
-
-ELEMENTWISE_WEIGHTS = {
-    **{name: 4.0 for name in ("divide", "remainder", "sqrt", "rsqrt", "cbrt")},
-    **{name: 10.0 for name in ("exponential", "exponential_minus_one", "log", "log_plus_one",
-                               "logistic", "tanh", "sine", "cosine")},
-    **{name: 20.0 for name in ("power", "atan2", "tan")},
-    "clamp": 2.0,  # max + min
-}
-
-# Elementwise ops whose every result element is one transcendental evaluation (the set XLA's
-# HloCostAnalysis counts as "transcendentals").
-TRANSCENDENTAL_OPS = frozenset((
-    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sine",
-    "cosine", "tan", "power", "atan2", "sqrt", "rsqrt", "cbrt"))
-
 
 class CostModelError(ValueError):
     """An op whose cost cannot be estimated (dynamic shape, unknown callee)."""
@@ -128,17 +110,10 @@ class Cost:
 # Sizes
 
 def _element_bits(t: Type) -> int:
-    if isinstance(t, FloatType):
-        return t.format.storage_bits
-    if isinstance(t, IntegerType):
-        return max(t.width, 8) if t.width == 1 else t.width
-    if isinstance(t, ComplexType):
-        return 2 * _element_bits(t.element_type)
-    if isinstance(t, QuantizedType):
-        return t.storage_type.width
-    if isinstance(t, IndexType):
-        return 64
-    raise CostModelError(f"no storage size for element type {t}")
+    try:
+        return element_facts(t).storage_bits
+    except TypeError:
+        raise CostModelError(f"no storage size for element type {t}") from None
 
 
 def elements(t: Type) -> int:
@@ -182,14 +157,44 @@ def _io(op: Operation, flops: float = 0.0) -> Cost:
     return Cost(flops, _bytes(op.operands), _bytes(op.results))
 
 
-def _elementwise(op: Operation, ctx: _Context) -> Cost:
-    out = op.results[0].type
-    name = op.name.split(".", 1)[1]
-    weight = ELEMENTWISE_WEIGHTS.get(name, 1.0)
-    cost = _io(op, elements(out) * weight * _complex_factor(out))
-    if name in TRANSCENDENTAL_OPS:
-        return dataclasses.replace(cost, transcendentals=float(elements(out)))
-    return cost
+@dataclass(frozen=True)
+class ElementwiseRule:
+    """The cost rule of an elementwise op: ``weight`` flops per result element (Note [op
+    weights]); ``transcendental`` when each result element is one transcendental evaluation
+    (the ops XLA's HloCostAnalysis counts as "transcendentals")."""
+    weight: float = 1.0
+    transcendental: bool = False
+
+    def __call__(self, op: Operation, ctx: _Context) -> Cost:
+        out = op.results[0].type
+        cost = _io(op, elements(out) * self.weight * _complex_factor(out))
+        if self.transcendental:
+            return dataclasses.replace(cost, transcendentals=float(elements(out)))
+        return cost
+
+
+_PLAIN = ElementwiseRule()
+_DIVIDE_LIKE = ElementwiseRule(4.0)
+_ROOT = ElementwiseRule(4.0, transcendental=True)
+_TRANSCENDENTAL = ElementwiseRule(10.0, transcendental=True)
+_TWO_TRANSCENDENTALS = ElementwiseRule(20.0, transcendental=True)
+# The elementwise ops that are not ``_PLAIN``.
+_ELEMENTWISE_RULES = {
+    **{f"stablehlo.{name}": _DIVIDE_LIKE for name in ("divide", "remainder")},
+    **{f"stablehlo.{name}": _ROOT for name in ("sqrt", "rsqrt", "cbrt")},
+    **{f"stablehlo.{name}": _TRANSCENDENTAL for name in (
+        "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh",
+        "sine", "cosine")},
+    **{name: _TWO_TRANSCENDENTALS for name in (
+        "stablehlo.power", "stablehlo.atan2", "stablehlo.tan", "chlo.tan")},
+    "stablehlo.clamp": ElementwiseRule(2.0),  # max + min
+}
+
+
+def elementwise_weight(name: str) -> float:
+    """Flops per result element of the elementwise op ``name`` (1 for other ops)."""
+    rule = COST_RULES.lookup(name)
+    return rule.weight if isinstance(rule, ElementwiseRule) else 1.0
 
 
 def _region_weight(region: Region) -> float:
@@ -200,7 +205,7 @@ def _region_weight(region: Region) -> float:
             for op in inner.walk():
                 opdef = op.opdef
                 if opdef is not None and opdef.has(ELEMENTWISE):
-                    total += ELEMENTWISE_WEIGHTS.get(op.name.split(".", 1)[1], 1.0)
+                    total += elementwise_weight(op.name)
     return max(total, 1.0)
 
 
@@ -423,7 +428,7 @@ for _name in _NO_FORMULA:
     COST_RULES.register(_name, _copy)
 for _name in OPS.names():
     if OPS.get(_name).has(ELEMENTWISE):
-        COST_RULES.register(_name, _elementwise)
+        COST_RULES.register(_name, _ELEMENTWISE_RULES.get(_name, _PLAIN))
 
 
 def _op_cost(op: Operation, ctx: _Context) -> Cost:

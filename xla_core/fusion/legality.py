@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from stablehlo.ir.attributes import attr_to_python
 from stablehlo.ir.core import Operation
 from stablehlo.ir.ops.base import ELEMENTWISE, Effect, op_effects
+from stablehlo.ir.regions import region_monoid
 from stablehlo.ir.types import ComplexType, FloatType, QuantizedType, TensorType
-from xla_core.cost import ELEMENTWISE_WEIGHTS
+from xla_core.cost import elementwise_weight
 from xla_core.fusion.codegen_hook import GENERATE_ALL, CodegenHook
 from xla_core.fusion.graph import TERMINATOR, FusionGraph, FusionNode
 from xla_core.fusion.kinds import kind_for, reduced_shape, shape_text, squeeze
@@ -30,8 +31,6 @@ FUSION_NAME = "openhlo.fusion"
 _SHAPE_OPS = frozenset(f"stablehlo.{n}" for n in (
     "broadcast_in_dim", "reshape", "transpose", "iota", "constant", "slice", "concatenate",
     "pad", "reverse"))
-_COMBINERS = frozenset(f"stablehlo.{n}" for n in (
-    "add", "multiply", "maximum", "minimum", "and", "or"))
 # chlo elementwise ops that are not special functions.
 _CHEAP_CHLO = frozenset(f"chlo.{n}" for n in (
     "conj", "square", "is_inf", "is_neg_inf", "is_pos_inf"))
@@ -63,13 +62,12 @@ def why_not_fusible(op: Operation) -> str | None:
 
 
 def _why_not_fusible_reduce(op: Operation) -> str | None:
+    # Whether the backend generates this monoid on this element type is its hook's answer
+    # (CodegenHook.why_not_op), asked with the same recogniser.
     if len(op.operands) != 2:
         return "a variadic reduce is not fusible"
-    body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
-    ops = body.operations if body is not None else []
-    if len(ops) != 2 or ops[0].name not in _COMBINERS or \
-            set(ops[0].operands) != set(body.arguments) or ops[1].operands != ops[0].results:
-        return "its combiner is not a single add/multiply/maximum/minimum/and/or"
+    if region_monoid(op.regions[0]) is None:
+        return "its body is not a single monoid op (add, multiply, maximum, minimum, and, or, xor)"
     rank = op.operands[0].type.rank
     dims = sorted(reduce_dims(op))
     if dims != list(range(rank - len(dims), rank)) and dims != list(range(len(dims))):
@@ -87,7 +85,7 @@ def is_expensive(op: Operation) -> bool:
         return True
     if op.name.startswith("chlo."):
         return op.name not in _CHEAP_CHLO
-    weight = ELEMENTWISE_WEIGHTS.get(op.name.split(".", 1)[1], 1.0)
+    weight = elementwise_weight(op.name)
     if weight < _EXPENSIVE_WEIGHT or not op.results:
         return False
     # integer divide/remainder are cheap enough to recompute

@@ -28,15 +28,16 @@ from collections.abc import Callable
 
 from stablehlo.ir.attributes import EnumAttr, IntegerAttr, i64_array
 from stablehlo.ir.core import Operation, Value
-from stablehlo.ir.ops.base import ELEMENTWISE
+from stablehlo.ir.ops import OPS
+from stablehlo.ir.ops.base import COMMUTATIVE, ELEMENTWISE
 from stablehlo.ir.ops.shape_inference import int_list, is_quant
 from stablehlo.ir.types import ComplexType, IntegerType, TensorType
 from xla_core.passes.algebraic_simplifier_rules import producer, splat
 
 Create = Callable[..., Value]
 
-_COMMUTATIVE = tuple(f"stablehlo.{name}"
-                     for name in ("add", "multiply", "maximum", "minimum", "and", "or", "xor"))
+# The ops whose definition says they commute (add, multiply, maximum, minimum, and, or, xor).
+_COMMUTATIVE = tuple(name for name in OPS if OPS.get(name).has(COMMUTATIVE))
 
 
 def _is_constant(value: Value) -> bool:
@@ -181,7 +182,11 @@ def reduce_unit_dimensions(op: Operation, create: Create) -> Value | None:
 def _binary_body(op: Operation) -> tuple[str, bool] | None:
     """(op name, whether the accumulator is its lhs) when the reducer body is
     ``return f(acc, elem)`` or ``return f(elem, acc)`` for an elementwise,
-    attribute-free binary f of the body's type; else None."""
+    attribute-free binary f of the body's type; else None.
+
+    Any such f, not only a monoid (``stablehlo.ir.regions``): over extent-1 dims the
+    body runs once, on the init and the one element, as the reference interpreter runs
+    it (the spec leaves the order of a body that is no monoid to the implementation)."""
     region = op.regions[0]
     if len(region.blocks) != 1:
         return None

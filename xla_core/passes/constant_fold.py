@@ -49,10 +49,9 @@ from stablehlo.interpreter.values import coerce
 from stablehlo.ir.attributes import DenseElementsAttr, dense
 from stablehlo.ir.core import Block, Module, Operation, Value
 from stablehlo.ir.ops.base import Effect, op_effects
-from stablehlo.ir.types import QuantizedType, TensorType, Type
+from stablehlo.ir.types import QuantizedType, TensorType, Type, element_facts
 from stablehlo.limits import max_constant_bytes
 
-from xla_core.buffers.size_limit import element_bytes
 
 from xla_core.ir_utils import blocks_of, replace_uses
 from xla_core.passes.base import Pass, PassContext
@@ -198,7 +197,7 @@ def _plain_static_tensor(type: Type) -> bool:
 
 
 def _bytes(type: TensorType) -> int:
-    return type.num_elements * element_bytes(type.element_type)
+    return type.num_elements * element_facts(type.element_type).host_bytes
 
 
 def _pure(op: Operation) -> bool:

@@ -29,9 +29,8 @@ layout) the collectives: see ``reshard.py``. Per op, by its rule in ``op_rules.S
   input pieces extended by halos;
 - reduce: reduced dims stay split when the init is the reducer's identity (local reduce, then
   ``all_reduce`` with the same reducer): the identity of its monoid
-  (``stablehlo.ir.regions``), or, for a variadic body that is not one monoid per result
-  (argmax), an init the body passes through on sample values; otherwise they are gathered
-  first;
+  (``stablehlo.ir.regions``), or, for an argmax/argmin body (``region_argreduce``), a value
+  init that is max's/min's identity; otherwise they are gathered first;
 - while, case, if: their regions partitioned in place (``control_flow.py``);
 - gather, scatter, dynamic_slice, dynamic_update_slice: passthrough and batch dims stay
   split, a scatter's split updates give partial results combined across devices
@@ -51,7 +50,7 @@ import numpy as np
 from stablehlo.builder import Builder
 from stablehlo.ir.attributes import ArrayAttr, StructAttr, UnitAttr, dense, i64_array, i64_attr
 from stablehlo.ir.core import Func, Module, Operation, Value
-from stablehlo.ir.regions import Monoid, region_monoids
+from stablehlo.ir.regions import Monoid, region_argreduce, region_monoids
 from stablehlo.ir.types import I32, FloatType, TensorType, numpy_dtype
 
 from xla_core.ir_utils import clone_region
@@ -341,10 +340,13 @@ class _Partitioner(ControlFlow, Indexing):
         if any(getattr(i, "name", None) != "stablehlo.constant" for i in inits):
             return False
         monoids = region_monoids(op.regions[0])
-        if monoids is None:
-            return n > 1 and rules.is_identity(op.regions[0], [i.attributes["value"].array
-                                                               for i in inits])
-        return all(_is_monoid_identity(m, i) for m, i in zip(monoids, inits))
+        if monoids is not None:
+            return all(_is_monoid_identity(m, i) for m, i in zip(monoids, inits))
+        # An argmax/argmin: its value init must be max's/min's identity; the index init then
+        # only meets a tie with that extreme value, where pieces and whole alike keep the
+        # lower index.
+        argreduce = region_argreduce(op.regions[0])
+        return argreduce is not None and _is_monoid_identity(argreduce.value_monoid, inits[0])
 
     def _manual(self, op: Operation) -> None:
         """A (fully or partially) manual computation: its body is already the per-device

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from stablehlo.ir.core import Operation, Region
+from stablehlo.ir.core import Operation
 
 from xla_core.spmd.op_rules import Split, spmd_rule
 
@@ -180,33 +178,6 @@ def dim_map(op: Operation):
     return None
 
 
-def is_identity(region: Region, inits) -> bool:
-    """Whether the reducer ``region`` gives back its other argument when one argument is
-    ``inits`` (numpy scalars), checked by running it on sample values in both orders.
-
-    Only for variadic bodies that are not one monoid per result (argmax: a value and its
-    index, which ``stablehlo.ir.regions`` does not recognise): those whose init passes
-    reduce pieces apart and combine their partial results. Monoid bodies are decided by
-    their identity, without running anything."""
-    from stablehlo.interpreter.evaluator import EvalContext
-    from stablehlo.ir.core import Module
-    samples = {"f": (-2.5, 0.75, 3.0), "i": (-3, 1, 5), "u": (1, 2, 7), "b": (True, False, True)}
-    kinds = [np.dtype(v.dtype).kind for v in inits]
-    if any(k not in samples for k in kinds):
-        return False
-    ctx = EvalContext(Module())
-    for k in range(3):
-        sample = [np.asarray(samples[kind][k], v.dtype) for kind, v in zip(kinds, inits)]
-        for args in (list(inits) + sample, sample + list(inits)):
-            try:
-                got = ctx.run_region(region, [np.asarray(a) for a in args])
-            except Exception:  # noqa: BLE001 - a reducer we cannot run is not one we split
-                return False
-            if not all(np.array_equal(np.asarray(g), s) for g, s in zip(got, sample)):
-                return False
-    return True
-
-
 def _window(op: Operation, name: str, count: int, default: int) -> list:
     attr = op.attributes.get(name)
     return list(attr.values) if attr is not None else [default] * count
@@ -346,6 +317,6 @@ def reshape_map(dims, source, target, axis_size) -> tuple:
 
 __all__ = ["broadcast_backward", "broadcast_forward", "contraction", "conv_halo",
            "conv_window_sums", "dim_map", "dot_dims", "dot_result_positions", "gather_positions",
-           "is_identity", "point_lookup_dim", "reduce_backward",
+           "point_lookup_dim", "reduce_backward",
            "reduce_forward", "reshape_groups", "reshape_map",
            "scatter_positions", "slice_positions", "transpose_backward", "transpose_forward"]

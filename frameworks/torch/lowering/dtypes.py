@@ -10,15 +10,13 @@ import numpy as np
 import torch
 
 from stablehlo.ir.types import (BF16, F16, F32, F64, I1, I8, I16, I32, I64, UI8, UI16, UI32,
-                                UI64, TensorType, Type)
+                                UI64, TensorType, Type, numpy_dtype)
 
 from frameworks.torch.lowering.registry import Unsupported
 
-_ELEMENT_TYPES = {
-    torch.float32: F32, torch.float64: F64, torch.float16: F16, torch.bfloat16: BF16,
-    torch.bool: I1, torch.int8: I8, torch.int16: I16, torch.int32: I32, torch.int64: I64,
-    torch.uint8: UI8, torch.uint16: UI16, torch.uint32: UI32, torch.uint64: UI64,
-}
+# The element types torch programs lower to; torch names each dtype as numpy (ml_dtypes) does.
+_ELEMENT_TYPES = {getattr(torch, numpy_dtype(t).name): t for t in (
+    F32, F64, F16, BF16, I1, I8, I16, I32, I64, UI8, UI16, UI32, UI64)}
 _TORCH_DTYPES = {str(v): k for k, v in _ELEMENT_TYPES.items()}
 
 

@@ -17,10 +17,6 @@ from stablehlo.interpreter import collectives as reference
 from pjrt.plugins.cpu.attrs import plain
 from pjrt.plugins.cpu.native_module import native
 
-COLLECTIVE_OPS = frozenset({
-    "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
-    "stablehlo.all_to_all", "stablehlo.collective_broadcast", "stablehlo.collective_permute"})
-
 
 def collective_attrs(op, num_replicas: int, num_partitions: int) -> dict:
     """What the native kernel of collective ``op`` needs besides the op's attributes.

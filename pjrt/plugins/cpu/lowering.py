@@ -29,18 +29,14 @@ import numpy as np
 
 from stablehlo.errors import InterpreterError, OpenHLOError
 from stablehlo.ir.core import Block, Func, Module, Operation, Value
+from stablehlo.ir.ops.base import COLLECTIVE
 from stablehlo.ir.types import QuantizedType, TensorType, TokenType, Type, numpy_dtype
 
 from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
-from pjrt.plugins.cpu.collectives import COLLECTIVE_OPS, collective_attrs
-from pjrt.plugins.cpu.native_module import native
+from pjrt.plugins.cpu.collectives import collective_attrs
+from pjrt.plugins.cpu.native_module import NATIVE_ELEMENT_TYPES, native
 
 LOG = logging.getLogger("openhlo.cpu")
-
-# Element types the native arrays store (array.h); others run on the interpreter.
-NATIVE_ELEMENT_TYPES = frozenset({
-    "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16", "f32",
-    "f64", "complex<f32>", "complex<f64>"})
 
 _TERMINATORS = frozenset({"func.return", "stablehlo.return"})
 
@@ -393,7 +389,8 @@ class Lowering:
         else:
             try:
                 attrs = {**plain_attrs(op), **region}
-                if op.name in COLLECTIVE_OPS:
+                # replica_id and partition_id, the other collectives, were lowered above
+                if op.opdef is not None and op.opdef.has(COLLECTIVE):
                     attrs.update(collective_attrs(op, self.num_replicas, self.num_partitions))
                 b.add("add_kernel", op.where(), op.name, attrs,
                       [native_type(v.type) for v in op.operands],

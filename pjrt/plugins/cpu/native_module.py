@@ -6,6 +6,11 @@ import functools
 
 import numpy as np
 
+# Element types the native arrays store (array.h); others run on the interpreter.
+NATIVE_ELEMENT_TYPES = frozenset({
+    "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16", "f32",
+    "f64", "complex<f32>", "complex<f64>"})
+
 
 @functools.lru_cache(maxsize=None)
 def native():
@@ -14,8 +19,7 @@ def native():
     from pjrt.plugins.cpu import _native
     from stablehlo.ir.types import numpy_dtype, parse_element_type_name
     dtypes = {}
-    for name in ("i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16",
-                 "f32", "f64", "complex<f32>", "complex<f64>"):
+    for name in NATIVE_ELEMENT_TYPES:
         dtypes[name] = numpy_dtype(parse_element_type_name(name))
     for bits in (8, 16, 32, 64):
         dtypes[f"b{bits}"] = np.dtype(f"uint{bits}")

@@ -15,7 +15,7 @@ from stablehlo.ir.ops.shape_inference import (
     is_float, is_index_like, is_int, is_quant, padding_pairs, shapes_compatible,
     struct_ints, tensor_operand, tensor_result, window_output_size,
 )
-from stablehlo.ir.types import ComplexType, TensorType
+from stablehlo.ir.types import FLOAT_FORMATS, ComplexType, TensorType
 
 _PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
 
@@ -105,7 +105,8 @@ _KNOWN_ALGORITHMS = {
     ("bf16", "bf16", "f32", 9), ("tf32", "tf32", "f32", 1), ("tf32", "tf32", "f32", 3),
     ("f32", "f32", "f32", 1), ("f64", "f64", "f64", 1),
 }
-_F8 = {"f8E3M4", "f8E4M3", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E4M3B11FNUZ", "f8E5M2FNUZ"}
+# The signed 8-bit float formats: any two of them with f32 accumulation is a known algorithm.
+_F8 = frozenset(name for name, fmt in FLOAT_FORMATS.items() if fmt.bits == 8 and fmt.signed)
 
 
 def _check_algorithm(op) -> None:

@@ -29,7 +29,7 @@ from stablehlo.ir.attributes import DenseElementsAttr, StructAttr
 from stablehlo.ir.ops.base import op_error
 from stablehlo.ir.types import (
     ComplexType, FloatType, IndexType, IntegerType, QuantizedType, TensorType, TokenType,
-    TupleType, Type,
+    TupleType, Type, element_facts,
 )
 
 
@@ -106,17 +106,11 @@ def is_index_like(e: Type) -> bool:
 
 
 def bit_width(e: Type) -> int:
-    if isinstance(e, IntegerType):
-        return e.width
-    if isinstance(e, FloatType):
-        return e.format.bits
-    if isinstance(e, ComplexType):
-        return 2 * bit_width(e.element_type)
-    if isinstance(e, QuantizedType):
-        return e.storage_type.width
-    if isinstance(e, IndexType):
-        return 64
-    raise ValueError(f"no bit width for {e}")
+    """Bits of one element as StableHLO counts them (``ElementFacts.bits``)."""
+    try:
+        return element_facts(e).bits
+    except TypeError:
+        raise ValueError(f"no bit width for {e}") from None
 
 
 INT64_MAX = 2**63 - 1

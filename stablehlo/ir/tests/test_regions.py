@@ -3,7 +3,8 @@ checked against the op itself (op(identity, x) == x, evaluated by numpy)."""
 import numpy as np
 import pytest
 
-from stablehlo.ir.regions import MONOIDS, region_monoid, region_monoids
+from stablehlo.ir.regions import (MONOIDS, ArgReduce, region_argreduce, region_monoid,
+                                  region_monoids)
 from stablehlo.ir.types import FloatType, IntegerType, numpy_dtype
 from stablehlo.text import parse_module
 
@@ -103,3 +104,91 @@ def test_the_identity_leaves_every_value_as_it_is(op, name):
     with np.errstate(over="ignore"):
         got = _NUMPY[op](e, x).astype(dtype)
     np.testing.assert_array_equal(got, values)
+
+
+# argmax bodies as JAX writes them (NaN picked), as a plain one writes them (no NaN test),
+# and as the PyTorch lowering writes them (NaN picked, two NaNs by index)
+_JAX_ARGMAX = """
+      %gt = stablehlo.compare GT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %nan = stablehlo.compare NE, %a, %a, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %pick = stablehlo.or %gt, %nan : tensor<i1>
+      %eq = stablehlo.compare EQ, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %lt = stablehlo.compare LT, %c, %d, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %tie = stablehlo.and %eq, %lt : tensor<i1>
+      %pick_index = stablehlo.or %pick, %tie : tensor<i1>
+      %m = stablehlo.select %pick, %a, %b : tensor<i1>, tensor<f32>
+      %i = stablehlo.select %pick_index, %c, %d : tensor<i1>, tensor<i32>
+      stablehlo.return %m, %i : tensor<f32>, tensor<i32>"""
+_PLAIN_ARGMIN = """
+      %lt = stablehlo.compare LT, %b, %a : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %eq = stablehlo.compare EQ, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %later = stablehlo.compare GT, %c, %d : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %tie = stablehlo.and %eq, %later : tensor<i1>
+      %pick = stablehlo.or %lt, %tie : tensor<i1>
+      %m = stablehlo.select %pick, %b, %a : tensor<i1>, tensor<f32>
+      %i = stablehlo.select %pick, %d, %c : tensor<i1>, tensor<i32>
+      stablehlo.return %m, %i : tensor<f32>, tensor<i32>"""
+_TORCH_ARGMAX = """
+      %an = stablehlo.compare NE, %a, %a : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %bn = stablehlo.compare NE, %b, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %gt = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %eq = stablehlo.compare EQ, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %lt = stablehlo.compare LT, %c, %d : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %tie = stablehlo.and %eq, %lt : tensor<i1>
+      %both = stablehlo.and %an, %bn : tensor<i1>
+      %nbn = stablehlo.not %bn : tensor<i1>
+      %a_only = stablehlo.and %an, %nbn : tensor<i1>
+      %better = stablehlo.or %gt, %tie : tensor<i1>
+      %ordered = stablehlo.and %nbn, %better : tensor<i1>
+      %p0 = stablehlo.or %a_only, %ordered : tensor<i1>
+      %both_first = stablehlo.and %both, %lt : tensor<i1>
+      %pick = stablehlo.or %p0, %both_first : tensor<i1>
+      %m = stablehlo.select %pick, %a, %b : tensor<i1>, tensor<f32>
+      %i = stablehlo.select %pick, %c, %d : tensor<i1>, tensor<i32>
+      stablehlo.return %m, %i : tensor<f32>, tensor<i32>"""
+
+
+@pytest.mark.parametrize("body, which", [(_JAX_ARGMAX, "max"), (_PLAIN_ARGMIN, "min"),
+                                         (_TORCH_ARGMAX, "max"),
+                                         (_JAX_ARGMAX.replace("GT, %a", "LT, %a"), "min")])
+def test_argmax_and_argmin_bodies_are_recognised(body, which):
+    region = _body(body)
+    assert region_monoids(region) is None
+    assert region_argreduce(region) == ArgReduce(which)
+    assert ArgReduce(which).value_monoid.op == f"stablehlo.{which}imum"
+
+
+@pytest.mark.parametrize("body", [
+    # ties go to the higher index
+    _JAX_ARGMAX.replace("LT, %c, %d", "GT, %c, %d"),
+    # ties go to the first pair whatever the indices (GE instead of GT)
+    _JAX_ARGMAX.replace("GT, %a", "GE, %a"),
+    # the index follows another predicate than the value when the values differ
+    _JAX_ARGMAX.replace("select %pick_index, %c, %d", "select %tie, %c, %d"),
+    # the value and the index picked from opposite sides
+    _PLAIN_ARGMIN.replace("select %pick, %d, %c", "select %pick, %c, %d"),
+    # an unsigned order of signed indices
+    _JAX_ARGMAX.replace("%d, SIGNED", "%d, UNSIGNED"),
+    # an op that is no comparison or boolean logic
+    _JAX_ARGMAX.replace("%pick = stablehlo.or %gt, %nan", "%pick = stablehlo.add %gt, %nan"),
+    # the value pair compared with itself only
+    _JAX_ARGMAX.replace("GT, %a, %b", "GT, %a, %a").replace("EQ, %a, %b", "EQ, %b, %b"),
+])
+def test_other_pair_bodies_are_no_argreduce(body):
+    assert region_argreduce(_body(body)) is None
+
+
+def test_a_monoid_body_is_no_argreduce():
+    region = _body("""
+      %s = stablehlo.add %b, %a : tensor<f32>
+      %m = stablehlo.maximum %c, %d : tensor<i32>
+      stablehlo.return %s, %m : tensor<f32>, tensor<i32>""")
+    assert region_argreduce(region) is None
+
+
+def test_a_pair_body_returning_an_argument_is_no_argreduce():
+    region = _body("""
+      %gt = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %m = stablehlo.select %gt, %a, %b : tensor<i1>, tensor<f32>
+      stablehlo.return %m, %c : tensor<f32>, tensor<i32>""")
+    assert region_argreduce(region) is None

@@ -15,6 +15,7 @@ from stablehlo.ir.ops.base import ELEMENTWISE
 from xla_core.codegen import TEMPLATES, NotGeneratable
 from xla_core.codegen.body import MAX_CONSTANT
 from xla_core.codegen.output import gemm_layout
+from xla_core.codegen.reduction import why_not_reduce
 from xla_core.fusion.codegen_hook import CodegenHook
 from xla_core.fusion.kinds import FusionKind
 
@@ -45,13 +46,7 @@ class CpuCodegen(CodegenHook):
         return None
 
     def _why_not_reduce(self, op: Operation) -> str | None:
-        # The combiner (one op, legality checked) on the reduce's element type.
-        body = op.regions[0].blocks[0]
-        reason = CPU_TARGET.renderer.why_not(body.operations[0])
-        if reason is None and body.operations[0].name in ("stablehlo.maximum",
-                                                           "stablehlo.minimum"):
-            if str(op.results[0].type.element_type) == "i1":
-                reason = "max/min reduction of booleans"
+        reason = why_not_reduce(CPU_TARGET.renderer, op)
         return None if reason is None else f"the cpu code generator has no {reason}"
 
     def why_not_kind(self, kind: FusionKind, summary) -> str | None:
