@@ -36,6 +36,14 @@ def random_value(type: Type, rng: np.random.Generator, what: str):
 
 
 def random_tensor(type: TensorType, rng: np.random.Generator) -> np.ndarray:
+    try:
+        return _random_tensor(type, rng)
+    except ValueError as exc:  # numpy's own limits: a dim past its size type, even with
+        # another dim 0 (tensor<0x9223372036854775807xf32> is valid StableHLO)
+        raise CliError(f"cannot make random values of type {type}: {exc}") from None
+
+
+def _random_tensor(type: TensorType, rng: np.random.Generator) -> np.ndarray:
     shape = tuple(type.shape)
     elem = type.element_type
     dtype = numpy_dtype(elem)

@@ -84,3 +84,30 @@ def test_limit_is_read_from_the_environment(backend, monkeypatch):
     np.testing.assert_array_equal(exe()[0], np.arange(256, dtype=np.int32))
     with pytest.raises(OpenHLOError, match="1028 bytes .* limit of 1024 bytes"):
         client.compile(_iota(257))
+
+
+# 2^29 f32 = 2 GiB: within the buffer limit of a machine with more memory, over the default
+# constant limit (1 GiB); a splat costs one element in the IR but a backend materializes it.
+BIG_SPLAT_CONSTANT = """
+func.func @main() -> tensor<f32> {
+  %c = stablehlo.constant dense<1.0> : tensor<536870912xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%c init: %z) applies stablehlo.add across dimensions = [0]
+      : (tensor<536870912xf32>, tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_constant_over_the_constant_limit_fails_in_compile(backend, monkeypatch):
+    monkeypatch.setenv("OPENHLO_MAX_BUFFER_BYTES", str(4 << 30))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(OpenHLOError, match=r"3:3: 'stablehlo.constant': constant "
+                                           r"tensor<536870912xf32> needs 2147483648 bytes, "
+                                           r"more than the limit of 1073741824 "
+                                           r"\(OPENHLO_MAX_CONSTANT_BYTES\)") as info:
+        make_client(backend).compile(BIG_SPLAT_CONSTANT)
+    assert error_code(info.value) == ErrorCode.RESOURCE_EXHAUSTED
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 200 * 1024

@@ -235,7 +235,9 @@ def _floats(elements: list, elem: FloatType, dtype: np.dtype) -> np.ndarray:
     if any(kind != "float" and kind != "int" for kind, _ in elements):
         return np.array([_float_value(kind, text, elem, dtype) for kind, text in elements],
                         dtype=dtype)
-    return np.array([float(text) for _, text in elements], dtype=np.float64).astype(dtype)
+    values = np.array([float(text) for _, text in elements], dtype=np.float64)
+    with np.errstate(over="ignore"):  # out of the type's range: +-inf, as numpy rounds
+        return values.astype(dtype)
 
 
 def _float_value(kind: str, text, elem, dtype: np.dtype):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.core import Module, Operation
 from stablehlo.ir.types import TensorType, TupleType, Type, element_facts
-from stablehlo.limits import BUFFER_BYTES_ENV, max_buffer_bytes
+from stablehlo.limits import BUFFER_BYTES_ENV, constant_over_limit, max_buffer_bytes
 
 
 class BufferLimitError(OpenHLOError):
@@ -36,6 +36,15 @@ def check_buffer_sizes(module: Module) -> None:
 def _check_op(op: Operation, limit: int) -> None:
     for result in op.results:
         _check(result.type, limit, f"{op.where()}: result #{result.index}")
+    if op.name == "stablehlo.constant":
+        # A backend materializes its constants when it compiles (a splat is one element
+        # only in the IR), so they have their own, smaller limit.
+        type = op.results[0].type
+        if isinstance(type, TensorType) and type.is_static:
+            too_big = constant_over_limit(f"constant {type}",
+                                          type.num_elements * element_facts(type.element_type).host_bytes)
+            if too_big:
+                raise BufferLimitError(f"{op.where()}: {too_big}")
     for region in op.regions:
         for block in region.blocks:
             for arg in block.arguments:

@@ -101,14 +101,18 @@ def load(cache_key: str) -> Optional[CachedProgram]:
 
 def store(cache_key: str, record: CachedProgram) -> None:
     folder = cache_dir()
+    tmp = None
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, os.path.join(folder, cache_key + ".pkl"))
-    except (OSError, pickle.PicklingError, RecursionError) as exc:
-        LOG.info("program not cached: %s", exc)
+    except (OSError, pickle.PicklingError, RecursionError, MemoryError) as exc:
+        # The cache only saves time: a program that cannot be stored still runs.
+        LOG.info("program not cached: %s: %s", type(exc).__name__, exc)
+        if tmp is not None:
+            _remove(tmp)
 
 
 def _remove(path: str) -> None:
