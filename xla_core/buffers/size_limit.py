@@ -41,8 +41,8 @@ def _check_op(op: Operation, limit: int) -> None:
         # only in the IR), so they have their own, smaller limit.
         type = op.results[0].type
         if isinstance(type, TensorType) and type.is_static:
-            too_big = constant_over_limit(f"constant {type}",
-                                          type.num_elements * element_facts(type.element_type).host_bytes)
+            nbytes = type.num_elements * element_facts(type.element_type).host_bytes
+            too_big = constant_over_limit(f"constant {type}", nbytes)
             if too_big:
                 raise BufferLimitError(f"{op.where()}: {too_big}")
     for region in op.regions:
