@@ -145,6 +145,8 @@ def compare_backends(cpu: tuple, interpreter: tuple, text: str) -> Finding | Non
         return None
     from stablehlo.interpreter.checks import compare_eq
     for index, (got, want) in enumerate(zip(cpu[1], interpreter[1])):
+        if got.dtype == object and want.dtype == object:  # tokens: no value to compare
+            continue
         if got.shape != want.shape or got.dtype != want.dtype:
             return Finding(MISMATCH_INT, "shape", f"result {index}",
                            f"cpu {got.dtype}{got.shape}, interpreter {want.dtype}{want.shape}")
