@@ -69,7 +69,7 @@ def execute_on_backends(payload: tuple[str, int], stage) -> dict:
                 if isinstance(arguments, str):
                     return {"skipped": arguments}
             stage(f"{backend} execute")
-            results = [np.asarray(r) for r in exe(*arguments)]
+            results = _leaves(exe(*arguments))
             sent = sum(r.nbytes for r in results) <= MAX_RESULT_BYTES
             outcomes[backend] = ("results", results if sent else None)
         except OpenHLOError as exc:
@@ -77,6 +77,17 @@ def execute_on_backends(payload: tuple[str, int], stage) -> dict:
         except Exception as exc:  # noqa: BLE001 - what the contract forbids, reported
             outcomes[backend] = ("finding", exception_finding(exc))
     return outcomes
+
+
+def _leaves(values) -> list:
+    """The results as arrays, the tensors inside tuples in order (tokens as 0-d objects)."""
+    out = []
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            out.extend(_leaves(value))
+        else:
+            out.append(np.asarray(value))
+    return out
 
 
 def _client(backend: str):
