@@ -165,11 +165,12 @@ def parse_while(p, name, loc, num_results):
 
 
 def print_while(pr, op):
-    # The pretty form binds each block argument to its operand with one type for both: a
-    # loop whose block arguments are typed otherwise (tensor<?x...> for a tensor<4x...>
-    # operand) only has the generic form.
+    # The pretty form gives each operand, its block arguments and its result one type: a
+    # loop whose block arguments or results are typed otherwise (tensor<?x...> for a
+    # tensor<4x...> operand) only has the generic form.
     operand_types = list(op.operand_types)
     if len(op.regions) != 2 or any(len(r.blocks) != 1 for r in op.regions) \
+            or list(op.result_types) != operand_types \
             or any([a.type for a in r.blocks[0].arguments] != operand_types
                    for r in op.regions):
         return pr.print_generic(op)
