@@ -144,6 +144,7 @@ class AttrReader:
         if attr is None:
             return np.zeros(default_shape, dtype=np.int64)
         if isinstance(attr, DenseElementsAttr):
+            self._check_list_length(op, name, attr)
             array = np.asarray(attr.array)
         elif isinstance(attr, DenseArrayAttr) and not self.strict:
             array = np.asarray(attr.values)

@@ -162,9 +162,7 @@ class AttributeParser(ShardingParser, DenseParser):
             value = self.integer_value(start, low, high, str(typ))
             if isinstance(typ, IntegerType) and typ.width == 1:
                 return BoolAttr(bool(value))
-            if low < 0 and value > high >> 1:  # signless written unsigned: 255 : i8 is -1
-                value -= high + 1
-            return IntegerAttr(value, typ)
+            return IntegerAttr(_as_signless(value, low, high), typ)
         raise self.error_at(start, f"invalid type {typ} for a number attribute")
 
     def float_from_bits(self, bits: int, typ: FloatType, index: int) -> float:
@@ -224,7 +222,7 @@ class AttributeParser(ShardingParser, DenseParser):
             raise self.error(f"expected integer in array<{elem}>, found {self.found()}")
         low, high = integer_range(elem)
         self.i += 1
-        return self.integer_value(self.i - 1, low, high, str(elem))
+        return _as_signless(self.integer_value(self.i - 1, low, high, str(elem)), low, high)
 
     # -- #dialect attributes -------------------------------------------------------------
     def _parse_hash_attr(self, text: str) -> Attribute:
@@ -317,6 +315,9 @@ class AttributeParser(ShardingParser, DenseParser):
         if isinstance(default, int):
             return self.integer()
         if isinstance(default, float):
+            if self.kinds[self.i] == "hex":  # how the printer writes what decimals cannot
+                start = self.i
+                return self.float_from_bits(int(self.advance(), 16), F64, start)
             if self.kinds[self.i] not in ("float", "int"):
                 raise self.error(f"expected float, found {self.found()}")
             return float(self.advance())
@@ -366,3 +367,9 @@ class AttributeParser(ShardingParser, DenseParser):
         if self.kinds[self.i] == "int":
             return self.integer("as convolution dimension")
         return self.ident("convolution dimension (b, f, i, o or a number)")
+
+
+def _as_signless(value: int, low: int, high: int) -> int:
+    """A signless integer written in its unsigned spelling is its two's complement value,
+    as in MLIR: ``255 : i8`` and ``array<i8: 255>`` hold -1."""
+    return value - (high + 1) if low < 0 and value > high >> 1 else value

@@ -10,7 +10,7 @@ same way and before its compiler materializes anything. The limit is
 """
 from __future__ import annotations
 
-from stablehlo.errors import OpenHLOError
+from stablehlo.errors import OpenHLOError, VerificationError
 from stablehlo.ir.core import Module, Operation
 from stablehlo.ir.types import TensorType, TupleType, Type, element_facts
 from stablehlo.limits import BUFFER_BYTES_ENV, constant_over_limit, max_buffer_bytes
@@ -41,7 +41,7 @@ def _check_op(op: Operation, limit: int) -> None:
         # only in the IR), so they have their own, smaller limit.
         type = op.results[0].type
         if isinstance(type, TensorType) and type.is_static:
-            nbytes = type.num_elements * element_facts(type.element_type).host_bytes
+            nbytes = type.num_elements * _element_bytes(type, op.where())
             too_big = constant_over_limit(f"constant {type}", nbytes)
             if too_big:
                 raise BufferLimitError(f"{op.where()}: {too_big}")
@@ -58,8 +58,16 @@ def _check(type: Type, limit: int, what: str) -> None:
         return
     if not isinstance(type, TensorType) or not type.is_static:
         return  # tokens need no buffer; a dynamic size is known (and checked) at run time
-    size = type.num_elements * element_facts(type.element_type).host_bytes
+    size = type.num_elements * _element_bytes(type, what)
     if size > limit:
         raise BufferLimitError(
             f"{what} has type {type}: {size} bytes ({size / 2**30:.1f} GiB), more than "
             f"the per-buffer limit of {limit} bytes; set {BUFFER_BYTES_ENV} to raise it")
+
+
+def _element_bytes(type: TensorType, what: str) -> int:
+    try:
+        return element_facts(type.element_type).host_bytes
+    except TypeError:  # a foreign dialect's element type: it parses, but nothing runs it
+        raise VerificationError(f"{what} has type {type}: its element type is not one "
+                                f"StableHLO has, and no backend can hold it") from None
