@@ -98,11 +98,24 @@ class DenseElementsAttr(Attribute):
             return splat is not None and splat == splat_bytes(b)
         return a.tobytes() == b.tobytes()
 
+    def __reduce__(self):
+        # Pickled (the compile cache, worker processes) as what it is: a splat held as one
+        # element stays one element, instead of numpy writing out every broadcast copy.
+        if held_as_splat(self.array):
+            element = np.ascontiguousarray(self.array[(0,) * self.array.ndim])
+            return (_splat_attribute, (self.type, element, self.array.shape))
+        return (DenseElementsAttr, (self.type, self.array))
+
     def __hash__(self) -> int:
         # A splat hashes by its one element whether it is held as a view or materialized,
         # so that equal attributes hash equal.
         splat = splat_bytes(self.array)
         return hash((self.type, self.array.tobytes() if splat is None else splat))
+
+
+def _splat_attribute(type, element: np.ndarray, shape: tuple) -> "DenseElementsAttr":
+    view = np.broadcast_to(element, shape)
+    return DenseElementsAttr(type, view)
 
 
 def held_as_splat(array: np.ndarray) -> bool:

@@ -329,3 +329,19 @@ def test_a_check_tolerance_printed_as_a_hex_float_parses_back():
                      if op.name == "check.expect_almost_eq").attributes["tolerance"]
     assert tolerance.value == 2147483648.0
     assert stablehlo.print_module(again) == printed
+
+
+def test_a_splat_pickles_as_one_element():
+    # The compile cache and worker processes pickle modules: a 1.6 GB splat must stay small.
+    import pickle
+    text = """func.func @main() -> tensor<20000x20000xf32> {
+  %0 = stablehlo.constant dense<1.5> : tensor<20000x20000xf32>
+  return %0 : tensor<20000x20000xf32>
+}"""
+    data = pickle.dumps(stablehlo.parse(text))
+    assert len(data) < 10_000
+    again = pickle.loads(data)
+    value = next(op for op in again.walk() if op.name == "stablehlo.constant").attributes["value"]
+    assert held_as_splat(value.array) and value.array.shape == (20000, 20000)
+    assert value.array[123, 4567] == np.float32(1.5)
+    assert stablehlo.print_module(again) == stablehlo.print_module(stablehlo.parse(text))

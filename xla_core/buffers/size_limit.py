@@ -31,6 +31,10 @@ def check_buffer_sizes(module: Module) -> None:
             _check(arg.type, limit, f"argument #{arg.index} of @{func.name}")
         for op in func.body.walk():
             _check_op(op, limit)
+    for op in module.body.operations:  # ops outside functions (the parser takes them)
+        if op.name != "func.func":
+            for inner in op.walk():
+                _check_op(inner, limit)
 
 
 def _check_op(op: Operation, limit: int) -> None:
