@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-from stablehlo.errors import OpenHLOError, ParseError, VerificationError
+from stablehlo.errors import OpenHLOError, ParseError, ResourceLimitError, VerificationError
 
 
 class ErrorCode(enum.IntEnum):
@@ -76,8 +76,7 @@ def error_code(exc: BaseException) -> ErrorCode:
     """The code to report for ``exc`` (parse and verify errors are bad arguments)."""
     if isinstance(exc, PjrtError):
         return exc.code
-    from xla_core.buffers.size_limit import BufferLimitError
-    if isinstance(exc, BufferLimitError):
+    if isinstance(exc, ResourceLimitError):
         return ErrorCode.RESOURCE_EXHAUSTED
     if isinstance(exc, (ParseError, VerificationError)):
         return ErrorCode.INVALID_ARGUMENT

@@ -25,6 +25,11 @@ class VerificationError(OpenHLOError):
     """An op that violates its constraints; the message names op, operand and place."""
 
 
+class ResourceLimitError(OpenHLOError):
+    """A program asks for more than a limit of ``stablehlo.limits`` allows (a buffer, a
+    constant); the runtime reports it as RESOURCE_EXHAUSTED."""
+
+
 class InterpreterError(OpenHLOError):
     """A program that cannot be evaluated (unsupported op, bad inputs, failed check)."""
 

@@ -10,13 +10,13 @@ same way and before its compiler materializes anything. The limit is
 """
 from __future__ import annotations
 
-from stablehlo.errors import OpenHLOError, VerificationError
+from stablehlo.errors import ResourceLimitError, VerificationError
 from stablehlo.ir.core import Module, Operation
 from stablehlo.ir.types import TensorType, TupleType, Type, element_facts
 from stablehlo.limits import BUFFER_BYTES_ENV, constant_over_limit, max_buffer_bytes
 
 
-class BufferLimitError(OpenHLOError):
+class BufferLimitError(ResourceLimitError):
     """A value of the program would need a buffer larger than ``max_buffer_bytes()``."""
 
 
