@@ -13,7 +13,6 @@ from typing import Callable
 from stablehlo.errors import api_boundary
 from stablehlo.registry import Registry, RegistryError
 
-from xla_core.passes import PIPELINES
 
 from pjrt.api import Client, PluginError
 
@@ -23,9 +22,6 @@ BACKENDS: Registry[Callable[..., Client]] = Registry(
 # Built-in backends are lazy "module:factory" strings: importing pjrt stays cheap.
 BACKENDS.register("cpu", "pjrt.plugins.cpu.plugin:create_client")
 BACKENDS.register("interpreter", "pjrt.plugins.interpreter.plugin:create_client")
-# The pipelines built-in backends own, in xla_core's registry beside the generic ones, so the
-# compile driver and ``openhlo opt --pipeline=cpu`` find them by name.
-PIPELINES.register("cpu", "pjrt.plugins.cpu.optimize:cpu_pipeline")
 
 DEFAULT_BACKEND = "cpu"
 

@@ -18,7 +18,7 @@ from tools.diagnostics import CliError, read_source
 
 
 def add_parser(subparsers) -> None:
-    import pjrt.registry  # noqa: F401 - registers the pipelines backends own (cpu)
+    import pjrt.plugins.cpu  # noqa: F401 - registers the pipeline the cpu backend owns
     from xla_core.passes import PASSES, PIPELINES
     p = subparsers.add_parser(
         "opt", help="parse, verify, transform and print a StableHLO module",

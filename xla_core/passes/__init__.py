@@ -31,7 +31,7 @@ def _default_pipeline() -> Pipeline:
 def _cpu_opt_pipeline() -> Pipeline:
     """The target-independent part of the cpu backend's pipeline (fusion and
     scheduling are appended by the backend: its ``cpu`` pipeline, registered by
-    pjrt/registry.py from pjrt/plugins/cpu/optimize.py).
+    pjrt/plugins/cpu/__init__.py from pjrt/plugins/cpu/optimize.py).
 
     canonicalize runs before the algebraic simplifier so the identities see
     constants on the right, and again after constant folding exposed new
