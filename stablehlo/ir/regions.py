@@ -42,7 +42,9 @@ class Monoid:
 
 
 def _zero(t: Type) -> Optional[Scalar]:
-    # add, or, xor: 0 (false for booleans)
+    # add, or, xor: 0 (false for booleans). For float add this is +0.0, although only -0.0
+    # leaves every x unchanged (+0.0 + -0.0 is +0.0): numpy, PyTorch and the native kernels
+    # start their sums from +0.0, and every tier must give their bits.
     if isinstance(t, IntegerType):
         return False if t.width == 1 else 0
     return 0.0 if isinstance(t, (FloatType, ComplexType)) else None

@@ -14,7 +14,7 @@ import torch
 from stablehlo.ir.types import I64
 
 from frameworks.torch.lowering.context import normalize_dim
-from frameworks.torch.lowering.reductions import p_norm
+from frameworks.torch.lowering.reductions import identity as reduction_identity, p_norm
 from frameworks.torch.lowering.registry import Unsupported, lowers
 
 aten = torch.ops.aten
@@ -206,21 +206,10 @@ def _scatter(ctx, x, dim, index, src, reduce=None, include_self=True):
         return scatter_along(ctx, x, dim, index, src, body)
     # without self: combine into the reduction's identity, keep x where nothing landed
     kind = body.split(".")[1]
-    identity = _identity_value(dtype, kind)
+    identity = reduction_identity(dtype, kind)
     combined = scatter_along(ctx, ctx.full(identity, dtype, x.type.shape), dim, index, src,
                              body)
     return ctx.b.select(_touched(ctx, x, dim, index), combined, x)
-
-
-def _identity_value(dtype: torch.dtype, kind: str):
-    if kind == "add":
-        return 0
-    if kind == "multiply":
-        return 1
-    if dtype.is_floating_point:
-        return -np.inf if kind == "maximum" else np.inf
-    info = torch.iinfo(dtype)
-    return info.min if kind == "maximum" else info.max
 
 
 def _touched(ctx, x, dim: int, index):

@@ -10,9 +10,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from stablehlo.ir.regions import MONOIDS
 from stablehlo.ir.types import I64
 
 from frameworks.torch.lowering.context import normalize_dim, normalize_dims
+from frameworks.torch.lowering.dtypes import element_type
 from frameworks.torch.lowering.registry import Unsupported, lowers
 
 aten = torch.ops.aten
@@ -22,17 +24,13 @@ def _accumulator(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _identity(dtype: torch.dtype, kind: str):
-    if kind == "add":
-        return 0
-    if kind == "multiply":
-        return 1
-    if dtype == torch.bool:
-        return kind == "minimum"
-    if dtype.is_floating_point:
-        return -np.inf if kind == "maximum" else np.inf
-    info = torch.iinfo(dtype)
-    return info.min if kind == "maximum" else info.max
+def identity(dtype: torch.dtype, kind: str):
+    """The identity of ``stablehlo.<kind>`` on ``dtype`` (the monoid facts of
+    stablehlo.ir.regions): what a reduction or a scatter without self starts from."""
+    value = MONOIDS[f"stablehlo.{kind}"].identity(element_type(dtype))
+    if value is None:
+        raise Unsupported(f"stablehlo.{kind} has no identity on {dtype}")
+    return value
 
 
 def reduce(ctx, x, dims, kind: str, dtype: torch.dtype, keep_shape=None):
@@ -43,7 +41,7 @@ def reduce(ctx, x, dims, kind: str, dtype: torch.dtype, keep_shape=None):
     if kind == "or" or kind == "and":
         init = ctx.scalar(kind == "and", torch.bool)
     else:
-        init = ctx.scalar(_identity(acc, kind), acc)
+        init = ctx.scalar(identity(acc, kind), acc)
     result = ctx.b.reduce(x, init, dims, f"stablehlo.{kind}") if dims else x
     result = ctx.cast(result, dtype)
     return ctx.b.reshape(result, keep_shape) if keep_shape is not None else result
@@ -162,7 +160,7 @@ def _arg_reduce(ctx, x, dim, largest: bool):
         return [b.select(pick_a, av, bv), b.select(pick_a, ai, bi)]
 
     dtype = ctx.dtype(x)
-    init = ctx.scalar(_identity(dtype, "maximum" if largest else "minimum"), dtype)
+    init = ctx.scalar(identity(dtype, "maximum" if largest else "minimum"), dtype)
     return b.reduce([x, index], [init, ctx.scalar(0, torch.int64)], [dim], body)
 
 
@@ -211,7 +209,7 @@ def _cumulative(ctx, x, dim, *, dtype=None):
     window = [n if d == dim else 1 for d in range(len(shape))]
     padding = [(n - 1, 0) if d == dim else (0, 0) for d in range(len(shape))]
     # element i combines the window ending at i: the n - 1 before it, padding or earlier
-    result = ctx.b.reduce_window(x, ctx.scalar(_identity(acc, kind), acc), window,
+    result = ctx.b.reduce_window(x, ctx.scalar(identity(acc, kind), acc), window,
                                  f"stablehlo.{kind}", padding=padding)
     return ctx.cast(result, out)
 
@@ -245,7 +243,7 @@ def _cumulative_extreme(largest: bool):
             take_b = b.and_(take_b, b.or_(b.not_(a_nan), b_nan))
             return [b.select(take_b, bv, av), b.select(take_b, bi, ai)]
 
-        init = ctx.scalar(_identity(dtype, "maximum" if largest else "minimum"), dtype)
+        init = ctx.scalar(identity(dtype, "maximum" if largest else "minimum"), dtype)
         values, indices = _running(ctx, [x, index], dim, body,
                                    [init, ctx.scalar(-1, torch.int64)])
         return values, indices

@@ -86,6 +86,15 @@ CASES = {
     "masked_scatter": (lambda x: x.masked_scatter(x > 0, -x), X),
     "grid_sample": (lambda x, g: F.grid_sample(x, g, align_corners=False), X,
                     torch.rand(2, 5, 6, 2) * 2.4 - 1.2),
+    # booleans: the reductions start from the monoid identity of i1 (false for max, true for min)
+    "bool_amax_amin_scatter": (lambda b: (torch.amax(b, 1), torch.amin(b, 0),
+                                          b[0].scatter_reduce(0, IDX, b[1], "amax",
+                                                              include_self=False),
+                                          b[0].scatter_reduce(0, IDX, b[2], "amin",
+                                                              include_self=False)),
+                               torch.tensor([[True, False, False, True, False],
+                                             [False, True, False, False, True],
+                                             [False, False, True, False, True]])),
 }
 
 
