@@ -10,10 +10,9 @@ import re
 from typing import Iterator
 
 from stablehlo.errors import ParseError
-from stablehlo.ir.attributes import (ArrayAttr, Attribute, DictAttr, OpaqueAttr, StructAttr,
-                                     SymbolRefAttr)
+from stablehlo.ir.attributes import Attribute, OpaqueAttr, SymbolRefAttr, nested_values
 from stablehlo.ir.core import Block, Module, Operation, Region, Value
-from stablehlo.ir.sharding import ManualAxesAttr, MeshAttr, ShardingAttr, ShardingPerValueAttr
+from stablehlo.ir.sharding import ShardingAttr, ShardingPerValueAttr
 from stablehlo.text.parse_sharding import read_sdy_attribute
 
 
@@ -82,30 +81,19 @@ _SYMBOL_IN_FOREIGN_TEXT = re.compile(r"@([A-Za-z_][\w.$-]*)")
 
 def attribute_symbols(attr: Attribute) -> Iterator[str]:
     """Root names of every symbol reference inside ``attr``."""
-    if isinstance(attr, SymbolRefAttr):
-        yield attr.name
-    elif isinstance(attr, ArrayAttr):
-        for value in attr.values:
-            yield from attribute_symbols(value)
-    elif isinstance(attr, DictAttr):
-        for _, value in attr.items:
-            yield from attribute_symbols(value)
-    elif isinstance(attr, StructAttr):
-        for _, value in attr.fields:
-            if isinstance(value, Attribute):
-                yield from attribute_symbols(value)
-    elif isinstance(attr, ShardingAttr):
-        yield from _mesh_names([attr.sharding])
-    elif isinstance(attr, ShardingPerValueAttr):
-        yield from _mesh_names(attr.shardings)
-    elif isinstance(attr, (MeshAttr, ManualAxesAttr)):
-        return
-    elif isinstance(attr, OpaqueAttr):
-        typed = _typed_sdy_attribute(attr)
-        if typed is not None:
-            yield from attribute_symbols(typed)
-        else:  # see Note [symbols in foreign attributes]
-            yield from _SYMBOL_IN_FOREIGN_TEXT.findall(attr.text)
+    for value in nested_values(attr):
+        if isinstance(value, SymbolRefAttr):
+            yield value.name
+        elif isinstance(value, ShardingAttr):
+            yield from _mesh_names([value.sharding])
+        elif isinstance(value, ShardingPerValueAttr):
+            yield from _mesh_names(value.shardings)
+        elif isinstance(value, OpaqueAttr):
+            typed = _typed_sdy_attribute(value)
+            if typed is not None:
+                yield from attribute_symbols(typed)
+            else:  # see Note [symbols in foreign attributes]
+                yield from _SYMBOL_IN_FOREIGN_TEXT.findall(value.text)
 
 
 def _mesh_names(shardings) -> Iterator[str]:

@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
-from stablehlo.ir.attributes import (ArrayAttr, DenseArrayAttr, DenseElementsAttr, DictAttr,
-                                     IntegerAttr, StructAttr, TypeAttr, dense, i64_attr)
+from stablehlo.ir.attributes import (DenseArrayAttr, DenseElementsAttr, IntegerAttr, TypeAttr,
+                                     dense, i64_attr, nested_values)
 from stablehlo.ir.core import Block, Func, Module, Operation, Value
 from stablehlo.ir.types import I32, I64, FunctionType, TensorType
 from stablehlo.verify import verify_module
@@ -217,22 +217,13 @@ _RULES = {
 
 def _integers(attr):
     """Every integer an attribute holds (types aside: those are rewritten, not checked)."""
-    if isinstance(attr, IntegerAttr):
-        yield attr.value
-    elif isinstance(attr, DenseArrayAttr):
-        yield from (v for v in attr.values if isinstance(v, int))
-    elif isinstance(attr, DenseElementsAttr):
-        if np.issubdtype(attr.array.dtype, np.integer):
-            yield from np.unique(attr.array).tolist()
-    elif isinstance(attr, ArrayAttr):
-        for value in attr.values:
-            yield from _integers(value)
-    elif isinstance(attr, DictAttr):
-        for _, value in attr.items:
-            yield from _integers(value)
-    elif isinstance(attr, StructAttr):
-        for _, value in attr.fields:
-            if isinstance(value, int):
-                yield value
-            elif isinstance(value, tuple):
-                yield from (v for v in value if isinstance(v, int))
+    for value in nested_values(attr):
+        if isinstance(value, IntegerAttr):
+            yield value.value
+        elif isinstance(value, int):  # a struct's field
+            yield value
+        elif isinstance(value, (DenseArrayAttr, tuple)):  # tuple: a struct's field
+            yield from (v for v in getattr(value, "values", value) if isinstance(v, int))
+        elif isinstance(value, DenseElementsAttr) and np.issubdtype(value.array.dtype,
+                                                                     np.integer):
+            yield from np.unique(value.array).tolist()

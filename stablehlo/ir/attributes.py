@@ -271,3 +271,21 @@ def attr_to_python(attr: Attribute):
     if isinstance(attr, SymbolRefAttr):
         return attr.name
     return attr
+
+
+def nested_values(attr):
+    """``attr`` and every value nested in it, outermost first: the elements of an
+    ``ArrayAttr``, the values of a ``DictAttr`` and the fields of a ``StructAttr`` (which
+    may be plain ints, bools, tuples of ints or Types as well as Attributes), recursively.
+    The one walker for passes that look for something anywhere inside an attribute."""
+    yield attr
+    if isinstance(attr, ArrayAttr):
+        children = attr.values
+    elif isinstance(attr, DictAttr):
+        children = [value for _, value in attr.items]
+    elif isinstance(attr, StructAttr):
+        children = [value for _, value in attr.fields]
+    else:
+        return
+    for child in children:
+        yield from nested_values(child)
