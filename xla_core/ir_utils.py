@@ -12,7 +12,7 @@ from typing import Iterator
 from stablehlo.errors import ParseError
 from stablehlo.ir.attributes import Attribute, OpaqueAttr, SymbolRefAttr, nested_values
 from stablehlo.ir.core import Block, Module, Operation, Region, Value
-from stablehlo.ir.sharding import ShardingAttr, ShardingPerValueAttr
+from stablehlo.ir.sharding import ManualAxesAttr, MeshAttr, ShardingAttr, ShardingPerValueAttr
 from stablehlo.text.parse_sharding import read_sdy_attribute
 
 
@@ -88,6 +88,8 @@ def attribute_symbols(attr: Attribute) -> Iterator[str]:
             yield from _mesh_names([value.sharding])
         elif isinstance(value, ShardingPerValueAttr):
             yield from _mesh_names(value.shardings)
+        elif isinstance(value, (MeshAttr, ManualAxesAttr)):
+            continue  # typed, and naming no symbol (an OpaqueAttr below would be reread)
         elif isinstance(value, OpaqueAttr):
             typed = _typed_sdy_attribute(value)
             if typed is not None:

@@ -239,7 +239,7 @@ class GspmdSharding:
 
 class _SameAsItsText:
     """Equality and hash of the text alone, so that a typed attribute equals the plain one
-    of the same spelling (built by code that writes ``OpaqueAttr(str(sharding))``)."""
+    of the same spelling (a program parsed before and one built in code compare equal)."""
 
     def _spelling(self) -> str:
         raise NotImplementedError
@@ -286,6 +286,13 @@ class ShardingAttr(_SameAsItsText, OpaqueAttr):
 class ShardingPerValueAttr(_SameAsItsText, OpaqueAttr):
     """``#sdy.sharding_per_value<[<@mesh, [{}]>, ...]>``: one sharding per value."""
     shardings: tuple
+
+    @staticmethod
+    def of(shardings) -> ShardingPerValueAttr:
+        from stablehlo.text.print_sharding import print_sharding_body
+        shardings = tuple(shardings)
+        text = ", ".join(print_sharding_body(s) for s in shardings)
+        return ShardingPerValueAttr(f"#sdy.sharding_per_value<[{text}]>", shardings)
 
     def _spelling(self) -> str:
         return self.text

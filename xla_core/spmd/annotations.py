@@ -22,11 +22,12 @@ import numpy as np
 
 from stablehlo.ir.attributes import DictAttr, IntegerAttr, OpaqueAttr, StringAttr
 from stablehlo.ir.core import Func, Module, Operation
-from stablehlo.ir.sharding import ManualAxesAttr
+from stablehlo.ir.sharding import ManualAxesAttr, MeshAttr, ShardingAttr
 
 from xla_core.spmd.sharding import (Mesh, ShardingError, SpmdUnsupportedError, TensorSharding,
                                     module_meshes, parse_manual_axes, parse_mhlo_sharding,
-                                    parse_sdy_sharding, parse_sdy_sharding_list)
+                                    parse_sdy_sharding, parse_sdy_sharding_list,
+                                    supported_sharding)
 
 GSPMD_AXIS = "gspmd"
 PER_VALUE = "sdy.sharding"
@@ -47,14 +48,13 @@ class MeshInfo:
                      for axes, extent in zip(dims, shape))
 
     def check(self, dims, shape, where: str) -> None:
-        TensorSharding(self.name, tuple(dims)).check(self.mesh, shape, where)
+        self.sharding(dims).check(self.mesh, shape, where)
 
-    def text(self, dims) -> str:
-        """``<@mesh, [{"x"}, {}]>``, the per-value form."""
-        return str(TensorSharding(self.name, tuple(dims)))[len("#sdy.sharding"):]
+    def sharding(self, dims) -> TensorSharding:
+        return TensorSharding(self.name, tuple(dims))
 
-    def sharding_attr(self, dims) -> OpaqueAttr:
-        return OpaqueAttr(str(TensorSharding(self.name, tuple(dims))))
+    def sharding_attr(self, dims) -> ShardingAttr:
+        return ShardingAttr.of(self.sharding(dims))
 
     def groups(self, axes) -> np.ndarray:
         """Replica groups (logical device ids) of the devices that differ only in ``axes``,
@@ -115,7 +115,7 @@ def module_mesh(module: Module, func: Func, num_devices: int) -> MeshInfo:
         info = MeshInfo("mesh", Mesh(((GSPMD_AXIS, _gspmd_size(module, func, num_devices)),)))
         mesh_op = Operation("sdy.mesh", attributes={
             "sym_name": StringAttr("mesh"),
-            "mesh": OpaqueAttr(f'#sdy.mesh<["{GSPMD_AXIS}"={info.mesh.size}]>')})
+            "mesh": MeshAttr.of(info.mesh)})
         mesh_op.parent = module.body
         module.body.operations.insert(0, mesh_op)
     expected = num_devices or _num_partitions(module)
@@ -170,7 +170,10 @@ def read_dims(info: MeshInfo, attrs, shape, where: str):
     against ``shape``; None when it has neither."""
     sdy = attrs.get("sdy.sharding")
     if sdy is not None:
-        sharding = parse_sdy_sharding(sdy.text if isinstance(sdy, OpaqueAttr) else str(sdy))
+        if isinstance(sdy, ShardingAttr):  # as parsed: the model is there already
+            sharding = supported_sharding(sdy.sharding, sdy.text)
+        else:
+            sharding = parse_sdy_sharding(sdy.text if isinstance(sdy, OpaqueAttr) else str(sdy))
         return _checked(info, sharding, shape, where)
     text = _mhlo_text(attrs)
     if text is None:

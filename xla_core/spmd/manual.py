@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stablehlo.ir.attributes import ArrayAttr, DictAttr, OpaqueAttr, TypeAttr, UnitAttr
+from stablehlo.ir.attributes import ArrayAttr, DictAttr, TypeAttr, UnitAttr
 from stablehlo.ir.core import Func, Module, Operation
+from stablehlo.ir.sharding import ShardingAttr
 from stablehlo.ir.types import FunctionType, TensorType
 
 from xla_core.ir_utils import replace_uses
@@ -223,7 +224,7 @@ class _Lowering:
     def _with_sharding(attrs: DictAttr, sharding) -> DictAttr:
         items = [(k, v) for k, v in attrs.items if k not in ("sdy.sharding", "mhlo.sharding")]
         if sharding is not None:
-            items.append(("sdy.sharding", OpaqueAttr(str(sharding))))
+            items.append(("sdy.sharding", ShardingAttr.of(sharding)))
         return DictAttr(tuple(items))
 
 

@@ -50,8 +50,9 @@ import logging
 import math
 from dataclasses import dataclass
 
-from stablehlo.ir.attributes import ArrayAttr, OpaqueAttr, StringAttr
+from stablehlo.ir.attributes import ArrayAttr, StringAttr
 from stablehlo.ir.core import Func, Module, Operation, Value
+from stablehlo.ir.sharding import ShardingAttr, ShardingPerValueAttr
 from stablehlo.ir.types import TensorType
 
 from xla_core.passes.base import Pass, PassContext
@@ -135,7 +136,7 @@ class _Propagation:
             text = op.attributes["mhlo.sharding"].value
             sharding = gspmd_sharding(self.info, text, len(shape), op.where())
             constraint = Operation(CONSTRAINT, op.operands, op.result_types,
-                                   {"sharding": OpaqueAttr(str(sharding))}, (), op.location)
+                                   {"sharding": ShardingAttr.of(sharding)}, (), op.location)
             constraint.results = op.results
             for r in op.results:
                 r.owner = constraint
@@ -362,9 +363,8 @@ class _Propagation:
                 continue
             decisions = [self.decided[r] for r in op.results]
             op.attributes.pop("mhlo.sharding", None)  # now spelled sdy.sharding
-            op.attributes[PER_VALUE] = OpaqueAttr(
-                "#sdy.sharding_per_value<[" + ", ".join(info.text(d.dims) for d in decisions)
-                + "]>")
+            op.attributes[PER_VALUE] = ShardingPerValueAttr.of(
+                info.sharding(d.dims) for d in decisions)
             op.attributes[ORIGIN] = StringAttr("; ".join(d.origin for d in decisions))
         args = func.body.arguments
         func.op.attributes["arg_attrs"] = ArrayAttr(tuple(
