@@ -16,7 +16,8 @@ gives the same errors):
   ``mhlo.num_partitions``) and the device assignment before ``_compile`` sees
   them; the compiler work between (whole-program checks, SPMD partitioning, the
   backend's pipeline and code generation, the cache key) is xla_core's compile
-  driver (``xla_core.compile``), which the backend fills in through ``_compiler``;
+  driver (``xla_core.compile``), reached through ``pjrt/compiling.py`` and filled in
+  by the backend through ``_compiler``;
 * ``execute`` and ``execute_sharded`` check every argument against the entry
   function's signature (count, shape, dtype; for buffers also client, device,
   deletion and donation) before ``_execute`` sees them; host values are
@@ -43,16 +44,16 @@ from typing import Callable, Optional
 import numpy as np
 
 from stablehlo.errors import api_boundary
-from stablehlo.ir.attributes import IntegerAttr
 from stablehlo.ir.core import Module
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
 from stablehlo.instrument import dump, trace
 
-from pjrt import counters
+from pjrt import compiling, counters
 
 # Errors and argument checks live in their own modules; the contract re-exports them.
 from pjrt.arguments import (  # noqa: F401
-    _check_one, _shape_fits, _shape_text, check_arguments, entry_function, resolve_entry)
+    _check_one, _shape_fits, _shape_text, check_arguments, count_option, entry_function,
+    resolve_entry)
 from pjrt.errors import (  # noqa: F401
     ArgumentError, BufferDeletedError, DeadlineExceededError, ErrorCode, ExecutionError,
     FailedPreconditionError, PjrtError, PluginError, UnimplementedError, error_code)
@@ -289,8 +290,8 @@ class Executable:
         func = module.lookup(self.entry)
         self.parameter_types: list[Type] = list(func.type.inputs)
         self.result_types: list[Type] = list(func.type.results)
-        self.num_replicas = _count(module, options.num_replicas, "num_replicas")
-        self.num_partitions = _count(module, options.num_partitions, "num_partitions")
+        self.num_replicas = count_option(module, options.num_replicas, "num_replicas")
+        self.num_partitions = count_option(module, options.num_partitions, "num_partitions")
         self.options = dataclasses.replace(options, entry=self.entry,
                                            num_replicas=self.num_replicas,
                                            num_partitions=self.num_partitions)
@@ -299,8 +300,7 @@ class Executable:
     def fingerprint(self) -> str:
         """sha256 (hex) of the module's structure (``xla_core.compile.module_fingerprint``:
         no printing); computed when first asked for."""
-        from xla_core.compile import module_fingerprint
-        return module_fingerprint(self.module)
+        return compiling.module_fingerprint(self.module)
 
     @property
     def name(self) -> str:
@@ -315,25 +315,11 @@ class Executable:
         """``(parameter tiles, output tiles)``: how each argument and result of the entry is a
         piece of a global value (``TileAssignment``s from ``xla_core.compile.entry_shardings``;
         replicated for single-device programs)."""
-        from xla_core.compile import entry_shardings
-        return entry_shardings(self.module, self.entry)
+        return compiling.entry_shardings(self.module, self.entry)
 
     def __repr__(self) -> str:
         return (f"<Executable {self.name} @{self.entry}: {self.num_replicas} replica(s) x "
                 f"{self.num_partitions} partition(s)>")
-
-
-def _count(module: Module, given, name: str) -> int:
-    """``given`` unless it is the default 1, else the module's ``mhlo.<name>``, else 1."""
-    if not isinstance(given, int) or isinstance(given, bool) or given < 1:
-        raise ArgumentError(f"CompileOptions.{name} must be a positive integer, got {given!r}")
-    attr = module.attributes.get(f"mhlo.{name}")
-    if given != 1 or attr is None:
-        return given
-    if not isinstance(attr, IntegerAttr) or attr.value < 1:
-        raise ArgumentError(f"module attribute mhlo.{name} must be a positive integer, "
-                            f"got {attr}")
-    return attr.value
 
 
 # ---------------------------------------------------------------------------
@@ -466,7 +452,6 @@ class LoadedExecutable(abc.ABC):
         """Numpy convenience for a partitioned program (one replica): cut each global
         argument into the pieces its parameter sharding gives each device, run on every
         device, wait, and put each result's pieces back together by its output sharding."""
-        from xla_core.compile import assemble_global, global_shape, split_global
         self._check_live()
         if self.num_replicas != 1:
             raise ArgumentError(f"{self.name} runs on {self.num_replicas} replicas; "
@@ -477,20 +462,21 @@ class LoadedExecutable(abc.ABC):
                                 f"got {len(arrays)}")
         for i, (array, tiles, local) in enumerate(zip(arrays, params,
                                                       self.executable.parameter_types)):
-            if np.shape(array) != global_shape(local.shape, tiles):
+            expected = compiling.global_shape(local.shape, tiles)
+            if np.shape(array) != expected:
                 raise ArgumentError(f"argument {i} of @{self.executable.entry}: expected a "
-                                    f"global array of shape {global_shape(local.shape, tiles)}"
-                                    f", got one of shape {np.shape(array)}")
+                                    f"global array of shape {expected}, got one of shape "
+                                    f"{np.shape(array)}")
         count = self.num_partitions
-        pieces = [split_global(a, tiles, count) for a, tiles in zip(arrays, params)]
+        pieces = [compiling.split_global(a, tiles, count) for a, tiles in zip(arrays, params)]
         outputs, events = self.execute_sharded([[p[d] for p in pieces] for d in range(count)],
                                                with_events=True)
         for event in events:
             event.wait()
         glued = []
         for k, (tiles, local) in enumerate(zip(results, self.executable.result_types)):
-            glued.append(assemble_global([out[k].to_numpy() for out in outputs], tiles,
-                                         local.shape))
+            glued.append(compiling.assemble_global([out[k].to_numpy() for out in outputs],
+                                                   tiles, local.shape))
         return glued
 
     @abc.abstractmethod
@@ -697,44 +683,15 @@ class Client(abc.ABC):
         return loaded
 
     def _compile_program(self, program, options: CompileOptions) -> LoadedExecutable:
-        from xla_core.compile import load_compiled
-        backend = self._compiler(options)
-        text = program if isinstance(program, str) else None
-        compiled = load_compiled(text, options, backend) if text is not None else None
-        if compiled is None:
-            compiled = self._compile_module(program, options, backend)
+        compiled = compiling.compile_program(program, options, self._compiler(options))
         executable = Executable(compiled.module, options, compiled)
         return self._compile(executable, self._device_assignment(executable, options))
-
-    def _compile_module(self, program, options: CompileOptions, backend):
-        """The compile driver's work on ``program``, with the request resolved here and the
-        partitioner's errors as the contract's."""
-        import stablehlo
-        from xla_core.compile import (CompileRequest, ShardingError, SpmdUnsupportedError,
-                                      compile_module)
-        if isinstance(program, str):
-            module = stablehlo.parse(program)
-        else:
-            from stablehlo.verify import verify_module
-            verify_module(program)
-            module = program
-        request = CompileRequest(options, resolve_entry(module, options.entry),
-                                 _count(module, options.num_replicas, "num_replicas"),
-                                 _count(module, options.num_partitions, "num_partitions"))
-        try:
-            return compile_module(module, request, backend,
-                                  text=program if isinstance(program, str) else None)
-        except SpmdUnsupportedError as exc:
-            raise UnimplementedError(str(exc)) from exc
-        except ShardingError as exc:
-            raise ArgumentError(str(exc)) from exc
 
     def _compiler(self, options: CompileOptions):
         """Backend hook: the compile driver's hooks for this backend and ``options``
         (``xla_core.compile.Backend``: identity, pipeline, code generator, cache). The
         default runs no pipeline and generates nothing: ``_compile`` gets the module."""
-        from xla_core.compile import Backend
-        return Backend(identity=f"{self.platform_name} {self.platform_version}")
+        return compiling.Backend(identity=f"{self.platform_name} {self.platform_version}")
 
     @abc.abstractmethod
     def _compile(self, executable: Executable, device_assignment: list) -> LoadedExecutable:

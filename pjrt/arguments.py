@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from stablehlo.ir.attributes import IntegerAttr
 from stablehlo.ir.core import Func, Module
 from stablehlo.ir.types import TensorType, TokenType, TupleType, Type, numpy_dtype
 
 from pjrt.errors import ArgumentError
+
+
+def count_option(module: Module, given, name: str) -> int:
+    """A replica or partition count: ``given`` unless it is the default 1, else the
+    module's ``mhlo.<name>``, else 1."""
+    if not isinstance(given, int) or isinstance(given, bool) or given < 1:
+        raise ArgumentError(f"CompileOptions.{name} must be a positive integer, got {given!r}")
+    attr = module.attributes.get(f"mhlo.{name}")
+    if given != 1 or attr is None:
+        return given
+    if not isinstance(attr, IntegerAttr) or attr.value < 1:
+        raise ArgumentError(f"module attribute mhlo.{name} must be a positive integer, "
+                            f"got {attr}")
+    return attr.value
 
 
 def resolve_entry(module: Module, entry: str | None) -> str:

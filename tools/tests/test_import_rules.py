@@ -1,9 +1,10 @@
 """The direction of dependency that ARCHITECTURE.md draws, checked on the source: the
 runtime contract does no compiler work (no module of pjrt/ outside its plugins imports
-``xla_core.spmd``: partitioning, shardings and global layouts come through the compile
-driver, ``xla_core.compile``), and frameworks/ reach the compiler only through pjrt and
-stablehlo (no ``xla_core`` import at all). Tests are left out: they may use the compiler's
-internals as an oracle. (Here in tools/, which may read every module's source.)"""
+``xla_core.spmd``, and of the contract's own modules, pjrt/*.py, pjrt/compiling.py alone
+hands programs to the compile driver ``xla_core.compile``), and frameworks/ reach the
+compiler only through pjrt and stablehlo (no ``xla_core`` import at all). Tests are left
+out: they may use the compiler's internals as an oracle. (Here in tools/, which may read
+every module's source.)"""
 import ast
 import pathlib
 
@@ -41,6 +42,13 @@ def test_the_runtime_contract_does_not_reach_into_spmd():
     paths = _sources("pjrt", skip=("plugins",))
     assert any(p.name == "api.py" for p in paths)
     assert _offending(paths, "xla_core.spmd") == []
+
+
+def test_one_contract_module_reaches_the_compile_driver():
+    paths = sorted((ROOT / "pjrt").glob("*.py"))  # the contract (c_api/ is a front end)
+    bridge = [p for p in paths if p.name == "compiling.py"]
+    assert bridge and _offending(bridge, "xla_core")  # the bridge is where the rule says
+    assert _offending([p for p in paths if p.name != "compiling.py"], "xla_core") == []
 
 
 def test_frameworks_do_not_import_the_compiler():
