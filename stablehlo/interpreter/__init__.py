@@ -11,7 +11,8 @@ from stablehlo.interpreter.evaluator import EvalContext, evaluate
 # Importing a family registers its kernels (@kernel decorators).
 from stablehlo.interpreter import (  # noqa: F401,E402
     elementwise, chlo, data_movement, indexing, sort, reductions, windows, linalg,
-    control_flow, checks, collectives, io, quantization,
+    convolution, batch_norm, factorization, fft, random, control_flow, checks, collectives, io,
+    quantization,
 )
 
 __all__ = ["evaluate", "EvalContext", "KERNELS", "kernel", "TOKEN"]

@@ -277,9 +277,3 @@ def _ragged_contracting(op, lhs, rhs, group_sizes, lb, rb, lc, rc, ragged, acc):
         raise fail(op, "group_sizes has no groups")
     return np.stack(parts)
 
-
-# The other linear-algebra families register their kernels on import; this
-# module is the one the package imports for them.
-from stablehlo.interpreter import (  # noqa: E402,F401
-    batch_norm, convolution, factorization, fft, random,
-)
