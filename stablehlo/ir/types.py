@@ -440,5 +440,3 @@ def is_complex(t: Type) -> bool:
     return isinstance(t, ComplexType)
 
 
-def element_type_of(t: Type) -> Type:
-    return t.element_type if isinstance(t, TensorType) else t

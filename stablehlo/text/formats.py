@@ -110,25 +110,6 @@ def parse_bool_list(p) -> DenseArrayAttr:
     return DenseArrayAttr(I1, tuple(p.comma_list(item, "]")))
 
 
-def parse_int_keyword(p, keyword: str, typ=I64) -> IntegerAttr:
-    """``keyword = 3`` -> IntegerAttr."""
-    p.keyword(keyword)
-    p.expect("=", f"after '{keyword}'")
-    return IntegerAttr(p.integer(f"for '{keyword}'", typ.width), typ)
-
-
-def parse_enum_keyword(p, kind: str, keyword: str | None = None) -> EnumAttr:
-    """``[keyword =] VALUE`` -> EnumAttr(kind, VALUE)."""
-    if keyword is not None:
-        p.keyword(keyword)
-        p.expect("=", f"after '{keyword}'")
-    return EnumAttr(kind, p.ident(f"{kind} value"))
-
-
-def expect_comma_keyword(p, name: str) -> None:
-    p.expect(",", f"in '{name}'")
-
-
 def parse_trailing_functional(p, refs, name: str):
     """``[attr-dict] : (T, ...) -> R`` -> (attrs, operands, result types)."""
     attrs = p.parse_optional_attr_dict()
@@ -139,16 +120,6 @@ def parse_trailing_functional(p, refs, name: str):
 
 
 # -- shared print pieces -----------------------------------------------------------------
-
-def dims_text(attr) -> str:
-    """``[1, 2]`` of a DenseArrayAttr (or empty list if absent)."""
-    values = attr.values if attr is not None else ()
-    return "[" + ", ".join(str(v) for v in values) + "]"
-
-
-def bools_text(attr) -> str:
-    return "[" + ", ".join("true" if v else "false" for v in attr.values) + "]"
-
 
 def same_or_functional(pr, op: Operation) -> str:
     """``T`` if every operand and the single result have type T, else ``(Ts) -> R``."""

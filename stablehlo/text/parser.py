@@ -309,10 +309,6 @@ class Parser(AttributeParser):
     def parse_optional_attr_dict(self) -> dict:
         return self.parse_attr_dict() if self.at("{") else {}
 
-    def parse_colon_type(self, context: str) -> Type:
-        self.expect(":", context)
-        return self.parse_type()
-
     def parse_functional_or_single(self, refs, name: str):
         """``: T`` (every operand and result has type T) or ``: (Ts) -> R``.
 

@@ -14,7 +14,6 @@ import torch
 
 from stablehlo.builder import Builder
 from stablehlo.ir.core import Value
-from stablehlo.ir.types import TensorType
 
 from frameworks.torch.lowering.dtypes import element_type, torch_dtype
 
@@ -38,9 +37,6 @@ class LoweringContext:
 
     def out_shape(self, index: int | None = None) -> tuple:
         return tuple(int(self.concrete(d)) for d in self._val(index).shape)
-
-    def out_type(self, index: int | None = None) -> TensorType:
-        return TensorType(self.out_shape(index), element_type(self.out_dtype(index)))
 
     # -- operands ---------------------------------------------------------------------
 

@@ -68,10 +68,6 @@ def checks(*fns: Callable) -> Callable:
 # ---------------------------------------------------------------------------
 # Types
 
-def is_tensor(t: Type) -> bool:
-    return isinstance(t, TensorType)
-
-
 def is_quant(e: Type) -> bool:
     return isinstance(e, QuantizedType)
 
@@ -285,10 +281,6 @@ _READ = AttrReader(op_error, missing="requires attribute", strict=True)
 def _default(default):
     """The verifier's ``None`` default means "required"."""
     return MISSING if default is None else default
-
-
-def has_attr(op, name: str) -> bool:
-    return name in op.attributes
 
 
 def int_list(op, name: str, default: Optional[Sequence[int]] = None) -> list:
