@@ -347,7 +347,13 @@ void bind_runtime(py::module_& m) {
          py::arg("partition_id") = 0, py::arg("host_state") = py::none(),
          py::arg("rendezvous") = nullptr, py::arg("num_replicas") = 1,
          py::arg("num_partitions") = 1);
-  bind_rendezvous(m);
+  // `_native.Rendezvous(num_instances, timeout_s=120)`: plugin.py makes one per multi-device
+  // execution and passes it to each instance's execute.
+  py::class_<Rendezvous, std::shared_ptr<Rendezvous>>(m, "Rendezvous",
+      "Where the instances of one multi-device execution meet in native collectives.")
+      .def(py::init<int64_t, double>(), py::arg("num_instances"),
+           py::arg("timeout_s") = Rendezvous::kDefaultTimeoutS)
+      .def_property_readonly("num_instances", &Rendezvous::num_instances);
 }
 
 }  // namespace openhlo::cpu
