@@ -52,7 +52,8 @@ def kernel_attrs_header() -> str:
             '#include "kernel.h"\n\nnamespace openhlo::cpu {\n\n' +
             "".join(_struct(s) + "\n" for s in SCHEMAS.values()) +
             "// Each op's members in record order (tests compare them with the Python schemas).\n"
-            "struct AttrSchemaInfo {\n  const char* op;\n  const char* members;  // space-separated\n};\n"
+            "struct AttrSchemaInfo {\n  const char* op;\n"
+            "  const char* members;  // space-separated\n};\n"
             f"inline constexpr AttrSchemaInfo kAttrSchemas[] = {{\n{table}\n}};\n\n"
             "}  // namespace openhlo::cpu\n")
 

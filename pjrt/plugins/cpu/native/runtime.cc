@@ -10,62 +10,10 @@
 
 namespace openhlo::cpu {
 
-void BufferState::set_value(Array array) {
-  std::unique_lock<std::mutex> lock(mu_);
-  array_ = std::move(array);
-  finish(lock);
-}
-
-void BufferState::set_error(std::exception_ptr error) {
-  std::unique_lock<std::mutex> lock(mu_);
-  error_ = std::move(error);
-  finish(lock);
-}
-
-void BufferState::finish(std::unique_lock<std::mutex>& lock) {
-  done_ = true;
-  auto callbacks = std::move(callbacks_);
-  callbacks_.clear();
-  lock.unlock();
-  cv_.notify_all();
-  for (auto& fn : callbacks) fn();
-}
-
-bool BufferState::is_ready() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
-}
-
-bool BufferState::wait(double seconds) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (seconds < 0) {
-    cv_.wait(lock, [this] { return done_; });
-    return true;
-  }
-  return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; });
-}
-
 Array BufferState::get() {
-  wait();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (error_) std::rethrow_exception(error_);
-  return array_;
-}
-
-std::exception_ptr BufferState::error() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return error_;
-}
-
-void BufferState::on_ready(std::function<void()> fn) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!done_) {
-      callbacks_.push_back(std::move(fn));
-      return;
-    }
-  }
-  fn();
+  done_.wait();
+  if (done_.status().error) std::rethrow_exception(done_.status().error);
+  return done_.status().array;
 }
 
 namespace {
