@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from pjrt.plugins.cpu.kernel_attrs import OPTIONAL, SCHEMAS, Schema
+from pjrt.plugins.cpu.kernel_attrs import OPTIONAL, REQUIRED, SCHEMAS, Schema
 from pjrt.plugins.cpu.native_module import NATIVE_DTYPES, dtype_size
 
 GENERATED = os.path.join(os.path.dirname(__file__), "..", "native", "_generated")
@@ -26,11 +26,24 @@ def _preamble(source: str) -> str:
             f"// {source}: edit that, not this.\n#pragma once\n")
 
 
+def _cpp_literal(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "{" + ", ".join(map(str, value)) + "}"
+    return str(value)
+
+
 def _struct(schema: Schema) -> str:
     lines = [f"// {schema.op}", f"struct {schema.struct} {{"]
     for field in schema.fields:
         cpp = f"std::optional<{field.kind.cpp}>" if field.default is OPTIONAL else field.kind.cpp
-        note = "" if field.path == field.member else f"  // {field.path}"
+        notes = [] if field.path == field.member else [field.path]
+        if field.default not in (REQUIRED, OPTIONAL):  # applied by kernel_attrs.encode
+            notes.append(f"default {_cpp_literal(field.default)}")
+        note = f"  // {', '.join(notes)}" if notes else ""
         lines.append(f"  {cpp} {field.member};{note}")
     lines += ["", f"  static {schema.struct} decode(const OpSpec& spec) {{",
               f'    const AttrReader r(spec, "{schema.op}", {len(schema.fields)});',

@@ -105,7 +105,7 @@ struct PadAttrs {
 // stablehlo.compare
 struct CompareAttrs {
   std::string comparison_direction;
-  std::string compare_type;
+  std::string compare_type;  // default ""
 
   static CompareAttrs decode(const OpSpec& spec) {
     const AttrReader r(spec, "stablehlo.compare", 2);
@@ -132,10 +132,10 @@ struct DynamicSliceAttrs {
 struct GatherAttrs {
   std::vector<int64_t> offset_dims;  // dimension_numbers.offset_dims
   std::vector<int64_t> collapsed_slice_dims;  // dimension_numbers.collapsed_slice_dims
-  std::vector<int64_t> operand_batching_dims;  // dimension_numbers.operand_batching_dims
-  std::vector<int64_t> start_indices_batching_dims;  // dimension_numbers.start_indices_batching_dims
+  std::vector<int64_t> operand_batching_dims;  // dimension_numbers.operand_batching_dims, default {}
+  std::vector<int64_t> start_indices_batching_dims;  // dimension_numbers.start_indices_batching_dims, default {}
   std::vector<int64_t> start_index_map;  // dimension_numbers.start_index_map
-  int64_t index_vector_dim;  // dimension_numbers.index_vector_dim
+  int64_t index_vector_dim;  // dimension_numbers.index_vector_dim, default 0
   std::vector<int64_t> slice_sizes;
 
   static GatherAttrs decode(const OpSpec& spec) {
@@ -156,12 +156,12 @@ struct GatherAttrs {
 struct ScatterAttrs {
   std::vector<int64_t> update_window_dims;  // scatter_dimension_numbers.update_window_dims
   std::vector<int64_t> inserted_window_dims;  // scatter_dimension_numbers.inserted_window_dims
-  std::vector<int64_t> input_batching_dims;  // scatter_dimension_numbers.input_batching_dims
-  std::vector<int64_t> scatter_indices_batching_dims;  // scatter_dimension_numbers.scatter_indices_batching_dims
+  std::vector<int64_t> input_batching_dims;  // scatter_dimension_numbers.input_batching_dims, default {}
+  std::vector<int64_t> scatter_indices_batching_dims;  // scatter_dimension_numbers.scatter_indices_batching_dims, default {}
   std::vector<int64_t> scatter_dims_to_operand_dims;  // scatter_dimension_numbers.scatter_dims_to_operand_dims
-  int64_t index_vector_dim;  // scatter_dimension_numbers.index_vector_dim
-  bool replace;
-  std::string combiner;
+  int64_t index_vector_dim;  // scatter_dimension_numbers.index_vector_dim, default 0
+  bool replace;  // default false
+  std::string combiner;  // default ""
 
   static ScatterAttrs decode(const OpSpec& spec) {
     const AttrReader r(spec, "stablehlo.scatter", 8);
@@ -180,10 +180,10 @@ struct ScatterAttrs {
 
 // stablehlo.dot_general
 struct DotGeneralAttrs {
-  std::vector<int64_t> lhs_batching_dimensions;  // dot_dimension_numbers.lhs_batching_dimensions
-  std::vector<int64_t> rhs_batching_dimensions;  // dot_dimension_numbers.rhs_batching_dimensions
-  std::vector<int64_t> lhs_contracting_dimensions;  // dot_dimension_numbers.lhs_contracting_dimensions
-  std::vector<int64_t> rhs_contracting_dimensions;  // dot_dimension_numbers.rhs_contracting_dimensions
+  std::vector<int64_t> lhs_batching_dimensions;  // dot_dimension_numbers.lhs_batching_dimensions, default {}
+  std::vector<int64_t> rhs_batching_dimensions;  // dot_dimension_numbers.rhs_batching_dimensions, default {}
+  std::vector<int64_t> lhs_contracting_dimensions;  // dot_dimension_numbers.lhs_contracting_dimensions, default {}
+  std::vector<int64_t> rhs_contracting_dimensions;  // dot_dimension_numbers.rhs_contracting_dimensions, default {}
   bool has_algorithm;  // algorithm
 
   static DotGeneralAttrs decode(const OpSpec& spec) {
@@ -214,8 +214,8 @@ struct ConvolutionAttrs {
   std::optional<std::vector<int64_t>> rhs_dilation;
   std::optional<std::vector<int64_t>> window_reversal;
   std::optional<std::vector<std::vector<int64_t>>> padding;
-  int64_t feature_group_count;
-  int64_t batch_group_count;
+  int64_t feature_group_count;  // default 1
+  int64_t batch_group_count;  // default 1
 
   static ConvolutionAttrs decode(const OpSpec& spec) {
     const AttrReader r(spec, "stablehlo.convolution", 16);
@@ -242,7 +242,7 @@ struct ConvolutionAttrs {
 
 // stablehlo.reduce
 struct ReduceAttrs {
-  std::string combiner;
+  std::string combiner;  // default ""
   std::vector<int64_t> dimensions;
 
   static ReduceAttrs decode(const OpSpec& spec) {
@@ -256,7 +256,7 @@ struct ReduceAttrs {
 
 // stablehlo.reduce_window
 struct ReduceWindowAttrs {
-  std::string combiner;
+  std::string combiner;  // default ""
   std::vector<int64_t> window_dimensions;
   std::optional<std::vector<int64_t>> window_strides;
   std::optional<std::vector<int64_t>> base_dilations;
@@ -279,8 +279,8 @@ struct ReduceWindowAttrs {
 // stablehlo.select_and_scatter
 struct SelectAndScatterAttrs {
   std::optional<std::string> comparator_direction;  // comparator.0
-  std::string comparator_type;  // comparator.1
-  std::string combiner;
+  std::string comparator_type;  // comparator.1, default ""
+  std::string combiner;  // default ""
   std::vector<int64_t> window_dimensions;
   std::optional<std::vector<int64_t>> window_strides;
   std::optional<std::vector<std::vector<int64_t>>> padding;
@@ -300,9 +300,9 @@ struct SelectAndScatterAttrs {
 
 // stablehlo.sort
 struct SortAttrs {
-  int64_t dimension;
+  int64_t dimension;  // default -1
   std::optional<std::string> comparator_direction;  // comparator.0
-  std::string comparator_type;  // comparator.1
+  std::string comparator_type;  // comparator.1, default ""
 
   static SortAttrs decode(const OpSpec& spec) {
     const AttrReader r(spec, "stablehlo.sort", 3);
@@ -318,9 +318,9 @@ struct SortAttrs {
 struct AllReduceAttrs {
   int64_t num_replicas;
   int64_t num_partitions;
-  int64_t channel_id;
+  int64_t channel_id;  // default 0
   std::vector<std::vector<int64_t>> collective_groups;
-  std::string combiner;
+  std::string combiner;  // default ""
 
   static AllReduceAttrs decode(const OpSpec& spec) {
     const AttrReader r(spec, "stablehlo.all_reduce", 5);
@@ -338,7 +338,7 @@ struct AllReduceAttrs {
 struct AllGatherAttrs {
   int64_t num_replicas;
   int64_t num_partitions;
-  int64_t channel_id;
+  int64_t channel_id;  // default 0
   std::vector<std::vector<int64_t>> collective_groups;
   int64_t all_gather_dim;
 
@@ -358,10 +358,10 @@ struct AllGatherAttrs {
 struct ReduceScatterAttrs {
   int64_t num_replicas;
   int64_t num_partitions;
-  int64_t channel_id;
+  int64_t channel_id;  // default 0
   std::vector<std::vector<int64_t>> collective_groups;
   int64_t scatter_dimension;
-  std::string combiner;
+  std::string combiner;  // default ""
 
   static ReduceScatterAttrs decode(const OpSpec& spec) {
     const AttrReader r(spec, "stablehlo.reduce_scatter", 6);
@@ -380,7 +380,7 @@ struct ReduceScatterAttrs {
 struct AllToAllAttrs {
   int64_t num_replicas;
   int64_t num_partitions;
-  int64_t channel_id;
+  int64_t channel_id;  // default 0
   std::vector<std::vector<int64_t>> collective_groups;
   int64_t split_dimension;
   int64_t concat_dimension;
@@ -404,7 +404,7 @@ struct AllToAllAttrs {
 struct CollectivePermuteAttrs {
   int64_t num_replicas;
   int64_t num_partitions;
-  int64_t channel_id;
+  int64_t channel_id;  // default 0
   std::vector<std::vector<int64_t>> collective_groups;
   std::optional<std::vector<int64_t>> permute_sources;
 
@@ -424,9 +424,9 @@ struct CollectivePermuteAttrs {
 struct CollectiveBroadcastAttrs {
   int64_t num_replicas;
   int64_t num_partitions;
-  int64_t channel_id;
+  int64_t channel_id;  // default 0
   std::vector<std::vector<int64_t>> collective_groups;
-  bool has_dynamic_root;
+  bool has_dynamic_root;  // default false
 
   static CollectiveBroadcastAttrs decode(const OpSpec& spec) {
     const AttrReader r(spec, "stablehlo.collective_broadcast", 5);
