@@ -62,7 +62,8 @@ def kernel_attrs_header() -> str:
         f'    {{"{s.op}", "{" ".join(f.member for f in s.fields)}"}},' for s in SCHEMAS.values())
     return (_preamble("pjrt/plugins/cpu/kernel_attrs.py") +
             "#include <cstdint>\n#include <optional>\n#include <string>\n#include <vector>\n\n"
-            '#include "kernel.h"\n\nnamespace openhlo::cpu {\n\n' +
+            '#include "../kernel.h"  // relative: Bazel puts no -I on the native folder\n\n'
+            "namespace openhlo::cpu {\n\n" +
             "".join(_struct(s) + "\n" for s in SCHEMAS.values()) +
             "// Each op's members in record order (tests compare them with the Python schemas).\n"
             "struct AttrSchemaInfo {\n  const char* op;\n"

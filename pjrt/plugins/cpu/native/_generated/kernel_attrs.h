@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel.h"
+#include "../kernel.h"  // relative: Bazel puts no -I on the native folder
 
 namespace openhlo::cpu {
 
