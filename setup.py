@@ -198,7 +198,7 @@ EXTENSIONS = [
     Pybind11Extension(
         "pjrt.plugins.cpu._native",
         sorted(glob.glob("pjrt/plugins/cpu/native/*.cc")),
-        include_dirs=["pjrt/plugins/cpu/native", _BLAS_INCLUDE],
+        include_dirs=["pjrt/plugins/cpu/native", ".", _BLAS_INCLUDE],  # .: pjrt/native
         library_dirs=[_BLAS_LIB],
         libraries=[_BLAS_NAME],
         cxx_std=17,
@@ -214,6 +214,7 @@ EXTENSIONS = [
     Extension(
         "pjrt.c_api._openhlo_pjrt",
         sorted(glob.glob("pjrt/c_api/*.cc")),
+        include_dirs=["."],  # pjrt/native
         language="c++",
         extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden", "-pthread"],
         extra_link_args=["-Wl,--no-undefined", "-pthread"],

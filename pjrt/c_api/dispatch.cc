@@ -13,41 +13,6 @@ std::shared_ptr<Signal> Signal::Done(PJRT_Error_Code code, std::string message) 
   return signal;
 }
 
-void Signal::Set(PJRT_Error_Code code, std::string message) {
-  std::vector<Callback> callbacks;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (set_) return;  // set once; a second status is ignored
-    code_ = code;
-    message_ = std::move(message);
-    set_ = true;
-    callbacks.swap(callbacks_);
-  }
-  cv_.notify_all();
-  for (Callback& callback : callbacks) callback(code_, message_);
-}
-
-void Signal::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return set_; });
-}
-
-bool Signal::IsSet() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return set_;
-}
-
-void Signal::OnSet(Callback callback) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!set_) {
-      callbacks_.push_back(std::move(callback));
-      return;
-    }
-  }
-  callback(code_, message_);
-}
-
 Dispatcher& Dispatcher::Get() {
   static Dispatcher* dispatcher = new Dispatcher;  // leaked on purpose (see dispatch.h)
   return *dispatcher;

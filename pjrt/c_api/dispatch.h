@@ -17,31 +17,36 @@
 #include <string>
 #include <vector>
 
+#include "pjrt/native/completion.h"
 #include "pjrt_abi.h"
 
 namespace openhlo {
 
 // A completion set once (with a status) by whoever does the work; waiters block or register
-// callbacks, which run on the setting thread (never under the signal's lock).
+// callbacks, which run on the setting thread (never under the signal's lock). A Completion
+// (pjrt/native/completion.h) whose status is a PJRT error code and message.
 class Signal {
  public:
   using Callback = std::function<void(PJRT_Error_Code, const std::string&)>;
   static std::shared_ptr<Signal> Done(PJRT_Error_Code code = PJRT_OK, std::string message = "");
-  void Set(PJRT_Error_Code code, std::string message);
-  void Wait();
-  bool IsSet();
-  void OnSet(Callback callback);  // at once if already set
+  // Set once; a second status is ignored.
+  void Set(PJRT_Error_Code code, std::string message) { done_.set({code, std::move(message)}); }
+  void Wait() { done_.wait(); }
+  bool IsSet() { return done_.is_set(); }
+  void OnSet(Callback callback) {  // at once if already set
+    done_.on_set(
+        [callback = std::move(callback)](const Status& s) { callback(s.code, s.message); });
+  }
   // Only after the signal is set (Wait or IsSet first).
-  PJRT_Error_Code code() const { return code_; }
-  const std::string& message() const { return message_; }
+  PJRT_Error_Code code() const { return done_.status().code; }
+  const std::string& message() const { return done_.status().message; }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool set_ = false;
-  PJRT_Error_Code code_ = PJRT_OK;
-  std::string message_;
-  std::vector<Callback> callbacks_;
+  struct Status {
+    PJRT_Error_Code code = PJRT_OK;
+    std::string message;
+  };
+  Completion<Status> done_;
 };
 
 // One thread running queued work in order. Never destroyed: jaxlib may release objects after

@@ -1,8 +1,6 @@
-"""Op attributes as plain Python values: what native kernel factories read.
-
-The native side (``Attrs`` in native/kernel.h) sees only ints, floats, bools, strings, lists
-of ints, nested dicts and numpy arrays, so kernels never depend on the IR's attribute
-classes. Conversions:
+"""Op attributes as plain Python values, from which kernel_attrs.encode takes the fields
+each native kernel reads (so neither it nor the kernels depend on the IR's attribute
+classes). Conversions:
 
 * integer/float/bool/string attributes -> their value; a unit attribute -> True;
 * ``array<i64: ...>`` and ``[...]`` of numbers -> list;

@@ -34,7 +34,8 @@ from stablehlo.ir.types import QuantizedType, TensorType, TokenType, Type, numpy
 
 from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
 from pjrt.plugins.cpu.collectives import collective_attrs
-from pjrt.plugins.cpu.native_module import NATIVE_ELEMENT_TYPES, native
+from pjrt.plugins.cpu.kernel_attrs import encode
+from pjrt.plugins.cpu.native_module import NATIVE_ELEMENT_TYPES, RAW_STORAGE, native
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -90,9 +91,6 @@ def host_dtype(type: Type):
     if isinstance(type, TensorType):
         return numpy_dtype(type.element_type)
     return None
-
-
-RAW_STORAGE = frozenset({"b8", "b16", "b32", "b64"})
 
 
 def stored_raw(type: Type) -> bool:
@@ -392,7 +390,7 @@ class Lowering:
                 # replica_id and partition_id, the other collectives, were lowered above
                 if op.opdef is not None and op.opdef.has(COLLECTIVE):
                     attrs.update(collective_attrs(op, self.num_replicas, self.num_partitions))
-                b.add("add_kernel", op.where(), op.name, attrs,
+                b.add("add_kernel", op.where(), op.name, encode(op.name, op.where(), attrs),
                       [native_type(v.type) for v in op.operands],
                       [native_type(r.type) for r in op.results], ins, outs, uses=ins, outs=outs)
                 return

@@ -6,10 +6,28 @@ import functools
 
 import numpy as np
 
-# Element types the native arrays store (array.h); others run on the interpreter.
-NATIVE_ELEMENT_TYPES = frozenset({
-    "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16", "f32",
-    "f64", "complex<f32>", "complex<f64>"})
+# The element types of native arrays, in the order of C++'s ``DType`` (generated into
+# native/_generated/dtypes.h by codegen/headers.py): the StableHLO types stored natively,
+# then raw bytes of each width ("b8".."b64"), which hold every other element type (f8 types,
+# i4, quantized storage) for the data-movement kernels.
+NATIVE_DTYPES = (
+    ("PRED", "i1"), ("S8", "i8"), ("S16", "i16"), ("S32", "i32"), ("S64", "i64"),
+    ("U8", "ui8"), ("U16", "ui16"), ("U32", "ui32"), ("U64", "ui64"),
+    ("F16", "f16"), ("BF16", "bf16"), ("F32", "f32"), ("F64", "f64"),
+    ("C64", "complex<f32>"), ("C128", "complex<f64>"),
+    ("B8", "b8"), ("B16", "b16"), ("B32", "b32"), ("B64", "b64"))
+RAW_STORAGE = frozenset(name for _, name in NATIVE_DTYPES if name[0] == "b" and name[1:].isdigit())
+# Element types the native arrays store as themselves; others run on the interpreter.
+NATIVE_ELEMENT_TYPES = frozenset(name for _, name in NATIVE_DTYPES) - RAW_STORAGE
+
+
+def dtype_size(name: str) -> int:
+    """Bytes of one element of native element type ``name``: stablehlo's ELEMENT_TYPES
+    (the one table of element facts) for the typed ones, the width for raw bytes."""
+    from stablehlo.ir.types import ELEMENT_TYPES
+    if name in RAW_STORAGE:
+        return int(name[1:]) // 8
+    return ELEMENT_TYPES[name].host_bytes
 
 
 @functools.lru_cache(maxsize=None)
@@ -21,8 +39,8 @@ def native():
     dtypes = {}
     for name in NATIVE_ELEMENT_TYPES:
         dtypes[name] = numpy_dtype(parse_element_type_name(name))
-    for bits in (8, 16, 32, 64):
-        dtypes[f"b{bits}"] = np.dtype(f"uint{bits}")
+    for name in RAW_STORAGE:
+        dtypes[name] = np.dtype(f"uint{name[1:]}")
     _native.set_numpy_dtypes(dtypes)
     from stablehlo.interpreter.values import TOKEN
     _native.set_token_object(TOKEN)

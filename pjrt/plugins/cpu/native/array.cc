@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <new>
 
@@ -75,25 +76,14 @@ size_t rounded_size(size_t bytes, size_t alignment) {
 
 size_t alignment_for(size_t bytes) { return bytes >= kHugeThreshold ? kHugePage : kAlignment; }
 
-struct DTypeInfo {
-  const char* name;
-  size_t size;
-};
-constexpr DTypeInfo kInfo[] = {
-    {"i1", 1}, {"i8", 1}, {"i16", 2}, {"i32", 4}, {"i64", 8},
-    {"ui8", 1}, {"ui16", 2}, {"ui32", 4}, {"ui64", 8},
-    {"f16", 2}, {"bf16", 2}, {"f32", 4}, {"f64", 8},
-    {"complex<f32>", 8}, {"complex<f64>", 16},
-    {"b8", 1}, {"b16", 2}, {"b32", 4}, {"b64", 8},
-};
 }  // namespace
 
-size_t dtype_size(DType dtype) { return kInfo[static_cast<int>(dtype)].size; }
-const char* dtype_name(DType dtype) { return kInfo[static_cast<int>(dtype)].name; }
+size_t dtype_size(DType dtype) { return kDTypeInfo[static_cast<int>(dtype)].size; }
+const char* dtype_name(DType dtype) { return kDTypeInfo[static_cast<int>(dtype)].name; }
 
 DType dtype_from_name(const std::string& name) {
-  for (int i = 0; i < static_cast<int>(sizeof(kInfo) / sizeof(kInfo[0])); ++i) {
-    if (name == kInfo[i].name) return static_cast<DType>(i);
+  for (int i = 0; i < static_cast<int>(std::size(kDTypeInfo)); ++i) {
+    if (name == kDTypeInfo[i].name) return static_cast<DType>(i);
   }
   throw std::invalid_argument("element type " + name + " is not stored natively");
 }

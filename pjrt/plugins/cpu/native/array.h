@@ -11,16 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "_generated/dtypes.h"
+
 namespace openhlo::cpu {
 
 // Element types. Names follow StableHLO; the 16-bit floats and complex types are stored
 // natively (kernels that cannot compute on them raise Unsupported at compile time).
 // B8..B64 ("b8".."b64") hold any other element type as raw bytes of that width (f8 types,
 // i4, quantized storage): data-movement kernels handle them, arithmetic falls back.
-enum class DType : uint8_t {
-  PRED, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128,
-  B8, B16, B32, B64,
-};
+// The enum and its names and sizes are generated from the Python table
+// (native_module.py NATIVE_DTYPES, sizes from stablehlo's element facts).
 
 // Size in bytes of one element.
 size_t dtype_size(DType dtype);

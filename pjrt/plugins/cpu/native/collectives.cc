@@ -3,10 +3,10 @@
 // Kernels: all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute and
 // collective_broadcast. Their process groups are not computed here: the lowering
 // (pjrt/plugins/cpu/collectives.py) computes them with the reference interpreter's rules and
-// passes, besides the op's attributes, `num_replicas`, `num_partitions`, `channel_id` and
-// `collective_groups[k]` (the instances that instance k exchanges with, in group order; []
-// when k is in no group), plus `permute_sources[k]` for collective_permute. Without them
-// the factory raises Unsupported and the op falls back to the interpreter.
+// passes them in the op's attribute record (kernel_attrs.py): `num_replicas`,
+// `num_partitions`, `channel_id` and `collective_groups[k]` (the instances that instance k
+// exchanges with, in group order; [] when k is in no group), plus `permute_sources[k]` for
+// collective_permute. Without them the op falls back to the interpreter.
 //
 // Semantics are those of stablehlo/interpreter/collectives.py: reductions fold the members'
 // values in group order, ((v0 op v1) op v2)..., with the combiners of kernels_reduction.cc
@@ -20,13 +20,12 @@
 // instances costs one pass over the data in all, not g.
 #include "collectives.h"
 
-#include <pybind11/stl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <type_traits>
 
+#include "_generated/kernel_attrs.h"
 #include "combiners.h"
 #include "strided.h"
 #include "thread_pool.h"
@@ -172,17 +171,15 @@ struct Groups {
   std::vector<int64_t> position;              // per instance: its index in its group
 };
 
-std::shared_ptr<const Groups> parse_groups(const OpSpec& spec, bool every_instance_in_a_group) {
-  const Attrs& attrs = spec.attrs;
-  require(attrs.has("num_replicas") && attrs.has("num_partitions") &&
-              attrs.has("collective_groups"),
-          "no process groups from the lowering (num_replicas, num_partitions, "
-          "collective_groups)");
+// `a`: the decoded attributes of any collective (their first fields are the grid's).
+template <typename A>
+std::shared_ptr<const Groups> parse_groups(const OpSpec& spec, const A& a,
+                                           bool every_instance_in_a_group) {
   auto g = std::make_shared<Groups>();
-  g->num_replicas = attrs.get_int("num_replicas");
-  g->num_partitions = attrs.get_int("num_partitions");
-  g->key = spec.name + " (channel " + std::to_string(attrs.get_int("channel_id", 0)) + ")";
-  g->members = attrs.dict()["collective_groups"].cast<std::vector<std::vector<int64_t>>>();
+  g->num_replicas = a.num_replicas;
+  g->num_partitions = a.num_partitions;
+  g->key = spec.name + " (channel " + std::to_string(a.channel_id) + ")";
+  g->members = a.collective_groups;
   const int64_t count = g->num_replicas * g->num_partitions;
   require(static_cast<int64_t>(g->members.size()) == count,
           "collective_groups must hold one group per instance");
@@ -302,9 +299,10 @@ inline char* at_mut(const Array& a, int64_t index) {
 // all_reduce: every member reduces its share of the elements into the results that the
 // first member hands out; all members return those results.
 Step make_all_reduce(const OpSpec& spec) {
-  auto g = parse_groups(spec, true);
+  const AllReduceAttrs a = AllReduceAttrs::decode(spec);
+  auto g = parse_groups(spec, a, true);
   require_same_types(spec);
-  const Comb comb = parse_combiner(spec.attrs);
+  const Comb comb = parse_combiner(a.combiner);
   std::vector<FoldFn> folds;
   for (size_t j = 0; j < spec.operands.size(); ++j) {
     require(spec.operands[j].shape == spec.results[j].shape, "operand and result shapes differ");
@@ -346,10 +344,11 @@ Step make_all_reduce(const OpSpec& spec) {
 // all_gather: every member copies its operands into its slot of the results that the first
 // member hands out.
 Step make_all_gather(const OpSpec& spec) {
-  auto g = parse_groups(spec, true);
+  const AllGatherAttrs a = AllGatherAttrs::decode(spec);
+  auto g = parse_groups(spec, a, true);
   require_same_types(spec);
   const int64_t size = common_group_size(*g);
-  const int64_t dim = spec.attrs.get_int("all_gather_dim");
+  const int64_t dim = a.all_gather_dim;
   struct Part {
     strided::CopyPlan plan;
     strided::CopyFn copy;
@@ -390,18 +389,19 @@ Step make_all_gather(const OpSpec& spec) {
 
 // reduce_scatter: member i reduces block i of the scatter dimension over all members.
 Step make_reduce_scatter(const OpSpec& spec) {
-  auto g = parse_groups(spec, true);
+  const ReduceScatterAttrs a = ReduceScatterAttrs::decode(spec);
+  auto g = parse_groups(spec, a, true);
   require(spec.operands.size() == 1, "reduce_scatter takes one operand");
   require_same_types(spec);
   const int64_t size = common_group_size(*g);
-  const int64_t dim = spec.attrs.get_int("scatter_dimension");
+  const int64_t dim = a.scatter_dimension;
   const Shape& in = spec.operands[0].shape;
   require(dim >= 0 && dim < static_cast<int64_t>(in.size()), "scatter_dimension is out of range");
   require(in[dim] % size == 0, "scatter dimension is not divisible by the group size");
   Shape want = in;
   want[dim] /= size;
   require(spec.results[0].shape == want, "result shape does not match the process group size");
-  const FoldFn fold = fold_fn(spec.operands[0].dtype, parse_combiner(spec.attrs));
+  const FoldFn fold = fold_fn(spec.operands[0].dtype, parse_combiner(a.combiner));
   int64_t outer = 1;
   for (int64_t d = 0; d < dim; ++d) outer *= in[d];
   const int64_t block = num_elements(want) / std::max<int64_t>(outer, 1);  // my part per row
@@ -430,12 +430,13 @@ Step make_reduce_scatter(const OpSpec& spec) {
 // all_to_all: result = the concatenation along concat_dimension of block i (along
 // split_dimension) of every member's operand, in group order.
 Step make_all_to_all(const OpSpec& spec) {
-  auto g = parse_groups(spec, true);
+  const AllToAllAttrs a = AllToAllAttrs::decode(spec);
+  auto g = parse_groups(spec, a, true);
   require_same_types(spec);
   const int64_t size = common_group_size(*g);
-  const int64_t split_dim = spec.attrs.get_int("split_dimension");
-  const int64_t concat_dim = spec.attrs.get_int("concat_dimension");
-  require(spec.attrs.get_int("split_count") == size,
+  const int64_t split_dim = a.split_dimension;
+  const int64_t concat_dim = a.concat_dimension;
+  require(a.split_count == size,
           "split_count differs from the process group size");
   struct Part {
     strided::CopyPlan plan;
@@ -486,11 +487,12 @@ Step make_all_to_all(const OpSpec& spec) {
 // collective_permute: an instance receives the operand of the instance paired with it as
 // source (zeros if none); instances named in no pair take part in no exchange.
 Step make_collective_permute(const OpSpec& spec) {
-  auto g = parse_groups(spec, false);
+  const CollectivePermuteAttrs a = CollectivePermuteAttrs::decode(spec);
+  auto g = parse_groups(spec, a, false);
   require(spec.operands.size() == 1, "collective_permute takes one operand");
   require_same_types(spec);
-  require(spec.attrs.has("permute_sources"), "no permute_sources from the lowering");
-  const auto sources = spec.attrs.get_ints("permute_sources");
+  require(a.permute_sources.has_value(), "no permute_sources from the lowering");
+  const auto& sources = *a.permute_sources;
   require(sources.size() == g->members.size(), "permute_sources must hold one per instance");
   std::vector<int64_t> source_pos;  // per instance: index of its source in its group, or -1
   for (size_t k = 0; k < sources.size(); ++k) {
@@ -529,8 +531,9 @@ int64_t read_index(const void* data, int64_t i) {
 // last operand, an integer vector read by each instance from its own operand. Instances in
 // no group get zeros.
 Step make_collective_broadcast(const OpSpec& spec) {
-  auto g = parse_groups(spec, false);
-  const bool dynamic_root = spec.attrs.get_bool("has_dynamic_root");
+  const CollectiveBroadcastAttrs a = CollectiveBroadcastAttrs::decode(spec);
+  auto g = parse_groups(spec, a, false);
+  const bool dynamic_root = a.has_dynamic_root;
   const size_t n = spec.results.size();
   require(n >= 1 && spec.operands.size() == n + (dynamic_root ? 1 : 0),
           "expected one result per data operand");
@@ -585,13 +588,5 @@ OPENHLO_KERNEL(collective_broadcast, "stablehlo.collective_broadcast",
                make_collective_broadcast);
 
 }  // namespace
-
-void bind_rendezvous(py::module_& m) {
-  py::class_<Rendezvous, std::shared_ptr<Rendezvous>>(m, "Rendezvous",
-      "Where the instances of one multi-device execution meet in native collectives.")
-      .def(py::init<int64_t, double>(), py::arg("num_instances"),
-           py::arg("timeout_s") = Rendezvous::kDefaultTimeoutS)
-      .def_property_readonly("num_instances", &Rendezvous::num_instances);
-}
 
 }  // namespace openhlo::cpu

@@ -77,8 +77,4 @@ class Rendezvous {
   std::string failure_;
 };
 
-// Python binding: `_native.Rendezvous(num_instances, timeout_s=120)` (plugin.py makes one per
-// multi-device execution and passes it to each instance's Runtime.execute).
-void bind_rendezvous(py::module_& m);
-
 }  // namespace openhlo::cpu

@@ -14,8 +14,8 @@ namespace openhlo::cpu {
 
 enum class Comb { kAdd, kMul, kMax, kMin, kAnd, kOr, kXor };
 
-inline Comb parse_combiner(const Attrs& attrs) {
-  const std::string name = attrs.get_str("combiner", "");
+// `name` is the combiner field of the op's attribute record ("" when there is none).
+inline Comb parse_combiner(const std::string& name) {
   if (name == "stablehlo.add") return Comb::kAdd;
   if (name == "stablehlo.multiply") return Comb::kMul;
   if (name == "stablehlo.maximum") return Comb::kMax;

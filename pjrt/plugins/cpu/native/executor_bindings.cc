@@ -191,12 +191,12 @@ void bind_executor(py::module_& m) {
       }), py::arg("params"))
       .def_readwrite("results", &Program::results)
       .def_property_readonly("num_instructions", [](const Program& p) { return p.instrs.size(); })
-      .def("add_kernel", [](Program& p, std::string where, std::string name, py::dict attrs,
+      .def("add_kernel", [](Program& p, std::string where, std::string name, py::list record,
                             py::list operand_types, py::list result_types,
                             std::vector<int32_t> in, std::vector<int32_t> out) {
         const KernelFactory* factory = find_kernel(name);
         if (factory == nullptr) throw Unsupported("no native kernel");
-        OpSpec spec{name, Attrs(attrs), {}, {}};
+        OpSpec spec{name, record_from_python(record), {}, {}};
         for (auto t : operand_types) spec.operands.push_back(spec_from_python(t));
         for (auto t : result_types) spec.results.push_back(spec_from_python(t));
         Step step;

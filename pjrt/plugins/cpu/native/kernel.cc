@@ -1,8 +1,5 @@
 #include "kernel.h"
 
-#include <pybind11/numpy.h>
-#include <pybind11/stl.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -36,43 +33,39 @@ std::vector<std::string> kernel_names() {
   return names;
 }
 
-py::handle Attrs::item(const char* name) const {
-  if (!has(name)) throw Unsupported(std::string("missing attribute ") + name);
-  return dict_[name];
-}
-
-int64_t Attrs::get_int(const char* name) const { return item(name).cast<int64_t>(); }
-int64_t Attrs::get_int(const char* name, int64_t fallback) const {
-  return has(name) ? get_int(name) : fallback;
-}
-double Attrs::get_float(const char* name) const { return item(name).cast<double>(); }
-bool Attrs::get_bool(const char* name, bool fallback) const {
-  return has(name) ? item(name).cast<bool>() : fallback;
-}
-std::string Attrs::get_str(const char* name) const { return item(name).cast<std::string>(); }
-std::string Attrs::get_str(const char* name, const std::string& fallback) const {
-  return has(name) ? get_str(name) : fallback;
-}
-std::vector<int64_t> Attrs::get_ints(const char* name) const {
-  return item(name).cast<std::vector<int64_t>>();
-}
-std::vector<int64_t> Attrs::get_ints(const char* name, std::vector<int64_t> fallback) const {
-  return has(name) ? get_ints(name) : fallback;
-}
-Attrs Attrs::get_dict(const char* name) const {
-  return Attrs(py::reinterpret_borrow<py::dict>(item(name)));
-}
-
-Array Attrs::get_array(const char* name, DType dtype) const {
-  auto arr = py::array::ensure(item(name), py::array::c_style);
-  if (!arr) throw Unsupported(std::string("attribute ") + name + " is not an array");
-  Shape shape(arr.shape(), arr.shape() + arr.ndim());
-  Array out = allocate(dtype, shape);
-  if (static_cast<size_t>(arr.nbytes()) != out.nbytes()) {
-    throw Unsupported(std::string("attribute ") + name + " has the wrong element size");
+AttrReader::AttrReader(const OpSpec& spec, const char* op, size_t fields)
+    : record_(spec.attrs), op_(op) {
+  if (spec.name != op || spec.attrs.size() != fields) {
+    throw std::logic_error(spec.name + ": an attribute record of " +
+                           std::to_string(spec.attrs.size()) + " fields, but the struct of " +
+                           op + " has " + std::to_string(fields) +
+                           " (regenerate native/_generated and rebuild)");
   }
-  std::memcpy(out.raw(), arr.data(), out.nbytes());
-  return out;
+}
+
+std::vector<std::vector<int64_t>> AttrReader::int_rows(size_t i, const char* member) const {
+  if (const auto* empty = std::get_if<std::vector<int64_t>>(&record_[i]); empty && empty->empty()) {
+    return {};
+  }
+  return get<std::vector<std::vector<int64_t>>>(i, member);
+}
+
+void split_padding(const std::optional<std::vector<std::vector<int64_t>>>& padding, size_t rank,
+                   std::vector<int64_t>& low, std::vector<int64_t>& high) {
+  low.assign(rank, 0);
+  high.assign(rank, 0);
+  if (!padding) return;
+  require(padding->size() == rank, "padding must be a [rank, 2] array");
+  for (size_t d = 0; d < rank; ++d) {
+    require((*padding)[d].size() == 2, "padding must be a [rank, 2] array");
+    low[d] = (*padding)[d][0];
+    high[d] = (*padding)[d][1];
+  }
+}
+
+void AttrReader::mismatch(const char* member) const {
+  throw std::logic_error(std::string(op_) + ": attribute record field " + member +
+                         " has the wrong kind (regenerate native/_generated and rebuild)");
 }
 
 }  // namespace openhlo::cpu

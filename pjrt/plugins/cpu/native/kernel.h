@@ -2,25 +2,24 @@
 //
 // A kernel is registered once per StableHLO op name with a *factory*. At compile time the
 // lowering (pjrt/plugins/cpu/lowering.py) calls the factory with the op's OpSpec: its name,
-// its attributes as plain Python values, and the exact types of its operands and results.
+// its attribute record (below) and the exact types of its operands and results.
 // The factory checks what it supports (throwing Unsupported with a reason otherwise, so the
 // op falls back to the interpreter) and returns a Step: a closure over everything it could
 // precompute (strides, typed loops), which the executor calls with the operand arrays and
-// fills the result arrays. Steps run without the GIL and must not touch Python objects.
+// fills the result arrays. Nothing here depends on Python: the bindings convert to OpSpec.
 #pragma once
 
-#include <pybind11/pybind11.h>
-
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "array.h"
 
 namespace openhlo::cpu {
-
-namespace py = pybind11;
 
 // A kernel cannot handle this op (element type, attribute, region shape...): the lowering
 // falls back to the interpreter for it and logs the reason.
@@ -38,35 +37,16 @@ struct TensorSpec {
   Shape shape;
 };
 
-// Attribute access for factories (compile time, GIL held). Values are what
-// pjrt/plugins/cpu/lowering.py:plain_attrs produces: int, float, bool, str, list of ints,
-// dict for structured attributes, numpy arrays for dense constants.
-class Attrs {
- public:
-  explicit Attrs(py::dict dict) : dict_(std::move(dict)) {}
-  bool has(const char* name) const { return dict_.contains(name) && !dict_[name].is_none(); }
-  int64_t get_int(const char* name) const;
-  int64_t get_int(const char* name, int64_t fallback) const;
-  double get_float(const char* name) const;
-  bool get_bool(const char* name, bool fallback = false) const;
-  std::string get_str(const char* name) const;
-  std::string get_str(const char* name, const std::string& fallback) const;
-  std::vector<int64_t> get_ints(const char* name) const;
-  std::vector<int64_t> get_ints(const char* name, std::vector<int64_t> fallback) const;
-  // A nested dict (e.g. dot_dimension_numbers) as Attrs.
-  Attrs get_dict(const char* name) const;
-  // A dense constant: a copy of the numpy array under `name` as an Array of `dtype`.
-  Array get_array(const char* name, DType dtype) const;
-  py::dict dict() const { return dict_; }
-
- private:
-  py::handle item(const char* name) const;
-  py::dict dict_;
-};
+// One field of an op's attribute record: pjrt/plugins/cpu/kernel_attrs.py encodes the
+// attributes an op's kernel reads into a flat list by the op's schema; monostate is an
+// absent optional field. (An empty Python list arrives as empty ints; int_rows accepts it.)
+using AttrValue = std::variant<std::monostate, int64_t, bool, std::string, std::vector<int64_t>,
+                               std::vector<std::vector<int64_t>>>;
+using AttrRecord = std::vector<AttrValue>;
 
 struct OpSpec {
   std::string name;      // "stablehlo.add"
-  Attrs attrs;
+  AttrRecord attrs;      // decoded by the op's struct in _generated/kernel_attrs.h
   std::vector<TensorSpec> operands;
   std::vector<TensorSpec> results;
 };
@@ -102,9 +82,42 @@ std::vector<std::string> kernel_names();
   static const bool openhlo_kernel_registered_##ident = \
       ::openhlo::cpu::register_kernel(name, factory)
 
+// Reads the fields of a record for the decoders in _generated/kernel_attrs.h. A record that
+// does not fit its struct (a header not regenerated, a library not rebuilt) is a
+// std::logic_error: a bug of the build, not an op the kernel cannot handle.
+class AttrReader {
+ public:
+  AttrReader(const OpSpec& spec, const char* op, size_t fields);
+  bool absent(size_t i) const { return std::holds_alternative<std::monostate>(record_[i]); }
+  int64_t integer(size_t i, const char* member) const { return get<int64_t>(i, member); }
+  bool boolean(size_t i, const char* member) const { return get<bool>(i, member); }
+  const std::string& string(size_t i, const char* member) const {
+    return get<std::string>(i, member);
+  }
+  const std::vector<int64_t>& ints(size_t i, const char* member) const {
+    return get<std::vector<int64_t>>(i, member);
+  }
+  std::vector<std::vector<int64_t>> int_rows(size_t i, const char* member) const;
+
+ private:
+  template <typename T>
+  const T& get(size_t i, const char* member) const {
+    if (const T* value = std::get_if<T>(&record_[i])) return *value;
+    mismatch(member);
+  }
+  [[noreturn]] void mismatch(const char* member) const;
+  const AttrRecord& record_;
+  const char* op_;
+};
+
 // Helpers for factories.
 inline void require(bool condition, const std::string& reason) {
   if (!condition) throw Unsupported(reason);
 }
+
+// The low and high edge padding of `rank` dimensions from a [rank, 2] padding attribute
+// (reduce_window, select_and_scatter, convolution); zeros where it is absent.
+void split_padding(const std::optional<std::vector<std::vector<int64_t>>>& padding, size_t rank,
+                   std::vector<int64_t>& low, std::vector<int64_t>& high);
 
 }  // namespace openhlo::cpu

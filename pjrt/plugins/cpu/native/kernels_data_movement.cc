@@ -6,15 +6,15 @@
 // (strided.h). Each factory turns the op into CopyPlans at compile time; a step then
 // allocates the result and runs them. Results that are the operand's bytes unchanged
 // (reshape, identity transposes and broadcasts, full slices) share the operand's storage.
-#include <pybind11/numpy.h>
-
 #include <algorithm>
+#include <complex>
 #include <string>
 #include <vector>
 
+#include "_generated/kernel_attrs.h"
 #include "array.h"
 #include "kernel.h"
-#include "numpy_bridge.h"
+#include "kernels_elementwise.h"
 #include "strided.h"
 
 namespace openhlo::cpu {
@@ -54,18 +54,43 @@ Step single_copy_step(const OpSpec& spec, const CopyPlan& plan) {
 // ---------------------------------------------------------------------------
 // iota
 
-// iota's values along its dimension, converted exactly as the interpreter does
-// (np.arange(n, dtype=int64).astype(dtype)), so every element type is covered.
+// iota's values along its dimension, converted as the interpreter does
+// (np.arange(n, dtype=int64).astype(dtype)), so every element type is covered: integers
+// wrap, i1 is "nonzero", floats round to nearest even (the 16-bit ones from f32, as numpy
+// and ml_dtypes convert integers), raw-byte types take the unsigned integer of their width.
 Array iota_line(DType dtype, int64_t n) {
-  py::object numpy = py::module_::import("numpy");
-  py::object line = numpy.attr("arange")(n, py::arg("dtype") = "int64");
-  return array_from_numpy(line.attr("astype")(numpy_dtype(dtype)), dtype);
+  Array line = allocate(dtype, {n});
+  auto fill = [&](auto convert) {
+    auto* out = line.data<decltype(convert(int64_t{0}))>();
+    for (int64_t i = 0; i < n; ++i) out[i] = convert(i);
+  };
+  auto as = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill([](int64_t i) { return static_cast<T>(i); });
+  };
+  switch (dtype) {
+    case DType::PRED: fill([](int64_t i) { return i != 0; }); break;
+    case DType::F16:
+      fill([](int64_t i) { return f16_t{elementwise::float_to_f16(static_cast<float>(i))}; });
+      break;
+    case DType::BF16:
+      fill([](int64_t i) { return bf16_t{elementwise::float_to_bf16(static_cast<float>(i))}; });
+      break;
+    case DType::C64: as(TypeTag<std::complex<float>>{}); break;
+    case DType::C128: as(TypeTag<std::complex<double>>{}); break;
+    case DType::B8: as(TypeTag<uint8_t>{}); break;
+    case DType::B16: as(TypeTag<uint16_t>{}); break;
+    case DType::B32: as(TypeTag<uint32_t>{}); break;
+    case DType::B64: as(TypeTag<uint64_t>{}); break;
+    default: dispatch_real(dtype, as);
+  }
+  return line;
 }
 
 Step make_iota(const OpSpec& spec) {
   const TensorSpec out = spec.results.at(0);
   const int64_t rank = static_cast<int64_t>(out.shape.size());
-  const int64_t dim = spec.attrs.get_int("iota_dimension");
+  const int64_t dim = IotaAttrs::decode(spec).iota_dimension;
   require(0 <= dim && dim < rank, "iota_dimension " + std::to_string(dim) +
                                       " is out of range for rank " + std::to_string(rank));
   const Array line = iota_line(out.dtype, out.shape[dim]);
@@ -106,7 +131,7 @@ Step broadcast_step(const OpSpec& spec, const std::vector<int64_t>& dims) {
 }
 
 Step make_broadcast_in_dim(const OpSpec& spec) {
-  return broadcast_step(spec, spec.attrs.get_ints("broadcast_dimensions"));
+  return broadcast_step(spec, BroadcastInDimAttrs::decode(spec).broadcast_dimensions);
 }
 
 // broadcast prepends the broadcast_sizes dimensions to the operand's.
@@ -134,7 +159,7 @@ Step make_transpose(const OpSpec& spec) {
   const TensorSpec& in = spec.operands.at(0);
   const TensorSpec& out = spec.results.at(0);
   require_same_dtype(spec, in, out);
-  const auto perm = spec.attrs.get_ints("permutation");
+  const auto perm = TransposeAttrs::decode(spec).permutation;
   const size_t rank = in.shape.size();
   require(perm.size() == rank, "permutation must have one entry per dimension");
   const auto in_strides = row_major_strides(in.shape);
@@ -153,7 +178,7 @@ Step make_transpose(const OpSpec& spec) {
 Step make_reverse(const OpSpec& spec) {
   const TensorSpec& in = spec.operands.at(0);
   require_same_dtype(spec, in, spec.results.at(0));
-  const auto dims = spec.attrs.get_ints("dimensions");
+  const auto dims = ReverseAttrs::decode(spec).dimensions;
   const int64_t rank = static_cast<int64_t>(in.shape.size());
   auto src = row_major_strides(in.shape);
   std::vector<bool> seen(rank, false);
@@ -176,9 +201,10 @@ Step make_slice(const OpSpec& spec) {
   const TensorSpec& out = spec.results.at(0);
   require_same_dtype(spec, in, out);
   const size_t rank = in.shape.size();
-  const auto starts = spec.attrs.get_ints("start_indices");
-  const auto limits = spec.attrs.get_ints("limit_indices");
-  const auto steps = spec.attrs.get_ints("strides", std::vector<int64_t>(rank, 1));
+  const SliceAttrs a = SliceAttrs::decode(spec);
+  const auto& starts = a.start_indices;
+  const auto& limits = a.limit_indices;
+  const auto steps = a.strides.value_or(std::vector<int64_t>(rank, 1));
   require(starts.size() == rank && limits.size() == rank && steps.size() == rank,
           "start/limit/stride lists must have one entry per dimension");
   const auto in_strides = row_major_strides(in.shape);
@@ -198,7 +224,7 @@ Step make_slice(const OpSpec& spec) {
 Step make_concatenate(const OpSpec& spec) {
   const TensorSpec out = spec.results.at(0);
   const int64_t rank = static_cast<int64_t>(out.shape.size());
-  const int64_t dim = spec.attrs.get_int("dimension");
+  const int64_t dim = ConcatenateAttrs::decode(spec).dimension;
   require(!spec.operands.empty(), "concatenate needs at least one operand");
   require(0 <= dim && dim < rank, "dimension is out of range");
   const auto out_strides = row_major_strides(out.shape);
@@ -237,9 +263,10 @@ Step make_pad(const OpSpec& spec) {
   require_same_dtype(spec, spec.operands.at(1), out);
   require(spec.operands.at(1).shape.empty(), "padding_value must be a scalar");
   const size_t rank = in.shape.size();
-  const auto low = spec.attrs.get_ints("edge_padding_low");
-  const auto high = spec.attrs.get_ints("edge_padding_high");
-  const auto interior = spec.attrs.get_ints("interior_padding");
+  const PadAttrs a = PadAttrs::decode(spec);
+  const auto& low = a.edge_padding_low;
+  const auto& high = a.edge_padding_high;
+  const auto& interior = a.interior_padding;
   require(low.size() == rank && high.size() == rank && interior.size() == rank,
           "padding lists must have one entry per dimension");
   const auto in_strides = row_major_strides(in.shape);

@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <limits>
 
+#include "_generated/kernel_attrs.h"
 #include "_generated/mathlib.h"
 #include "kernels_elementwise.h"
 
@@ -326,8 +327,9 @@ Step make_compare(const OpSpec& spec) {
   require(spec.operands[1].dtype == dtype && spec.results[0].dtype == DType::PRED,
           spec.name + ": unexpected element types");
   if (is_complex(dtype)) throw unsupported_type(spec, dtype);
-  const std::string direction = spec.attrs.get_str("comparison_direction");
-  const std::string compare_type = spec.attrs.get_str("compare_type", "");
+  const CompareAttrs a = CompareAttrs::decode(spec);
+  const std::string& direction = a.comparison_direction;
+  const std::string& compare_type = a.compare_type;
   // The verifier only admits the compare_type of the element kind (SIGNED for signed
   // integers, UNSIGNED for unsigned and i1, FLOAT or TOTALORDER for floats) or none.
   const auto require_type = [&](std::initializer_list<const char*> allowed) {

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "_generated/kernel_attrs.h"
 #include "array.h"
 #include "kernel.h"
 #include "strided.h"
@@ -98,7 +99,7 @@ Step make_dynamic_slice(const OpSpec& spec) {
   const TensorSpec& in = spec.operands.at(0);
   const TensorSpec out = spec.results.at(0);
   require(in.dtype == out.dtype, "operand and result element types differ");
-  const auto sizes = spec.attrs.get_ints("slice_sizes");
+  const auto sizes = DynamicSliceAttrs::decode(spec).slice_sizes;
   require(sizes == out.shape && sizes.size() == in.shape.size(),
           "slice_sizes must match the result shape and the operand rank");
   for (size_t d = 0; d < sizes.size(); ++d) {
@@ -237,14 +238,14 @@ Step make_gather(const OpSpec& spec) {
   const TensorSpec& indices = spec.operands.at(1);
   const TensorSpec out = spec.results.at(0);
   require(in.dtype == out.dtype, "operand and result element types differ");
-  const Attrs dn = spec.attrs.get_dict("dimension_numbers");
-  const auto offset_dims = dn.get_ints("offset_dims");
-  const auto collapsed = dn.get_ints("collapsed_slice_dims");
-  const auto operand_batching = dn.get_ints("operand_batching_dims", {});
-  const auto indices_batching = dn.get_ints("start_indices_batching_dims", {});
-  const auto start_index_map = dn.get_ints("start_index_map");
-  const int64_t ivd = dn.get_int("index_vector_dim", 0);
-  const auto sizes = spec.attrs.get_ints("slice_sizes");
+  const GatherAttrs a = GatherAttrs::decode(spec);
+  const auto& offset_dims = a.offset_dims;
+  const auto& collapsed = a.collapsed_slice_dims;
+  const auto& operand_batching = a.operand_batching_dims;
+  const auto& indices_batching = a.start_indices_batching_dims;
+  const auto& start_index_map = a.start_index_map;
+  const int64_t ivd = a.index_vector_dim;
+  const auto& sizes = a.slice_sizes;
   const int64_t rank = static_cast<int64_t>(in.shape.size());
   const IndexVectors vectors(indices.shape, ivd);
   require(static_cast<int64_t>(start_index_map.size()) == vectors.vector_size,
@@ -618,15 +619,14 @@ void scatter_all(const ScatterPlan& p, const std::vector<ApplyFn>& apply, const 
   });
 }
 
-ScatterPlan scatter_plan(const OpSpec& spec, const TensorSpec& input, const TensorSpec& indices,
+ScatterPlan scatter_plan(const ScatterAttrs& a, const TensorSpec& input, const TensorSpec& indices,
                          const TensorSpec& update) {
-  const Attrs dn = spec.attrs.get_dict("scatter_dimension_numbers");
-  const auto window_dims = dn.get_ints("update_window_dims");
-  const auto inserted = dn.get_ints("inserted_window_dims");
-  const auto input_batching = dn.get_ints("input_batching_dims", {});
-  const auto indices_batching = dn.get_ints("scatter_indices_batching_dims", {});
-  const auto to_operand = dn.get_ints("scatter_dims_to_operand_dims");
-  const int64_t ivd = dn.get_int("index_vector_dim", 0);
+  const auto& window_dims = a.update_window_dims;
+  const auto& inserted = a.inserted_window_dims;
+  const auto& input_batching = a.input_batching_dims;
+  const auto& indices_batching = a.scatter_indices_batching_dims;
+  const auto& to_operand = a.scatter_dims_to_operand_dims;
+  const int64_t ivd = a.index_vector_dim;
   const int64_t rank = static_cast<int64_t>(input.shape.size());
   const int64_t update_rank = static_cast<int64_t>(update.shape.size());
   const IndexVectors vectors(indices.shape, ivd);
@@ -693,8 +693,9 @@ Step make_scatter(const OpSpec& spec) {
   const size_t n = spec.operands.size() / 2;
   require(spec.operands.size() == 2 * n + 1 && n >= 1 && spec.results.size() == n,
           "scatter expects N inputs, one index tensor and N updates");
-  const bool replace = spec.attrs.get_bool("replace");
-  const std::string combiner = spec.attrs.get_str("combiner", "");
+  const ScatterAttrs a = ScatterAttrs::decode(spec);
+  const bool replace = a.replace;
+  const std::string& combiner = a.combiner;
   require(replace || !combiner.empty(),
           "scatter region is neither a replacement nor a single combining op");
   const TensorSpec& indices = spec.operands[n];
@@ -710,7 +711,7 @@ Step make_scatter(const OpSpec& spec) {
             "all inputs (and all updates) must have the same shape");
     apply.push_back(scatter_apply_fn(in.dtype, replace ? "" : combiner));
   }
-  const ScatterPlan plan = scatter_plan(spec, spec.operands[0], indices, spec.operands[n + 1]);
+  const ScatterPlan plan = scatter_plan(a, spec.operands[0], indices, spec.operands[n + 1]);
   const ScatterFn run = dispatch_index(indices.dtype, "scatter_indices", [](auto tag) {
     return &scatter_all<typename decltype(tag)::type>;
   });

@@ -16,8 +16,6 @@
 // convolutions (one input feature per group) use a direct loop vectorized over features.
 //
 // Integer, complex and mixed element types raise Unsupported (the interpreter runs them).
-#include <pybind11/numpy.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -26,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "_generated/kernel_attrs.h"
 #include "blas.h"
 #include "kernel.h"
 #include "thread_pool.h"
@@ -395,9 +394,9 @@ using DotLoop = void (*)(const DotPlan&, const Array&, const Array&, Array&);
 
 Step make_contraction(const OpSpec& spec, const std::vector<int64_t>& lb,
                       const std::vector<int64_t>& rb, const std::vector<int64_t>& lc,
-                      const std::vector<int64_t>& rc) {
+                      const std::vector<int64_t>& rc, bool has_algorithm) {
   require(spec.operands.size() == 2 && spec.results.size() == 1, "expected two operands");
-  require(!spec.attrs.has("algorithm"), "dot algorithms are not supported natively");
+  require(!has_algorithm, "dot algorithms are not supported natively");
   const TensorSpec& l = spec.operands[0];
   const TensorSpec& r = spec.operands[1];
   const TensorSpec& out = spec.results[0];
@@ -468,12 +467,10 @@ Step make_contraction(const OpSpec& spec, const std::vector<int64_t>& lb,
 }
 
 Step make_dot_general(const OpSpec& spec) {
-  const Attrs dims = spec.attrs.get_dict("dot_dimension_numbers");
-  const std::vector<int64_t> none;
-  return make_contraction(spec, dims.get_ints("lhs_batching_dimensions", none),
-                          dims.get_ints("rhs_batching_dimensions", none),
-                          dims.get_ints("lhs_contracting_dimensions", none),
-                          dims.get_ints("rhs_contracting_dimensions", none));
+  const DotGeneralAttrs a = DotGeneralAttrs::decode(spec);
+  return make_contraction(spec, a.lhs_batching_dimensions, a.rhs_batching_dimensions,
+                          a.lhs_contracting_dimensions, a.rhs_contracting_dimensions,
+                          a.has_algorithm);
 }
 
 Step make_dot(const OpSpec& spec) {
@@ -482,7 +479,7 @@ Step make_dot(const OpSpec& spec) {
   const int64_t rhs_rank = static_cast<int64_t>(spec.operands[1].shape.size());
   require((lhs_rank == 1 || lhs_rank == 2) && (rhs_rank == 1 || rhs_rank == 2),
           "dot operands must be vectors or matrices");
-  return make_contraction(spec, {}, {}, {lhs_rank - 1}, {0});
+  return make_contraction(spec, {}, {}, {lhs_rank - 1}, {0}, false);
 }
 
 OPENHLO_KERNEL(stablehlo_dot_general, "stablehlo.dot_general", make_dot_general);
@@ -646,15 +643,16 @@ void run_conv(const ConvPlan& p, const Array& lhs, const Array& rhs, Array& resu
   if (!p.y_in_place) p.y_unpack.run(static_cast<const T*>(y), result.data<T>());
 }
 
-std::vector<int64_t> spatial_ints(const Attrs& attrs, const char* name, size_t dims) {
-  auto values = attrs.get_ints(name, std::vector<int64_t>(dims, 1));
+std::vector<int64_t> spatial_ints(const std::optional<std::vector<int64_t>>& given,
+                                  const char* name, size_t dims) {
+  auto values = given.value_or(std::vector<int64_t>(dims, 1));
   require(values.size() == dims, std::string(name) + " does not match the spatial rank");
   for (int64_t v : values) require(v > 0, std::string(name) + " must be positive");
   return values;
 }
 
 ConvPlan plan_conv(const OpSpec& spec) {
-  const Attrs& attrs = spec.attrs;
+  const ConvolutionAttrs a = ConvolutionAttrs::decode(spec);
   const Shape& xs = spec.operands[0].shape;
   const Shape& ws = spec.operands[1].shape;
   const Shape& ys = spec.results[0].shape;
@@ -662,16 +660,15 @@ ConvPlan plan_conv(const OpSpec& spec) {
   require(rank >= 2 && ws.size() == rank && ys.size() == rank, "operand ranks differ");
   const size_t dims = rank - 2;
   require(dims <= 8, "more than 8 spatial dimensions");
-  const Attrs dn = attrs.get_dict("dimension_numbers");
-  const std::vector<int64_t> x_perm = concat({{dn.get_int("input_batch_dimension")},
-                                              dn.get_ints("input_spatial_dimensions"),
-                                              {dn.get_int("input_feature_dimension")}});
-  const std::vector<int64_t> w_perm = concat({dn.get_ints("kernel_spatial_dimensions"),
-                                              {dn.get_int("kernel_input_feature_dimension")},
-                                              {dn.get_int("kernel_output_feature_dimension")}});
-  const std::vector<int64_t> y_perm = concat({{dn.get_int("output_batch_dimension")},
-                                              dn.get_ints("output_spatial_dimensions"),
-                                              {dn.get_int("output_feature_dimension")}});
+  const std::vector<int64_t> x_perm = concat({{a.input_batch_dimension},
+                                              a.input_spatial_dimensions,
+                                              {a.input_feature_dimension}});
+  const std::vector<int64_t> w_perm = concat({a.kernel_spatial_dimensions,
+                                              {a.kernel_input_feature_dimension},
+                                              {a.kernel_output_feature_dimension}});
+  const std::vector<int64_t> y_perm = concat({{a.output_batch_dimension},
+                                              a.output_spatial_dimensions,
+                                              {a.output_feature_dimension}});
   for (const auto* perm : {&x_perm, &w_perm, &y_perm}) {
     std::vector<int64_t> sorted = *perm;
     std::sort(sorted.begin(), sorted.end());
@@ -680,26 +677,17 @@ ConvPlan plan_conv(const OpSpec& spec) {
               "dimension_numbers is not a permutation");
     }
   }
-  const auto strides = spatial_ints(attrs, "window_strides", dims);
-  const auto lhs_dilation = spatial_ints(attrs, "lhs_dilation", dims);
-  const auto rhs_dilation = spatial_ints(attrs, "rhs_dilation", dims);
-  std::vector<int64_t> reversal = attrs.get_ints("window_reversal", std::vector<int64_t>(dims, 0));
+  const auto strides = spatial_ints(a.window_strides, "window_strides", dims);
+  const auto lhs_dilation = spatial_ints(a.lhs_dilation, "lhs_dilation", dims);
+  const auto rhs_dilation = spatial_ints(a.rhs_dilation, "rhs_dilation", dims);
+  std::vector<int64_t> reversal = a.window_reversal.value_or(std::vector<int64_t>(dims, 0));
   require(reversal.size() == dims, "window_reversal does not match the spatial rank");
-  std::vector<int64_t> pad_low(dims, 0), pad_high(dims, 0);
-  if (attrs.has("padding")) {
-    auto pads = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(
-        attrs.dict()["padding"]);
-    require(pads && pads.size() == static_cast<py::ssize_t>(2 * dims),
-            "padding must be a [spatial rank, 2] array");
-    for (size_t i = 0; i < dims; ++i) {
-      pad_low[i] = pads.data()[2 * i];
-      pad_high[i] = pads.data()[2 * i + 1];
-    }
-  }
+  std::vector<int64_t> pad_low, pad_high;
+  split_padding(a.padding, dims, pad_low, pad_high);
 
   ConvPlan p;
-  p.feature_groups = attrs.get_int("feature_group_count", 1);
-  p.batch_groups = attrs.get_int("batch_group_count", 1);
+  p.feature_groups = a.feature_group_count;
+  p.batch_groups = a.batch_group_count;
   require(p.feature_groups >= 1 && p.batch_groups >= 1 &&
               (p.feature_groups == 1 || p.batch_groups == 1),
           "invalid group counts");

@@ -19,8 +19,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <pybind11/numpy.h>
-
+#include "_generated/kernel_attrs.h"
 #include "kernel.h"
 #include "combiners.h"
 #include "thread_pool.h"
@@ -278,9 +277,9 @@ size_t check_reducer_types(const OpSpec& spec) {
 
 Step make_reduce(const OpSpec& spec) {
   const size_t n = check_reducer_types(spec);
-  const Comb comb = parse_combiner(spec.attrs);
-  auto plan = std::make_shared<const ReducePlan>(
-      plan_reduce(spec.operands[0].shape, spec.attrs.get_ints("dimensions")));
+  const ReduceAttrs a = ReduceAttrs::decode(spec);
+  const Comb comb = parse_combiner(a.combiner);
+  auto plan = std::make_shared<const ReducePlan>(plan_reduce(spec.operands[0].shape, a.dimensions));
   std::vector<TypedReduce> loops;
   for (size_t i = 0; i < n; ++i) {
     require(num_elements(spec.results[i].shape) == plan->out_size, "unexpected result shape");
@@ -307,34 +306,26 @@ struct WindowAttrs {
   std::vector<int64_t> window, strides, base, dilation, pad_low, pad_high;
 };
 
-std::vector<int64_t> positive_ints(const Attrs& attrs, const char* name, size_t rank,
-                                   bool required) {
-  std::vector<int64_t> values = required ? attrs.get_ints(name)
-                                         : attrs.get_ints(name, std::vector<int64_t>(rank, 1));
+// `given`, or ones where the attribute is absent.
+std::vector<int64_t> positive_ints(const std::optional<std::vector<int64_t>>& given,
+                                   const char* name, size_t rank) {
+  std::vector<int64_t> values = given.value_or(std::vector<int64_t>(rank, 1));
   require(values.size() == rank, std::string(name) + " does not match the operand rank");
   for (int64_t v : values) require(v > 0, std::string(name) + " must be positive");
   return values;
 }
 
-WindowAttrs window_attrs(const Attrs& attrs, size_t rank) {
+// The window of reduce_window or select_and_scatter (which has no dilations: nullopt).
+template <typename A>
+WindowAttrs window_attrs(const A& a, const std::optional<std::vector<int64_t>>& base_dilations,
+                         const std::optional<std::vector<int64_t>>& window_dilations,
+                         size_t rank) {
   WindowAttrs w;
-  w.window = positive_ints(attrs, "window_dimensions", rank, true);
-  w.strides = positive_ints(attrs, "window_strides", rank, false);
-  w.base = positive_ints(attrs, "base_dilations", rank, false);
-  w.dilation = positive_ints(attrs, "window_dilations", rank, false);
-  w.pad_low.assign(rank, 0);
-  w.pad_high.assign(rank, 0);
-  if (attrs.has("padding")) {
-    // A dense [rank, 2] array from attrs.py.
-    auto pads = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(
-        attrs.dict()["padding"]);
-    require(pads && pads.size() == static_cast<py::ssize_t>(2 * rank),
-            "padding must be a [rank, 2] array");
-    for (size_t d = 0; d < rank; ++d) {
-      w.pad_low[d] = pads.data()[2 * d];
-      w.pad_high[d] = pads.data()[2 * d + 1];
-    }
-  }
+  w.window = positive_ints(a.window_dimensions, "window_dimensions", rank);
+  w.strides = positive_ints(a.window_strides, "window_strides", rank);
+  w.base = positive_ints(base_dilations, "base_dilations", rank);
+  w.dilation = positive_ints(window_dilations, "window_dilations", rank);
+  split_padding(a.padding, rank, w.pad_low, w.pad_high);
   return w;
 }
 
@@ -491,9 +482,10 @@ WindowPlan plan_reduce_window(const Shape& operand, const WindowAttrs& attrs,
 
 Step make_reduce_window(const OpSpec& spec) {
   const size_t n = check_reducer_types(spec);
-  const Comb comb = parse_combiner(spec.attrs);
+  const ReduceWindowAttrs a = ReduceWindowAttrs::decode(spec);
+  const Comb comb = parse_combiner(a.combiner);
   const Shape& shape = spec.operands[0].shape;
-  const WindowAttrs w = window_attrs(spec.attrs, shape.size());
+  const WindowAttrs w = window_attrs(a, a.base_dilations, a.window_dilations, shape.size());
   auto plan = std::make_shared<const WindowPlan>(
       plan_reduce_window(shape, w, spec.results[0].shape));
   std::vector<TypedWindow> loops;
@@ -596,21 +588,15 @@ Step make_select_and_scatter(const OpSpec& spec) {
     require(t.dtype == dtype, "select_and_scatter with mixed element types");
   }
   require(spec.operands[2].shape.empty(), "init value must be a scalar");
-  require(spec.attrs.has("comparator"), "select region is not one compare of its arguments");
-  // [direction, compare_type or None] from attrs.py:region_attrs.
-  auto comparator = spec.attrs.dict()["comparator"].cast<py::list>();
-  require(comparator.size() == 2, "malformed comparator attribute");
-  const std::string direction = comparator[0].cast<std::string>();
-  const std::string compare_type =
-      comparator[1].is_none() ? "" : comparator[1].cast<std::string>();
-  require(compare_type != "TOTALORDER", "select with a TOTALORDER compare");
-  const Comb comb = parse_combiner(spec.attrs);
+  const SelectAndScatterAttrs a = SelectAndScatterAttrs::decode(spec);
+  require(a.comparator_direction.has_value(), "select region is not one compare of its arguments");
+  const std::string& direction = *a.comparator_direction;
+  require(a.comparator_type != "TOTALORDER", "select with a TOTALORDER compare");
+  const Comb comb = parse_combiner(a.combiner);
 
   const Shape& shape = spec.operands[0].shape;
   const size_t rank = shape.size();
-  WindowAttrs w = window_attrs(spec.attrs, rank);
-  require(!spec.attrs.has("base_dilations") && !spec.attrs.has("window_dilations"),
-          "select_and_scatter has no dilations");
+  WindowAttrs w = window_attrs(a, std::nullopt, std::nullopt, rank);
   auto plan = std::make_shared<ScatterPlan>();
   const auto strides = row_major_strides(shape);
   Shape windows;

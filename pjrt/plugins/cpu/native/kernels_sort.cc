@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "_generated/kernel_attrs.h"
 #include "array.h"
 #include "kernel.h"
 #include "strided.h"
@@ -160,13 +161,13 @@ Step make_sort(const OpSpec& spec) {
           "sort needs one result per operand");
   const Shape shape = spec.operands[0].shape;
   const int64_t rank = static_cast<int64_t>(shape.size());
-  int64_t dim = spec.attrs.get_int("dimension", -1);
+  const SortAttrs a = SortAttrs::decode(spec);
+  int64_t dim = a.dimension;
   require(-rank <= dim && dim < rank, "sort dimension is out of range");
   if (dim < 0) dim += rank;
-  require(spec.attrs.has("comparator"), "sort comparator is not one compare of operand 0");
-  const py::list comparator = spec.attrs.dict()["comparator"];
-  const std::string direction = comparator[0].cast<std::string>();
-  const std::string type = comparator[1].is_none() ? "" : comparator[1].cast<std::string>();
+  require(a.comparator_direction.has_value(), "sort comparator is not one compare of operand 0");
+  const std::string& direction = *a.comparator_direction;
+  const std::string& type = a.comparator_type;
   require(direction == "LT" || direction == "GT",
           "sort comparator " + direction + " is not native");
   std::vector<PermuteFn> permutes;

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "_generated/kernel_attrs.h"
 #include "array.h"
 #include "executor.h"
 #include "runtime.h"
@@ -28,11 +29,11 @@ std::vector<TensorSpec> specs_from_python(const py::list& types) {
 
 // Compiles one op with its native kernel and runs it once: the unit-test entry point of the
 // kernels (the executor uses the same factories).
-py::list run_kernel(const std::string& name, py::dict attrs, py::list operand_types,
+py::list run_kernel(const std::string& name, py::list record, py::list operand_types,
                     py::list result_types, py::list inputs) {
   const KernelFactory* factory = find_kernel(name);
   if (factory == nullptr) throw Unsupported("no native kernel for " + name);
-  OpSpec spec{name, Attrs(attrs), specs_from_python(operand_types),
+  OpSpec spec{name, record_from_python(record), specs_from_python(operand_types),
               specs_from_python(result_types)};
   Step step = (*factory)(spec);
   std::vector<Array> operands;
@@ -50,6 +51,15 @@ py::list run_kernel(const std::string& name, py::dict attrs, py::list operand_ty
   return out;
 }
 
+// Each op's attribute struct as compiled: {op: [member, ...]} in record order.
+py::dict kernel_attr_schemas() {
+  py::dict out;
+  for (const AttrSchemaInfo& info : kAttrSchemas) {
+    out[py::str(info.op)] = py::str(info.members).attr("split")();
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -58,8 +68,9 @@ PYBIND11_MODULE(_native, m) {
   py::register_exception<ExecError>(m, "ExecError");
   m.def("set_numpy_dtypes", &set_numpy_dtypes);
   m.def("kernel_names", &kernel_names);
-  m.def("run_kernel", &run_kernel, py::arg("name"), py::arg("attrs"), py::arg("operand_types"),
+  m.def("run_kernel", &run_kernel, py::arg("name"), py::arg("record"), py::arg("operand_types"),
         py::arg("result_types"), py::arg("inputs"));
+  m.def("kernel_attr_schemas", &kernel_attr_schemas);
   m.def("live_storage_count", &live_storage_count);
   m.def("live_storage_bytes", &live_storage_bytes);
   m.def("parallel_width", &parallel_width);

@@ -1,12 +1,15 @@
 #include "numpy_bridge.h"
 
+#include <pybind11/stl.h>
+
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 namespace openhlo::cpu {
 
 namespace {
-constexpr int kNumDTypes = static_cast<int>(DType::B64) + 1;
+constexpr int kNumDTypes = static_cast<int>(std::size(kDTypeInfo));
 py::object* g_dtypes[kNumDTypes] = {};
 }  // namespace
 
@@ -45,6 +48,30 @@ py::array array_to_numpy(const Array& array) {
   py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
   std::vector<py::ssize_t> shape(array.shape.begin(), array.shape.end());
   return py::array(numpy_dtype(array.dtype), shape, {}, array.raw(), owner);
+}
+
+AttrRecord record_from_python(const py::list& record) {
+  AttrRecord out;
+  for (const py::handle& item : record) {
+    if (item.is_none()) {
+      out.emplace_back(std::monostate{});
+    } else if (py::isinstance<py::bool_>(item)) {  // before int: bool is an int in Python
+      out.emplace_back(item.cast<bool>());
+    } else if (py::isinstance<py::int_>(item)) {
+      out.emplace_back(item.cast<int64_t>());
+    } else if (py::isinstance<py::str>(item)) {
+      out.emplace_back(item.cast<std::string>());
+    } else if (py::isinstance<py::list>(item) && py::len(item) > 0 &&
+               py::isinstance<py::list>(item.cast<py::list>()[0])) {
+      out.emplace_back(item.cast<std::vector<std::vector<int64_t>>>());
+    } else if (py::isinstance<py::list>(item)) {
+      out.emplace_back(item.cast<std::vector<int64_t>>());
+    } else {
+      throw py::type_error("an attribute record field is " +
+                           py::repr(item).cast<std::string>());
+    }
+  }
+  return out;
 }
 
 }  // namespace openhlo::cpu

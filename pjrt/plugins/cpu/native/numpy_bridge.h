@@ -1,10 +1,12 @@
-// Conversions between numpy arrays and native Arrays (GIL held).
+// Conversions between Python values and native ones (GIL held): numpy arrays and Arrays,
+// attribute records (kernel_attrs.py) and AttrRecords.
 #pragma once
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "array.h"
+#include "kernel.h"
 
 namespace openhlo::cpu {
 
@@ -18,5 +20,9 @@ py::dtype numpy_dtype(DType dtype);
 Array array_from_numpy(const py::handle& array, DType dtype);
 // A numpy array that shares the Array's storage (kept alive by a capsule).
 py::array array_to_numpy(const Array& array);
+
+// A record from kernel_attrs.encode: None, bool, int, str, a list of ints or a list of int
+// lists per field. Anything else is a TypeError (encode produces none).
+AttrRecord record_from_python(const py::list& record);
 
 }  // namespace openhlo::cpu

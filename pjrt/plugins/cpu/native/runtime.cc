@@ -10,62 +10,10 @@
 
 namespace openhlo::cpu {
 
-void BufferState::set_value(Array array) {
-  std::unique_lock<std::mutex> lock(mu_);
-  array_ = std::move(array);
-  finish(lock);
-}
-
-void BufferState::set_error(std::exception_ptr error) {
-  std::unique_lock<std::mutex> lock(mu_);
-  error_ = std::move(error);
-  finish(lock);
-}
-
-void BufferState::finish(std::unique_lock<std::mutex>& lock) {
-  done_ = true;
-  auto callbacks = std::move(callbacks_);
-  callbacks_.clear();
-  lock.unlock();
-  cv_.notify_all();
-  for (auto& fn : callbacks) fn();
-}
-
-bool BufferState::is_ready() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
-}
-
-bool BufferState::wait(double seconds) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (seconds < 0) {
-    cv_.wait(lock, [this] { return done_; });
-    return true;
-  }
-  return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; });
-}
-
 Array BufferState::get() {
-  wait();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (error_) std::rethrow_exception(error_);
-  return array_;
-}
-
-std::exception_ptr BufferState::error() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return error_;
-}
-
-void BufferState::on_ready(std::function<void()> fn) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!done_) {
-      callbacks_.push_back(std::move(fn));
-      return;
-    }
-  }
-  fn();
+  done_.wait();
+  if (done_.status().error) std::rethrow_exception(done_.status().error);
+  return done_.status().array;
 }
 
 namespace {
@@ -347,7 +295,13 @@ void bind_runtime(py::module_& m) {
          py::arg("partition_id") = 0, py::arg("host_state") = py::none(),
          py::arg("rendezvous") = nullptr, py::arg("num_replicas") = 1,
          py::arg("num_partitions") = 1);
-  bind_rendezvous(m);
+  // `_native.Rendezvous(num_instances, timeout_s=120)`: plugin.py makes one per multi-device
+  // execution and passes it to each instance's execute.
+  py::class_<Rendezvous, std::shared_ptr<Rendezvous>>(m, "Rendezvous",
+      "Where the instances of one multi-device execution meet in native collectives.")
+      .def(py::init<int64_t, double>(), py::arg("num_instances"),
+           py::arg("timeout_s") = Rendezvous::kDefaultTimeoutS)
+      .def_property_readonly("num_instances", &Rendezvous::num_instances);
 }
 
 }  // namespace openhlo::cpu

@@ -17,31 +17,34 @@
 #include <vector>
 
 #include "executor.h"
+#include "pjrt/native/completion.h"
 
 namespace openhlo::cpu {
 
-// The completion state of one buffer: pending, ready with an Array, or failed.
+// The completion state of one buffer: pending, ready with an Array, or failed (a
+// Completion, pjrt/native/completion.h, whose status is the Array or the error).
 class BufferState {
  public:
-  void set_value(Array array);
-  void set_error(std::exception_ptr error);
-  bool is_ready();
+  void set_value(Array array) { done_.set({std::move(array), nullptr}); }
+  void set_error(std::exception_ptr error) { done_.set({Array(), std::move(error)}); }
+  bool is_ready() { return done_.is_set(); }
   // Blocks until ready (GIL must not be held); returns false on timeout (seconds < 0: none).
-  bool wait(double seconds = -1);
+  bool wait(double seconds = -1) { return done_.wait(seconds); }
   // The Array, or rethrows the failure. Waits first.
   Array get();
-  std::exception_ptr error();  // nullptr while pending or when ready
+  // nullptr while pending or when ready
+  std::exception_ptr error() { return done_.is_set() ? done_.status().error : nullptr; }
   // Runs fn (from the completing thread, or at once if already done).
-  void on_ready(std::function<void()> fn);
+  void on_ready(std::function<void()> fn) {
+    done_.on_set([fn = std::move(fn)](const Result&) { fn(); });
+  }
 
  private:
-  void finish(std::unique_lock<std::mutex>& lock);
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  Array array_;
-  std::exception_ptr error_;
-  std::vector<std::function<void()>> callbacks_;
+  struct Result {
+    Array array;
+    std::exception_ptr error;
+  };
+  Completion<Result> done_;
 };
 
 // One device's worker thread. Destroying the queue lets queued work finish and the thread

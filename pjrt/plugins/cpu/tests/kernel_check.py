@@ -26,12 +26,19 @@ def single_op(module):
     return ops[0]
 
 
+def run_kernel(name: str, attrs: dict, operand_types, result_types, inputs):
+    """Native kernel ``name`` run once, its plain attributes encoded as the lowering does."""
+    from pjrt.plugins.cpu.kernel_attrs import encode
+    from pjrt.plugins.cpu.native_module import native
+    return native().run_kernel(name, encode(name, "test", attrs), operand_types, result_types,
+                               list(inputs))
+
+
 def run_native(op, inputs):
     from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
-    from pjrt.plugins.cpu.native_module import native
-    attrs = {**plain_attrs(op), **region_attrs(op)}
-    return native().run_kernel(op.name, attrs, [tensor_spec(v.type) for v in op.operands],
-                               [tensor_spec(r.type) for r in op.results], list(inputs))
+    return run_kernel(op.name, {**plain_attrs(op), **region_attrs(op)},
+                      [tensor_spec(v.type) for v in op.operands],
+                      [tensor_spec(r.type) for r in op.results], inputs)
 
 
 def check_op(text: str, inputs, rtol: float = 1e-6, atol: float = 0.0):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pjrt.plugins.cpu.native_module import native
-from pjrt.plugins.cpu.tests.kernel_check import check_op
+from pjrt.plugins.cpu.tests.kernel_check import check_op, run_kernel
 
 RNG = np.random.default_rng(3)
 
@@ -144,8 +144,8 @@ def test_dot_general_refuses_mixed_operands():
                                        "lhs_contracting_dimensions": [1],
                                        "rhs_contracting_dimensions": [0]}}
     with pytest.raises(native().Unsupported):
-        native().run_kernel("stablehlo.dot_general", attrs, [("f32", [4, 5]), ("f64", [5, 6])],
-                            [("f64", [4, 6])], [random((4, 5)), random((5, 6), np.float64)])
+        run_kernel("stablehlo.dot_general", attrs, [("f32", [4, 5]), ("f64", [5, 6])],
+                   [("f64", [4, 6])], [random((4, 5)), random((5, 6), np.float64)])
 
 
 # ---------------------------------------------------------------------------------------
