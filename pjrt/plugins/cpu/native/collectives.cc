@@ -46,10 +46,24 @@ std::string id_list(const std::vector<int64_t>& ids) {
 
 }  // namespace
 
-Rendezvous::Rendezvous(int64_t num_instances, double timeout_s)
-    : num_instances_(num_instances), timeout_s_(timeout_s) {
+Rendezvous::Rendezvous(int64_t num_instances, double timeout_s,
+                       std::shared_ptr<const CrossProcess> across)
+    : num_instances_(num_instances), timeout_s_(timeout_s), across_(std::move(across)) {
   if (num_instances < 1) throw std::invalid_argument("a rendezvous needs at least 1 instance");
+  if (across_ != nullptr &&
+      static_cast<int64_t>(across_->instance_process.size()) != num_instances) {
+    throw std::invalid_argument("instance_process must name one process per instance");
+  }
   finished_.assign(static_cast<size_t>(num_instances), false);
+}
+
+bool Rendezvous::is_local(int64_t instance) const {
+  return across_ == nullptr ||
+         across_->instance_process[instance] == across_->groups->process_index();
+}
+
+bool Rendezvous::shares_memory(const std::vector<int64_t>& group) const {
+  return std::all_of(group.begin(), group.end(), [&](int64_t k) { return is_local(k); });
 }
 
 std::string Rendezvous::describe_wait(const std::string& key, const std::vector<int64_t>& group,
@@ -75,27 +89,60 @@ std::vector<std::vector<Array>> Rendezvous::exchange(const std::string& key,
     }
   }
   const size_t size = group.size();
+  const bool across = !shares_memory(group);
   std::unique_lock<std::mutex> lock(mu_);
   if (failed_ >= 0) {
     throw ExecError("instance " + std::to_string(me) + " stopped: " + failure_);
   }
-  const MeetingKey meeting_key{key, group, arrivals_[ArrivalKey{key, group, me}]++};
+  const uint64_t nth = arrivals_[ArrivalKey{key, group, me}]++;
+  const MeetingKey meeting_key{key, group, nth};
   Meeting& meeting = meetings_[meeting_key];  // std::map: the reference stays valid
   if (meeting.values.empty()) {
     meeting.values.resize(size);
     meeting.arrived.assign(size, false);
-    meeting.left = size;
+    for (size_t i = 0; i < size; ++i) {
+      meeting.arrived[i] = !is_local(group[i]);
+      meeting.expected += meeting.arrived[i] ? 0 : 1;
+    }
+    meeting.left = meeting.expected;
   }
   const size_t pos = static_cast<size_t>(at - group.begin());
   meeting.values[pos] = std::move(mine);
   meeting.arrived[pos] = true;
-  if (++meeting.count == size) cv_.notify_all();
+  if (++meeting.count == meeting.expected) {
+    if (across) {
+      // The last member of this process to arrive exchanges with the other processes,
+      // outside the lock (the wait is bounded by the process groups' own timeout).
+      std::vector<std::vector<Array>> values = meeting.values;
+      lock.unlock();
+      std::string failure;
+      try {
+        exchange_across_processes(*across_->groups, across_->instance_process, group,
+                                  across_->launch + "|" + key + "|" + id_list(group) + "|" +
+                                      std::to_string(nth),
+                                  key + " of instances " + id_list(group), values);
+      } catch (std::exception& e) {
+        failure = e.what();
+      }
+      lock.lock();
+      meeting.values = std::move(values);
+      meeting.error = std::move(failure);
+    }
+    meeting.complete = true;
+    cv_.notify_all();
+  }
 
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_s_));
-  std::string error;
-  while (meeting.count < size) {
+  std::string error = meeting.error;
+  while (!meeting.complete) {
+    if (meeting.count == meeting.expected) {
+      // Every local member is here: the exchange with the other processes is under way.
+      cv_.wait(lock);
+      error = meeting.error;
+      continue;
+    }
     if (failed_ >= 0) {
       error = "instance " + std::to_string(me) + " stopped in " +
               describe_wait(key, group, meeting) + ": " + failure_;
@@ -108,7 +155,8 @@ std::vector<std::vector<Array>> Rendezvous::exchange(const std::string& key,
               "without joining (the instances disagree on the collectives they run)";
       break;
     }
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && meeting.count < size) {
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        meeting.count < meeting.expected) {
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), "%g", timeout_s_);
       error = describe_wait(key, group, meeting) + " timed out after " + seconds +
@@ -219,6 +267,12 @@ std::vector<std::vector<Array>> exchange(ExecContext& ctx, const Groups& g, int6
   return ctx.rendezvous->exchange(g.key, g.members[k], k, std::move(mine));
 }
 
+// Whether the group of instance k has members in other processes: then no member can write
+// into arrays the others receive (all_reduce and all_gather compute their whole results).
+bool spans_processes(const ExecContext& ctx, const Groups& g, int64_t k) {
+  return ctx.rendezvous != nullptr && !ctx.rendezvous->shares_memory(g.members[k]);
+}
+
 // Results of these types, allocated (by the member that hands them out to its group).
 std::vector<Array> allocate_all(const std::vector<TensorSpec>& specs) {
   std::vector<Array> out;
@@ -320,6 +374,19 @@ Step make_all_reduce(const OpSpec& spec) {
       for (size_t j = 0; j < n; ++j) results[j] = operands[j];
       return;
     }
+    if (spans_processes(ctx, *g, k)) {
+      const auto values = exchange(ctx, *g, k, std::vector<Array>(operands, operands + n));
+      for (size_t j = 0; j < n; ++j) {
+        Array out = allocate(result_specs[j].dtype, result_specs[j].shape);
+        parallel_for(out.size(), strided::kParallelGrain, [&](int64_t b, int64_t e) {
+          std::vector<const void*> part(size);
+          for (int64_t m = 0; m < size; ++m) part[m] = at(values[m][j], b);
+          folds[j](part.data(), size, at_mut(out, b), e - b);
+        });
+        results[j] = std::move(out);
+      }
+      return;
+    }
     const int64_t pos = g->position[k];
     std::vector<Array> mine(operands, operands + n);
     if (pos == 0) {
@@ -377,6 +444,19 @@ Step make_all_gather(const OpSpec& spec) {
       return;
     }
     const int64_t pos = g->position[k];
+    if (spans_processes(ctx, *g, k)) {
+      const auto values = exchange(ctx, *g, k, std::vector<Array>(operands, operands + n));
+      const int64_t size = static_cast<int64_t>(values.size());
+      for (size_t j = 0; j < n; ++j) {
+        const Part& p = parts[j];
+        Array out = allocate(result_specs[j].dtype, result_specs[j].shape);
+        for (int64_t m = 0; m < size; ++m) {
+          p.copy(p.plan, values[m][j].raw(), at_mut(out, m * p.slot_stride));
+        }
+        results[j] = std::move(out);
+      }
+      return;
+    }
     const auto values = exchange(ctx, *g, k, pos == 0 ? allocate_all(result_specs)
                                                       : std::vector<Array>());
     for (size_t j = 0; j < n; ++j) {
@@ -591,6 +671,17 @@ void bind_rendezvous(py::module_& m) {
       "Where the instances of one multi-device execution meet in native collectives.")
       .def(py::init<int64_t, double>(), py::arg("num_instances"),
            py::arg("timeout_s") = Rendezvous::kDefaultTimeoutS)
+      .def(py::init([](int64_t num_instances, double timeout_s,
+                       std::shared_ptr<ProcessGroups> processes,
+                       std::vector<int> instance_process, std::string launch) {
+             auto across = std::make_shared<CrossProcess>(
+                 CrossProcess{std::move(processes), std::move(instance_process),
+                              std::move(launch)});
+             return std::make_shared<Rendezvous>(num_instances, timeout_s, std::move(across));
+           }),
+           py::arg("num_instances"), py::arg("timeout_s"), py::arg("processes"),
+           py::arg("instance_process"), py::arg("launch"),
+           "A multi-process execution: instance k runs in process instance_process[k].")
       .def_property_readonly("num_instances", &Rendezvous::num_instances);
 }
 

@@ -8,6 +8,7 @@
 #include "runtime.h"
 #include "kernel.h"
 #include "numpy_bridge.h"
+#include "process_group.h"
 #include "profiler.h"
 #include "thread_pool.h"
 
@@ -80,4 +81,5 @@ PYBIND11_MODULE(_native, m) {
   });
   bind_executor(m);
   bind_runtime(m);
+  bind_process_groups(m);
 }
