@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "combiners.h"
+#include "kernels_elementwise.h"
 #include "strided.h"
 #include "thread_pool.h"
 
@@ -135,12 +136,11 @@ std::vector<std::vector<Array>> Rendezvous::exchange(const std::string& key,
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_s_));
-  std::string error = meeting.error;
+  std::string error;
   while (!meeting.complete) {
     if (meeting.count == meeting.expected) {
       // Every local member is here: the exchange with the other processes is under way.
       cv_.wait(lock);
-      error = meeting.error;
       continue;
     }
     if (failed_ >= 0) {
@@ -164,6 +164,7 @@ std::vector<std::vector<Array>> Rendezvous::exchange(const std::string& key,
       break;
     }
   }
+  if (error.empty()) error = meeting.error;  // of the exchange with the other processes
   std::vector<std::vector<Array>> values;
   if (error.empty()) values = meeting.values;
   if (--meeting.left == 0) meetings_.erase(meeting_key);
@@ -320,7 +321,36 @@ void fold(const void* const* srcs, int64_t members, void* out, int64_t n) {
   }
 }
 
+// The 16-bit floats: each step widened to double and rounded back, as the interpreter
+// rounds each application of the reducer region.
+template <Comb C, typename N>
+void fold_narrow(const void* const* srcs, int64_t members, void* out, int64_t n) {
+  N* o = static_cast<N*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    N acc = static_cast<const N*>(srcs[0])[i];
+    for (int64_t m = 1; m < members; ++m) {
+      acc = elementwise::narrow_from_double<N>(
+          combine<C>(elementwise::to_double(acc),
+                     elementwise::to_double(static_cast<const N*>(srcs[m])[i])));
+    }
+    o[i] = acc;
+  }
+}
+
+template <typename N>
+FoldFn narrow_fold_fn(DType dtype, Comb comb) {
+  switch (comb) {
+    case Comb::kAdd: return &fold_narrow<Comb::kAdd, N>;
+    case Comb::kMul: return &fold_narrow<Comb::kMul, N>;
+    case Comb::kMax: return &fold_narrow<Comb::kMax, N>;
+    case Comb::kMin: return &fold_narrow<Comb::kMin, N>;
+    default: throw Unsupported(std::string("bitwise reduction on ") + dtype_name(dtype));
+  }
+}
+
 FoldFn fold_fn(DType dtype, Comb comb) {
+  if (dtype == DType::F16) return narrow_fold_fn<f16_t>(dtype, comb);
+  if (dtype == DType::BF16) return narrow_fold_fn<bf16_t>(dtype, comb);
   return dispatch_real(dtype, [&](auto tag) -> FoldFn {
     using T = typename decltype(tag)::type;
     switch (comb) {

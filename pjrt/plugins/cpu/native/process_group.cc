@@ -99,13 +99,27 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
     if (cached == nullptr) {
       auto created = std::make_shared<gloo::rendezvous::Context>(rank, size);
       created->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
-      GlooStore store(store_, "gloo/" + process_list(processes) + "/", timeout_s_);
+      const std::string prefix = "gloo/" + process_list(processes) + "/";
+      GlooStore store(store_, prefix, timeout_s_);
       try {
         created->connectFullMesh(store, contexts_->device);
       } catch (std::exception& e) {
-        throw ExecError(what + ": processes " + process_list(processes) +
-                        " could not connect (gloo) within " + std::to_string(timeout_s_) +
-                        " s: " + e.what());
+        // gloo publishes each rank's addresses under its rank: the ranks without a key
+        // never came.
+        std::vector<int> missing;
+        for (int r = 0; r < size; ++r) {
+          try {
+            store_->get(prefix + std::to_string(r), 0.0);
+          } catch (std::exception&) {
+            missing.push_back(processes[r]);
+          }
+        }
+        char seconds[32];
+        std::snprintf(seconds, sizeof(seconds), "%g", timeout_s_);
+        throw ExecError(what + ": process(es) " + process_list(missing) + " of " +
+                        process_list(processes) + " did not arrive within " + seconds +
+                        " s (in process " + std::to_string(process_index_) +
+                        ", connecting: " + e.what() + ")");
       }
       cached = created;
     }
@@ -114,7 +128,8 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
 
   // Sizes first (8 bytes from and to every peer), then the bytes: one recv per peer, so a
   // peer that never answers is known by name.
-  std::vector<uint64_t> sizes(size, 0);
+  constexpr uint64_t kNotReceived = ~uint64_t{0};
+  std::vector<uint64_t> sizes(size, kNotReceived);
   sizes[rank] = mine.size();
   std::vector<std::string> failed(size);
   auto run_phase = [&](int phase, const std::function<std::pair<void*, size_t>(int)>& recv_into,
@@ -153,7 +168,12 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
   run_phase(0, [&](int r) { return std::pair<void*, size_t>(&sizes[r], sizeof(uint64_t)); },
             &sizes[rank], sizeof(uint64_t));
   bool ok = true;
-  for (int r = 0; r < size; ++r) ok &= failed[r].empty();
+  for (int r = 0; r < size; ++r) {
+    // A recv that gloo reports complete although the peer sent nothing (its connection
+    // closed) leaves the size unset: that peer did not arrive either.
+    if (failed[r].empty() && sizes[r] == kNotReceived) failed[r] = "no size received";
+    ok &= failed[r].empty();
+  }
   if (ok) {
     for (int r = 0; r < size; ++r) {
       if (r != rank) out[r].resize(sizes[r]);
@@ -240,7 +260,7 @@ std::string pack(const std::vector<std::vector<Array>>& values, const std::vecto
 }
 
 void unpack(const std::string& in, std::vector<std::vector<Array>>& values,
-            const std::string& what) {
+            std::vector<bool>& filled, const std::string& what) {
   size_t at = 0;
   while (at < in.size()) {
     const auto pos = take<uint64_t>(in, at, what);
@@ -259,6 +279,7 @@ void unpack(const std::string& in, std::vector<std::vector<Array>>& values,
       at += bytes;
     }
     values[pos] = std::move(arrays);
+    filled[pos] = true;
   }
 }
 
@@ -279,8 +300,16 @@ void exchange_across_processes(ProcessGroups& groups, const std::vector<int>& in
   std::sort(processes.begin(), processes.end());
   const auto all = groups.allgather(processes, tag, pack(values, mine),
                                     what + " across processes " + process_list(processes));
+  std::vector<bool> filled = mine;
   for (size_t r = 0; r < processes.size(); ++r) {
-    if (processes[r] != groups.process_index()) unpack(all[r], values, what);
+    if (processes[r] != groups.process_index()) unpack(all[r], values, filled, what);
+  }
+  for (size_t pos = 0; pos < group.size(); ++pos) {
+    if (!filled[pos]) {
+      throw ExecError(what + ": no contribution of instance " + std::to_string(group[pos]) +
+                      " came from process " +
+                      std::to_string(instance_process[static_cast<size_t>(group[pos])]));
+    }
   }
 }
 
