@@ -43,22 +43,28 @@ def _sum(type_: str) -> str:
   }})"""
 
 
-def _all_reduce(type_: str, groups: str) -> str:
+def _groups(groups: list) -> str:
+    rows = ", ".join(str(g) for g in groups)
+    return f"dense<[{rows}]> : tensor<{len(groups)}x{len(groups[0])}xi64>"
+
+
+def _all_reduce(type_: str, groups: list) -> str:
     t = f"tensor<3x5x{type_}>"
     return _replicated(f"""  %r = "stablehlo.all_reduce"(%x) {_sum(type_)}
-      {{replica_groups = dense<{groups}> : tensor<{groups.count('[') - 1}x{INSTANCES // (groups.count('[') - 1)}xi64>}} : ({t}) -> {t}
+      {{replica_groups = {_groups(groups)}}} : ({t}) -> {t}
   return %r : {t}""", f"%x: {t}", t)
 
 
 PROGRAMS = {
-    "all_reduce_f32.mlir": _all_reduce("f32", "[[0, 1, 2, 3]]"),
-    "all_reduce_bf16.mlir": _all_reduce("bf16", "[[0, 2], [1, 3]]"),
-    "all_reduce_f16.mlir": _all_reduce("f16", "[[3, 1, 2, 0]]"),
-    "all_reduce_i32.mlir": _all_reduce("i32", "[[0, 3], [2, 1]]"),
+    "all_reduce_f32.mlir": _all_reduce("f32", [[0, 1, 2, 3]]),
+    "all_reduce_bf16.mlir": _all_reduce("bf16", [[0, 2], [1, 3]]),
+    "all_reduce_f16.mlir": _all_reduce("f16", [[3, 1, 2, 0]]),
+    "all_reduce_i32.mlir": _all_reduce("i32", [[0, 3], [2, 1]]),
     # groups inside one process, in a multi-process execution
-    "all_reduce_local_groups.mlir": _all_reduce("f32", "[[0, 1], [2, 3]]"),
+    "all_reduce_local_groups.mlir": _all_reduce("f32", [[0, 1], [2, 3]]),
     "all_gather.mlir": _replicated("""  %r = "stablehlo.all_gather"(%x) {all_gather_dim = 1 : i64,
-      replica_groups = dense<[[0, 2, 1, 3]]> : tensor<1x4xi64>} : (tensor<2x3xf32>) -> tensor<2x12xf32>
+      replica_groups = dense<[[0, 2, 1, 3]]> : tensor<1x4xi64>}
+      : (tensor<2x3xf32>) -> tensor<2x12xf32>
   return %r : tensor<2x12xf32>""", "%x: tensor<2x3xf32>", "tensor<2x12xf32>"),
     "reduce_scatter.mlir": _replicated(f"""  %r = "stablehlo.reduce_scatter"(%x) {_sum("f32")}
       {{scatter_dimension = 0 : i64, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}}
@@ -66,20 +72,23 @@ PROGRAMS = {
   return %r : tensor<2x3xf32>""", "%x: tensor<8x3xf32>", "tensor<2x3xf32>"),
     "all_to_all.mlir": _replicated("""  %r = "stablehlo.all_to_all"(%x) {split_dimension = 0 : i64,
       concat_dimension = 1 : i64, split_count = 4 : i64,
-      replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<4x2xi32>) -> tensor<1x8xi32>
+      replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}
+      : (tensor<4x2xi32>) -> tensor<1x8xi32>
   return %r : tensor<1x8xi32>""", "%x: tensor<4x2xi32>", "tensor<1x8xi32>"),
     "collective_permute.mlir": _replicated("""  %r = "stablehlo.collective_permute"(%x) {
       source_target_pairs = dense<[[0, 2], [2, 1], [1, 3], [3, 0]]> : tensor<4x2xi64>}
       : (tensor<3xf32>) -> tensor<3xf32>
   return %r : tensor<3xf32>""", "%x: tensor<3xf32>", "tensor<3xf32>"),
     "collective_broadcast.mlir": _replicated("""  %r = "stablehlo.collective_broadcast"(%x) {
-      replica_groups = dense<[[2, 0, 1, 3]]> : tensor<1x4xi64>} : (tensor<2x2xf16>) -> tensor<2x2xf16>
+      replica_groups = dense<[[2, 0, 1, 3]]> : tensor<1x4xi64>}
+      : (tensor<2x2xf16>) -> tensor<2x2xf16>
   return %r : tensor<2x2xf16>""", "%x: tensor<2x2xf16>", "tensor<2x2xf16>"),
     # partitioned: the contracting dimension is sharded, so the partitioner all-reduces
     "sharded_dot.mlir": f"""module attributes {{mhlo.num_partitions = {INSTANCES} : i32}} {{
 sdy.mesh @mesh = <["x"={INSTANCES}]>
-func.func public @main(%a: tensor<8x16xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{}}, {{"x"}}]>}},
-                       %b: tensor<16x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}})
+func.func public @main(
+    %a: tensor<8x16xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{}}, {{"x"}}]>}},
+    %b: tensor<16x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}})
     -> (tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}) {{
   %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] :
       (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
