@@ -469,13 +469,19 @@ class LoadedExecutable(abc.ABC):
                                     f"{np.shape(array)}")
         count = self.num_partitions
         pieces = [compiling.split_global(a, tiles, count) for a, tiles in zip(arrays, params)]
-        outputs, events = self.execute_sharded([[p[d] for p in pieces] for d in range(count)],
+        # In a multi-process client this process runs its own partitions (every process
+        # calls execute_global with the same arguments) and gets the others' results.
+        mine = [self.device_assignment[0].index(d) for d in self.addressable_devices()]
+        outputs, events = self.execute_sharded([[p[d] for p in pieces] for d in mine],
                                                with_events=True)
         for event in events:
             event.wait()
+        by_partition = {d: [b.to_numpy() for b in out] for d, out in zip(mine, outputs)}
+        if len(mine) < count:
+            by_partition = self.client._gather_from_processes(by_partition)
         glued = []
         for k, (tiles, local) in enumerate(zip(results, self.executable.result_types)):
-            glued.append(compiling.assemble_global([out[k].to_numpy() for out in outputs],
+            glued.append(compiling.assemble_global([by_partition[d][k] for d in range(count)],
                                                    tiles, local.shape))
         return glued
 
@@ -613,8 +619,13 @@ class Client(abc.ABC):
         """Every device of this client."""
 
     def addressable_devices(self) -> list[Device]:
-        """The devices this process can run on (all of them until multi-process)."""
+        """The devices this process can run on (all of them but in a multi-process client)."""
         return [d for d in self.devices() if d.process_index == self.process_index]
+
+    def _gather_from_processes(self, local: dict) -> dict:
+        """Multi-process clients: every process's ``{instance: [numpy results]}`` merged
+        (execute_global); ``local`` is this process's share."""
+        raise UnimplementedError(f"the {self.platform_name} client runs in one process")
 
     def own_device(self, device: Optional[Device]) -> Device:
         """``device`` checked to be an addressable device of this client (None: the first)."""
@@ -704,11 +715,12 @@ class Client(abc.ABC):
         """Copy a host array to ``device`` (default: the first addressable device)."""
 
     def default_device_assignment(self, num_replicas: int, num_partitions: int) -> list:
-        """Device ids ``[replica][partition]``, taken in order from the addressable devices."""
+        """Device ids ``[replica][partition]``, taken in order from the devices (every
+        process's, in a multi-process client)."""
         for name, value in (("num_replicas", num_replicas), ("num_partitions", num_partitions)):
             if not isinstance(value, int) or value < 1:
                 raise ArgumentError(f"{name} must be a positive integer, got {value!r}")
-        devices = self.addressable_devices()
+        devices = self.devices()
         needed = num_replicas * num_partitions
         if needed > len(devices):
             raise ArgumentError(

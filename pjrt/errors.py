@@ -67,6 +67,11 @@ class PluginError(PjrtError):
     code = ErrorCode.UNAVAILABLE
 
 
+class UnavailableError(PjrtError):
+    """A peer that cannot be reached: the key-value store of a multi-process client."""
+    code = ErrorCode.UNAVAILABLE
+
+
 class ExecutionError(PjrtError):
     """An execution that failed at run time; the message names the op when known."""
     code = ErrorCode.INTERNAL

@@ -32,6 +32,9 @@ DEFAULT_CONSTANT_BYTES = 1 << 30
 # others before failing (a failed or finished instance stops the wait at once; this catches
 # instances stuck elsewhere). Long enough for a slow instance's compile-free work.
 DEFAULT_COLLECTIVE_TIMEOUT_S = 120.0
+# Across processes (a multi-process cpu client) the default is longer: the other processes
+# may still be compiling or starting, and a dead peer is noticed at once anyway.
+DEFAULT_CROSS_PROCESS_TIMEOUT_S = 300.0
 
 
 def _read(env: str, default: int) -> int:
@@ -80,12 +83,14 @@ def physical_memory_bytes() -> int:
         return 1 << 62
 
 
-def collective_timeout_s() -> float:
+def collective_timeout_s(default: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> float:
     """Seconds any instance waits for the others in a collective, send or recv (every
-    backend, one variable) before failing with an error naming what it waited for."""
+    backend, one variable) before failing with an error naming what it waited for;
+    ``default`` when the variable is unset (DEFAULT_CROSS_PROCESS_TIMEOUT_S across
+    processes)."""
     raw = os.environ.get(COLLECTIVE_TIMEOUT_ENV)
     if raw is None or raw.strip() == "":
-        return DEFAULT_COLLECTIVE_TIMEOUT_S
+        return default
     try:
         value = float(raw.strip())
     except ValueError:

@@ -42,6 +42,14 @@ def add_parser(subparsers) -> None:
                    help="partition a sharded program for N devices and run it there: global "
                         "arguments are cut by the argument shardings, results put back "
                         "together by the result shardings")
+    p.add_argument("--num-processes", type=int, metavar="P",
+                   help="with --num-devices N: start P processes on this machine, each with N "
+                        "devices, and run the partitioned program on all P*N of them "
+                        "(collectives between processes go through gloo); process 0 prints "
+                        "or saves the results")
+    p.add_argument("--launch-timeout", type=float, default=600.0, metavar="S",
+                   help="with --num-processes: stop the processes after S seconds "
+                        "(default 600)")
     add_opt_level_argument(p)
     p.add_argument("--profile", action="store_true",
                    help="cpu backend: print the time of each instruction on stderr")
@@ -66,6 +74,8 @@ def apply_opt_level(args) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from stablehlo.text import parse_module
+    if args.num_processes is not None:
+        return _launch_processes(args)
     text, filename = read_source(args.file, args.sources)
     module = parse_module(text, filename)
     apply_opt_level(args)
@@ -86,9 +96,10 @@ def run_command(args: argparse.Namespace) -> int:
         results = exe.execute_global(*inputs)
     else:
         results = exe(*inputs)
-    if args.output:
+    reports = exe.client.process_index == 0  # of several processes, process 0 reports
+    if args.output and reports:
         save_results(args.output, results)
-    else:
+    elif reports:
         sys.stdout.write(format_results(results, result_types))
     if args.metrics:
         import pjrt
@@ -102,9 +113,45 @@ def _partitioned(module, args):
         raise CliError(f"--num-devices must be positive, got {args.num_devices}")
     if args.profile:
         raise CliError("--profile runs on one device; it cannot be used with --num-devices")
-    client = make_client(args.backend, num_devices=args.num_devices)
-    return client.compile(module, CompileOptions(num_partitions=args.num_devices),
+    from pjrt.distributed.options import from_environment
+    # A process started by --num-processes joins the others (_launch_processes).
+    distributed = from_environment()
+    if distributed is None:
+        client = make_client(args.backend, num_devices=args.num_devices)
+    else:
+        client = make_client(args.backend, num_devices=args.num_devices,
+                             distributed=distributed)
+    return client.compile(module, CompileOptions(num_partitions=len(client.devices())),
                           entry=args.entry)
+
+
+def _launch_processes(args: argparse.Namespace) -> int:
+    """``--num-processes P``: this command again in P processes (pjrt.distributed.launch),
+    each with --num-devices devices; prints what process 0 printed."""
+    from pjrt.distributed.launch import launch
+    if args.num_processes < 1:
+        raise CliError(f"--num-processes must be positive, got {args.num_processes}")
+    if args.num_devices is None:
+        raise CliError("--num-processes needs --num-devices (the devices of each process)")
+    if args.file == "-":
+        raise CliError("--num-processes reads the program from a file, not stdin")
+    if args.profile:
+        raise CliError("--profile runs on one device; it cannot be used with --num-processes")
+    command = [sys.executable, "-m", "tools.cli", "run", os.path.abspath(args.file),
+               "--backend", args.backend, "--num-devices", str(args.num_devices),
+               "--seed", str(args.seed)]
+    for flag, value in (("--inputs", args.inputs), ("--output", args.output),
+                        ("--entry", args.entry), ("--opt-level", args.opt_level)):
+        if value is not None:
+            path_like = flag in ("--inputs", "--output")
+            command += [flag, os.path.abspath(value) if path_like else str(value)]
+    if args.metrics:
+        command.append("--metrics")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    finished = launch(command, args.num_processes, args.launch_timeout, cwd=root)
+    sys.stdout.write(finished[0].stdout)
+    sys.stderr.write(finished[0].stderr)
+    return 0
 
 
 def load_inputs(path: str, types: list[Type], entry: str) -> list:

@@ -87,7 +87,7 @@ class CpuBuffer(Buffer):
     def __init__(self, client: "CpuClient", handle, dtype: np.dtype, type=None):
         self._handle = handle
         self._client = client
-        self._device = client._devices[handle.device]
+        self._device = client._local_devices[handle.device]
         self._dtype = dtype
         self._type = type  # the StableHLO type when its storage differs (raw-byte types)
 
@@ -137,7 +137,9 @@ class CpuBuffer(Buffer):
         if self._handle.is_deleted:
             raise BufferDeletedError(f"cannot copy buffer {self.dtype.name}{list(self.shape)} "
                                      f"on {self.device} to {device}: it was deleted or donated")
-        return CpuBuffer(self._client, self._client._runtime.copy_buffer(self._handle, device.id),
+        return CpuBuffer(self._client,
+                         self._client._runtime.copy_buffer(self._handle,
+                                                           device.local_hardware_id),
                          self._dtype, self._type)
 
     def delete(self) -> None:
@@ -257,20 +259,39 @@ class CpuExecutable(LoadedExecutable):
                 f"@{self.entry} cannot run asynchronously on buffers: "
                 f"{program.whole_program_fallback}; call the executable with numpy arrays")
         runtime = self.client._runtime
+        count = self.num_replicas * self.num_partitions
+        multi = count > 1
+        # Instance k runs on the k-th device of the assignment (replica-major); a
+        # multi-process client runs only those of this process.
+        assigned = [d for row in self.device_assignment for d in row]
+        instances = [assigned.index(d) for d in devices] if multi else [0]
+        groups = self.client._process_groups
+        if groups is not None and (program.fallbacks or program.whole_program_fallback):
+            raise UnimplementedError(
+                f"@{self.entry} has ops that run on the interpreter, which cannot run across "
+                f"processes: {[str(f) for f in program.fallbacks]}")
         states = self._host_states(len(devices))
-        multi = len(devices) > 1
-        # The native collectives of this execution's instances meet in one rendezvous; an
-        # instance that fails aborts it, so the others stop waiting (native/collectives.h).
-        rendezvous = native().Rendezvous(len(devices), collective_timeout_s()) if multi else None
-        replicas, partitions = (self.num_replicas, self.num_partitions) if multi else (1, 1)
         outputs, events = [], []
         # Instances of one execution are queued together, so every device sees executions
         # in the same order and collectives between them cannot deadlock.
         with self.client._dispatch_lock:
-            for k, (args, device) in enumerate(zip(args_per_device, devices)):
+            # The native collectives of this execution's instances meet in one rendezvous; an
+            # instance that fails aborts it, so the others stop waiting
+            # (native/collectives.h). Across processes it is keyed by the launch count, which
+            # every process advances in the same order (each runs the same executions).
+            rendezvous = None
+            if multi and groups is not None:
+                self.client._launches += 1
+                rendezvous = native().Rendezvous(
+                    count, self.client._timeout_s, groups,
+                    [d.process_index for d in assigned], f"launch {self.client._launches}")
+            elif multi:
+                rendezvous = native().Rendezvous(count, collective_timeout_s())
+            replicas, partitions = (self.num_replicas, self.num_partitions) if multi else (1, 1)
+            for i, (k, args, device) in enumerate(zip(instances, args_per_device, devices)):
                 handles = runtime.execute(
-                    program.native, device.id, [b._handle for b in args],
-                    k // partitions, k % partitions, states[k], rendezvous, replicas,
+                    program.native, device.local_hardware_id, [b._handle for b in args],
+                    k // partitions, k % partitions, states[i], rendezvous, replicas,
                     partitions)
                 *results, done = handles
                 outputs.append([CpuBuffer(self.client, h, dtype, raw) for h, dtype, raw in
@@ -292,21 +313,91 @@ class CpuExecutable(LoadedExecutable):
 
 
 class CpuClient(Client):
-    def __init__(self, num_devices: int = 1, probe_dir=None, opt_level=None):
+    """``num_devices`` virtual devices in this process; with ``distributed``
+    (pjrt.distributed.options.DistributedOptions) one client over the devices of several
+    processes: ``devices()`` lists all of them (ids dense in process order),
+    ``addressable_devices()`` this process's, and collectives of groups that span processes
+    go through gloo (README.md, Multi-process)."""
+
+    def __init__(self, num_devices: int = 1, probe_dir=None, opt_level=None,
+                 distributed=None):
         if not isinstance(num_devices, int) or isinstance(num_devices, bool) or num_devices < 1:
             raise ArgumentError(f"num_devices must be a positive integer, got {num_devices!r}")
         self.probe_dir = probe_dir
         opt_level_of(None, opt_level)  # a bad value fails here, not at the first compile
         self.opt_level = opt_level
+        self._process_index = 0
+        self._process_groups = None  # native ProcessGroups of a multi-process client
+        self._launches = 0  # multi-device executions so far: the key of the next one
+        counts = [num_devices]
+        if distributed is not None:
+            counts = self._join(distributed, num_devices)
         self._runtime = native().Runtime(num_devices)
         self._dispatch_lock = threading.Lock()
-        self._devices = [Device(id=i, kind="cpu", local_hardware_id=i, platform=PLATFORM,
-                                memory_space=MemorySpace(id=i, device_ids=(i,)))
-                         for i in range(num_devices)]
+        self._devices = []
+        for process, count in enumerate(counts):
+            first = sum(counts[:process])
+            self._devices += [Device(id=first + i, kind="cpu", process_index=process,
+                                     local_hardware_id=i, platform=PLATFORM,
+                                     memory_space=MemorySpace(id=first + i,
+                                                              device_ids=(first + i,)))
+                              for i in range(count)]
+        # Native buffers name their device by its index in this process (local_hardware_id).
+        self._local_devices = [d for d in self._devices
+                               if d.process_index == self._process_index]
+
+    def _join(self, distributed, num_devices: int) -> list[int]:
+        """Meet the other processes: the topology (every process's device count) and the
+        native process groups that carry collectives between them."""
+        from pjrt.distributed.options import DistributedOptions, exchange_topology
+        from pjrt.distributed.store import PrefixStore
+        from stablehlo.limits import DEFAULT_CROSS_PROCESS_TIMEOUT_S
+        if not isinstance(distributed, DistributedOptions):
+            raise ArgumentError(f"distributed must be a pjrt.distributed.options."
+                                f"DistributedOptions, got {type(distributed).__name__}")
+        if not native().HAVE_GLOO:
+            raise UnimplementedError(
+                "a multi-process cpu client needs gloo: install Debian's libgloo-dev "
+                "(apt-get install libgloo-dev) and reinstall OpenHLO (pip install -e .)")
+        self._process_index = distributed.process_index
+        self._timeout_s = distributed.timeout_s or collective_timeout_s(
+            DEFAULT_CROSS_PROCESS_TIMEOUT_S)
+        counts = exchange_topology(distributed, PLATFORM, num_devices, self._timeout_s)
+        self._process_groups = native().ProcessGroups(
+            distributed.process_index, distributed.num_processes,
+            PrefixStore(distributed.store, f"{PLATFORM}/"), distributed.hostname,
+            self._timeout_s)
+        return counts
 
     @property
     def platform_name(self) -> str:
         return PLATFORM
+
+    @property
+    def process_index(self) -> int:
+        return self._process_index
+
+    def _gather_from_processes(self, local: dict) -> dict:
+        """Every process's ``{instance: [numpy results]}`` merged, in every process (for
+        execute_global): the arrays travel through the native process groups, each as its
+        dtype name, shape and bytes."""
+        import json
+        arrays = [(k, a) for k, results in sorted(local.items()) for a in results]
+        header = json.dumps([[k, a.dtype.name, list(a.shape)] for k, a in arrays]).encode()
+        payload = b"".join([len(header).to_bytes(8, "little"), header] +
+                           [np.ascontiguousarray(a).tobytes() for _, a in arrays])
+        self._launches += 1
+        merged: dict = {}
+        everyone = list(range(self._process_groups.num_processes))
+        for data in self._process_groups.allgather(everyone, f"gather {self._launches}",
+                                                   payload):
+            size = int.from_bytes(data[:8], "little")
+            at = 8 + size
+            for k, dtype, shape in json.loads(data[8:at]):
+                array = np.frombuffer(data, np.dtype(dtype), int(np.prod(shape)), at)
+                merged.setdefault(k, []).append(array.reshape(shape))
+                at += array.nbytes
+        return merged
 
     @property
     def platform_version(self) -> str:
@@ -399,7 +490,8 @@ class CpuClient(Client):
             raise ArgumentError(f"cannot make a cpu buffer of dtype {array.dtype}: {exc}") \
                 from None
         raw = type if stored_raw(type) else None
-        handle = self._runtime.buffer_from_numpy(as_stored(array, type), spec[0], device.id)
+        handle = self._runtime.buffer_from_numpy(as_stored(array, type), spec[0],
+                                                 device.local_hardware_id)
         counters.count_to_device(array.nbytes)
         return CpuBuffer(self, handle, array.dtype, raw)
 

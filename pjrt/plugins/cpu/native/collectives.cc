@@ -27,6 +27,7 @@
 
 #include "_generated/kernel_attrs.h"
 #include "combiners.h"
+#include "kernels_elementwise.h"
 #include "strided.h"
 #include "thread_pool.h"
 
@@ -45,10 +46,24 @@ std::string id_list(const std::vector<int64_t>& ids) {
 
 }  // namespace
 
-Rendezvous::Rendezvous(int64_t num_instances, double timeout_s)
-    : num_instances_(num_instances), timeout_s_(timeout_s) {
+Rendezvous::Rendezvous(int64_t num_instances, double timeout_s,
+                       std::shared_ptr<const CrossProcess> across)
+    : num_instances_(num_instances), timeout_s_(timeout_s), across_(std::move(across)) {
   if (num_instances < 1) throw std::invalid_argument("a rendezvous needs at least 1 instance");
+  if (across_ != nullptr &&
+      static_cast<int64_t>(across_->instance_process.size()) != num_instances) {
+    throw std::invalid_argument("instance_process must name one process per instance");
+  }
   finished_.assign(static_cast<size_t>(num_instances), false);
+}
+
+bool Rendezvous::is_local(int64_t instance) const {
+  return across_ == nullptr ||
+         across_->instance_process[instance] == across_->groups->process_index();
+}
+
+bool Rendezvous::shares_memory(const std::vector<int64_t>& group) const {
+  return std::all_of(group.begin(), group.end(), [&](int64_t k) { return is_local(k); });
 }
 
 std::string Rendezvous::describe_wait(const std::string& key, const std::vector<int64_t>& group,
@@ -74,27 +89,59 @@ std::vector<std::vector<Array>> Rendezvous::exchange(const std::string& key,
     }
   }
   const size_t size = group.size();
+  const bool across = !shares_memory(group);
   std::unique_lock<std::mutex> lock(mu_);
   if (failed_ >= 0) {
     throw ExecError("instance " + std::to_string(me) + " stopped: " + failure_);
   }
-  const MeetingKey meeting_key{key, group, arrivals_[ArrivalKey{key, group, me}]++};
+  const uint64_t nth = arrivals_[ArrivalKey{key, group, me}]++;
+  const MeetingKey meeting_key{key, group, nth};
   Meeting& meeting = meetings_[meeting_key];  // std::map: the reference stays valid
   if (meeting.values.empty()) {
     meeting.values.resize(size);
     meeting.arrived.assign(size, false);
-    meeting.left = size;
+    for (size_t i = 0; i < size; ++i) {
+      meeting.arrived[i] = !is_local(group[i]);
+      meeting.expected += meeting.arrived[i] ? 0 : 1;
+    }
+    meeting.left = meeting.expected;
   }
   const size_t pos = static_cast<size_t>(at - group.begin());
   meeting.values[pos] = std::move(mine);
   meeting.arrived[pos] = true;
-  if (++meeting.count == size) cv_.notify_all();
+  if (++meeting.count == meeting.expected) {
+    if (across) {
+      // The last member of this process to arrive exchanges with the other processes,
+      // outside the lock (the wait is bounded by the process groups' own timeout).
+      std::vector<std::vector<Array>> values = meeting.values;
+      lock.unlock();
+      std::string failure;
+      try {
+        exchange_across_processes(*across_->groups, across_->instance_process, group,
+                                  across_->launch + "|" + key + "|" + id_list(group) + "|" +
+                                      std::to_string(nth),
+                                  key + " of instances " + id_list(group), values);
+      } catch (std::exception& e) {
+        failure = e.what();
+      }
+      lock.lock();
+      meeting.values = std::move(values);
+      meeting.error = std::move(failure);
+    }
+    meeting.complete = true;
+    cv_.notify_all();
+  }
 
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_s_));
   std::string error;
-  while (meeting.count < size) {
+  while (!meeting.complete) {
+    if (meeting.count == meeting.expected) {
+      // Every local member is here: the exchange with the other processes is under way.
+      cv_.wait(lock);
+      continue;
+    }
     if (failed_ >= 0) {
       error = "instance " + std::to_string(me) + " stopped in " +
               describe_wait(key, group, meeting) + ": " + failure_;
@@ -107,7 +154,8 @@ std::vector<std::vector<Array>> Rendezvous::exchange(const std::string& key,
               "without joining (the instances disagree on the collectives they run)";
       break;
     }
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && meeting.count < size) {
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        meeting.count < meeting.expected) {
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), "%g", timeout_s_);
       error = describe_wait(key, group, meeting) + " timed out after " + seconds +
@@ -115,6 +163,7 @@ std::vector<std::vector<Array>> Rendezvous::exchange(const std::string& key,
       break;
     }
   }
+  if (error.empty()) error = meeting.error;  // of the exchange with the other processes
   std::vector<std::vector<Array>> values;
   if (error.empty()) values = meeting.values;
   if (--meeting.left == 0) meetings_.erase(meeting_key);
@@ -216,6 +265,12 @@ std::vector<std::vector<Array>> exchange(ExecContext& ctx, const Groups& g, int6
   return ctx.rendezvous->exchange(g.key, g.members[k], k, std::move(mine));
 }
 
+// Whether the group of instance k has members in other processes: then no member can write
+// into arrays the others receive (all_reduce and all_gather compute their whole results).
+bool spans_processes(const ExecContext& ctx, const Groups& g, int64_t k) {
+  return ctx.rendezvous != nullptr && !ctx.rendezvous->shares_memory(g.members[k]);
+}
+
 // Results of these types, allocated (by the member that hands them out to its group).
 std::vector<Array> allocate_all(const std::vector<TensorSpec>& specs) {
   std::vector<Array> out;
@@ -263,7 +318,36 @@ void fold(const void* const* srcs, int64_t members, void* out, int64_t n) {
   }
 }
 
+// The 16-bit floats: each step widened to double and rounded back, as the interpreter
+// rounds each application of the reducer region.
+template <Comb C, typename N>
+void fold_narrow(const void* const* srcs, int64_t members, void* out, int64_t n) {
+  N* o = static_cast<N*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    N acc = static_cast<const N*>(srcs[0])[i];
+    for (int64_t m = 1; m < members; ++m) {
+      acc = elementwise::narrow_from_double<N>(
+          combine<C>(elementwise::to_double(acc),
+                     elementwise::to_double(static_cast<const N*>(srcs[m])[i])));
+    }
+    o[i] = acc;
+  }
+}
+
+template <typename N>
+FoldFn narrow_fold_fn(DType dtype, Comb comb) {
+  switch (comb) {
+    case Comb::kAdd: return &fold_narrow<Comb::kAdd, N>;
+    case Comb::kMul: return &fold_narrow<Comb::kMul, N>;
+    case Comb::kMax: return &fold_narrow<Comb::kMax, N>;
+    case Comb::kMin: return &fold_narrow<Comb::kMin, N>;
+    default: throw Unsupported(std::string("bitwise reduction on ") + dtype_name(dtype));
+  }
+}
+
 FoldFn fold_fn(DType dtype, Comb comb) {
+  if (dtype == DType::F16) return narrow_fold_fn<f16_t>(dtype, comb);
+  if (dtype == DType::BF16) return narrow_fold_fn<bf16_t>(dtype, comb);
   return dispatch_real(dtype, [&](auto tag) -> FoldFn {
     using T = typename decltype(tag)::type;
     switch (comb) {
@@ -316,6 +400,19 @@ Step make_all_reduce(const OpSpec& spec) {
     const size_t n = folds.size();
     if (size == 1) {
       for (size_t j = 0; j < n; ++j) results[j] = operands[j];
+      return;
+    }
+    if (spans_processes(ctx, *g, k)) {
+      const auto values = exchange(ctx, *g, k, std::vector<Array>(operands, operands + n));
+      for (size_t j = 0; j < n; ++j) {
+        Array out = allocate(result_specs[j].dtype, result_specs[j].shape);
+        parallel_for(out.size(), strided::kParallelGrain, [&](int64_t b, int64_t e) {
+          std::vector<const void*> part(size);
+          for (int64_t m = 0; m < size; ++m) part[m] = at(values[m][j], b);
+          folds[j](part.data(), size, at_mut(out, b), e - b);
+        });
+        results[j] = std::move(out);
+      }
       return;
     }
     const int64_t pos = g->position[k];
@@ -376,6 +473,19 @@ Step make_all_gather(const OpSpec& spec) {
       return;
     }
     const int64_t pos = g->position[k];
+    if (spans_processes(ctx, *g, k)) {
+      const auto values = exchange(ctx, *g, k, std::vector<Array>(operands, operands + n));
+      const int64_t size = static_cast<int64_t>(values.size());
+      for (size_t j = 0; j < n; ++j) {
+        const Part& p = parts[j];
+        Array out = allocate(result_specs[j].dtype, result_specs[j].shape);
+        for (int64_t m = 0; m < size; ++m) {
+          p.copy(p.plan, values[m][j].raw(), at_mut(out, m * p.slot_stride));
+        }
+        results[j] = std::move(out);
+      }
+      return;
+    }
     const auto values = exchange(ctx, *g, k, pos == 0 ? allocate_all(result_specs)
                                                       : std::vector<Array>());
     for (size_t j = 0; j < n; ++j) {

@@ -16,6 +16,15 @@
 // Nothing hangs: exchange throws ExecError when an instance of the execution failed
 // (abort), when a member it waits for has finished its program without joining, or after
 // the timeout.
+//
+// Multi-process executions (a client over several processes, plugin.py): each process runs
+// the instances of its devices, and the Rendezvous of each process knows which process runs
+// every instance (CrossProcess). A group whose members all run here meets as above. A group
+// that spans processes meets here first (its local members); then the last local member to
+// arrive sends their contributions to the group's other processes and receives theirs
+// (process_group.h: exchange_across_processes, over gloo), and every local member gets the
+// full list. Contributions then are copies: kernels that hand out arrays for the others to
+// write into (all_reduce, all_gather) ask shares_memory first.
 #pragma once
 
 #include <condition_variable>
@@ -28,15 +37,27 @@
 #include <vector>
 
 #include "kernel.h"
+#include "process_group.h"
 
 namespace openhlo::cpu {
+
+// Where the instances of a multi-process execution run; the same in every process.
+struct CrossProcess {
+  std::shared_ptr<ProcessGroups> groups;
+  std::vector<int> instance_process;  // per instance: the process that runs it
+  std::string launch;  // the execution's key, the same in every process (its launch id)
+};
 
 class Rendezvous {
  public:
   static constexpr double kDefaultTimeoutS = 120.0;
 
-  explicit Rendezvous(int64_t num_instances, double timeout_s = kDefaultTimeoutS);
+  explicit Rendezvous(int64_t num_instances, double timeout_s = kDefaultTimeoutS,
+                      std::shared_ptr<const CrossProcess> across = nullptr);
   int64_t num_instances() const { return num_instances_; }
+  // Whether every member of `group` runs in this process (exchanged arrays are then shared,
+  // and a member may write into arrays it received).
+  bool shares_memory(const std::vector<int64_t>& group) const;
 
   // Contributes `mine` as instance `me` of `group` (instance ids, the same list in every
   // member) and blocks until every member has contributed; returns every member's
@@ -59,15 +80,20 @@ class Rendezvous {
   using ArrivalKey = std::tuple<std::string, std::vector<int64_t>, int64_t>;
   struct Meeting {
     std::vector<std::vector<Array>> values;  // per member, in group order
-    std::vector<bool> arrived;
-    size_t count = 0;  // members arrived
-    size_t left = 0;   // members still to collect the values
+    std::vector<bool> arrived;  // members of other processes count as arrived
+    size_t count = 0;     // members of this process arrived
+    size_t expected = 0;  // members of this process
+    size_t left = 0;      // members still to collect the values
+    bool complete = false;  // values hold every member's contribution, or error is set
+    std::string error;      // of the exchange with the other processes
   };
+  bool is_local(int64_t instance) const;
   std::string describe_wait(const std::string& key, const std::vector<int64_t>& group,
                             const Meeting& meeting) const;
 
   const int64_t num_instances_;
   const double timeout_s_;
+  const std::shared_ptr<const CrossProcess> across_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<MeetingKey, Meeting> meetings_;

@@ -9,11 +9,18 @@
 #include "runtime.h"
 #include "kernel.h"
 #include "numpy_bridge.h"
+#include "process_group.h"
 #include "profiler.h"
 #include "thread_pool.h"
 
 namespace py = pybind11;
 using namespace openhlo::cpu;
+
+namespace openhlo::cpu {
+// `_native.HAVE_GLOO` and `_native.ProcessGroups(...)` (process_group.cc); declared here, not
+// in process_group.h, which the pybind11-free collectives include.
+void bind_process_groups(py::module_& m);
+}  // namespace openhlo::cpu
 
 namespace {
 
@@ -91,4 +98,5 @@ PYBIND11_MODULE(_native, m) {
   });
   bind_executor(m);
   bind_runtime(m);
+  bind_process_groups(m);
 }

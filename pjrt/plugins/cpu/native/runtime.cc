@@ -295,12 +295,23 @@ void bind_runtime(py::module_& m) {
          py::arg("partition_id") = 0, py::arg("host_state") = py::none(),
          py::arg("rendezvous") = nullptr, py::arg("num_replicas") = 1,
          py::arg("num_partitions") = 1);
-  // `_native.Rendezvous(num_instances, timeout_s=120)`: plugin.py makes one per multi-device
-  // execution and passes it to each instance's execute.
+  // `_native.Rendezvous(num_instances, timeout_s=120[, processes, instance_process, launch])`:
+  // plugin.py makes one per multi-device execution and passes it to each instance's execute.
   py::class_<Rendezvous, std::shared_ptr<Rendezvous>>(m, "Rendezvous",
       "Where the instances of one multi-device execution meet in native collectives.")
       .def(py::init<int64_t, double>(), py::arg("num_instances"),
            py::arg("timeout_s") = Rendezvous::kDefaultTimeoutS)
+      .def(py::init([](int64_t num_instances, double timeout_s,
+                       std::shared_ptr<ProcessGroups> processes,
+                       std::vector<int> instance_process, std::string launch) {
+             auto across = std::make_shared<CrossProcess>(
+                 CrossProcess{std::move(processes), std::move(instance_process),
+                              std::move(launch)});
+             return std::make_shared<Rendezvous>(num_instances, timeout_s, std::move(across));
+           }),
+           py::arg("num_instances"), py::arg("timeout_s"), py::arg("processes"),
+           py::arg("instance_process"), py::arg("launch"),
+           "A multi-process execution: instance k runs in process instance_process[k].")
       .def_property_readonly("num_instances", &Rendezvous::num_instances);
 }
 

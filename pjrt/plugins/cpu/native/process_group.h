@@ -1,0 +1,74 @@
+// The processes of a multi-process cpu client, and the byte exchange between them that the
+// Rendezvous (collectives.h) uses when a group of instances spans processes.
+//
+// One ProcessGroups per client. It knows this process's index, the key-value store every
+// process can reach (pjrt/distributed/store.py, seen from C++ as a KeyValueStore) and, with
+// gloo, one gloo context per set of processes that has met so far: created lazily by the
+// first exchange among that set (its connection addresses go through the store under
+// "gloo/<processes>/"), cached, and shared by every later exchange among them.
+//
+// Exchanges run concurrently (groups of instances that differ but span the same processes
+// meet at once); each is told apart by a slot that every process derives from the same tag,
+// so they need no common order. Nothing hangs: every wait is bounded by the timeout, and a
+// failure names the processes that did not answer.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "array.h"
+
+namespace openhlo::cpu {
+
+// The store as the native side sees it (process_group.cc adapts the Python store).
+class KeyValueStore {
+ public:
+  virtual ~KeyValueStore() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  // Blocks until `key` is set; throws std::runtime_error naming the key after timeout_s.
+  virtual std::string get(const std::string& key, double timeout_s) = 0;
+};
+
+// Whether the extension was built with gloo (setup.py: -DOPENHLO_HAVE_GLOO).
+bool have_gloo();
+
+class ProcessGroups {
+ public:
+  // Throws Unsupported when built without gloo.
+  ProcessGroups(int process_index, int num_processes, std::shared_ptr<KeyValueStore> store,
+                std::string hostname, double timeout_s);
+  ~ProcessGroups();
+  int process_index() const { return process_index_; }
+  int num_processes() const { return num_processes_; }
+  double timeout_s() const { return timeout_s_; }
+
+  // Every process of `processes` (sorted, distinct, holding this one) contributes `mine`
+  // under `tag` (the same string in each of them for the same meeting); returns each
+  // process's bytes in the order of `processes`. Throws ExecError starting with `what`
+  // and naming the processes that did not answer within the timeout (or whose
+  // connection broke).
+  std::vector<std::string> allgather(const std::vector<int>& processes, const std::string& tag,
+                                     const std::string& mine, const std::string& what);
+
+ private:
+  struct Contexts;  // gloo's device and contexts (process_group.cc)
+  const int process_index_, num_processes_;
+  const std::shared_ptr<KeyValueStore> store_;
+  const double timeout_s_;
+  std::unique_ptr<Contexts> contexts_;
+};
+
+// The cross-process step of a Rendezvous meeting (collectives.cc): `values` holds, by group
+// position, the contributions of the members of `group` that run in this process
+// (instance_process[k] is the process of instance k); fills in those of the other processes'
+// members (the arrays' dtype, shape and bytes go through ProcessGroups::allgather under
+// `tag`). Throws ExecError starting with `what`.
+void exchange_across_processes(ProcessGroups& groups, const std::vector<int>& instance_process,
+                               const std::vector<int64_t>& group, const std::string& tag,
+                               const std::string& what, std::vector<std::vector<Array>>& values);
+
+}  // namespace openhlo::cpu
