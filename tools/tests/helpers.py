@@ -37,3 +37,18 @@ def run_subprocess(*argv: str, stdin: str | None = None, timeout: float = 120) -
                           capture_output=True, text=True, cwd=REPO_ROOT, env=env,
                           timeout=timeout)
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
+
+
+# A program sharded over 4 devices whose contracting dimension is split, so the partitioner
+# all-reduces (test_spmd_cli, test_run_multiprocess).
+SHARDED_DOT_PROGRAM = """
+sdy.mesh @mesh = <["x"=4]>
+func.func public @main(%a: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>},
+                       %b: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+    -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] :
+      (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  %1 = stablehlo.tanh %0 : tensor<8x8xf32>
+  return %1 : tensor<8x8xf32>
+}
+"""

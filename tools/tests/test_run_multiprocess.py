@@ -6,22 +6,9 @@ import numpy as np
 import pytest
 
 from pjrt.plugins.cpu.native_module import native
-from tools.tests.helpers import run_cli
+from tools.tests.helpers import SHARDED_DOT_PROGRAM as PROGRAM, run_cli
 
 pytestmark = pytest.mark.skipif(not native().HAVE_GLOO, reason="built without gloo")
-
-# The contracting dimension is sharded, so the partitioner all-reduces across processes.
-PROGRAM = """
-sdy.mesh @mesh = <["x"=4]>
-func.func public @main(%a: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>},
-                       %b: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
-    -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
-  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] :
-      (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
-  %1 = stablehlo.tanh %0 : tensor<8x8xf32>
-  return %1 : tensor<8x8xf32>
-}
-"""
 
 
 def test_two_processes_print_what_one_process_prints(capsys, tmp_path):

@@ -5,19 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tools.tests.helpers import run_cli
-
-PROGRAM = """
-sdy.mesh @mesh = <["x"=4]>
-func.func public @main(%a: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>},
-                       %b: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
-    -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
-  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] :
-      (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
-  %1 = stablehlo.tanh %0 : tensor<8x8xf32>
-  return %1 : tensor<8x8xf32>
-}
-"""
+from tools.tests.helpers import SHARDED_DOT_PROGRAM as PROGRAM, run_cli
 
 
 def test_opt_partitions_and_explains(capsys, tmp_path):
