@@ -15,6 +15,10 @@ namespace {
 template <typename T>
 T* Args(void* a) { return static_cast<T*>(a); }
 
+PJRT_Executable* AsExe(void* exe) { return static_cast<PJRT_Executable*>(exe); }
+
+}  // namespace
+
 PJRT_Error* Detached(const char* fn) {
   return MakeError(PJRT_FAILED_PRECONDITION,
                    std::string("openhlo ") + fn +
@@ -31,20 +35,17 @@ PJRT_Error* Reported(const CallResult& result, const char* fn) {
   return nullptr;
 }
 
-PJRT_Executable* AsExe(void* exe) { return static_cast<PJRT_Executable*>(exe); }
-
-}  // namespace
-
 PJRT_Error* ClientCompile(void* p) {
   auto* a = Args<PJRT_Client_Compile_Args>(p);
   Callbacks& cb = GetCallbacks();
   if (cb.compile == nullptr) return Detached("PJRT_Client_Compile");
   CallResult result;
   const PJRT_Program* program = a->program;
+  // The Python client is known by its backend and this process's device count.
   int64_t handle = cb.compile(&result, a->client->backend.data(), a->client->backend.size(),
                               program->code, program->code_size, program->format,
                               program->format_size, a->compile_options, a->compile_options_size,
-                              static_cast<int64_t>(a->client->devices.size()));
+                              static_cast<int64_t>(a->client->addressable.size()));
   if (PJRT_Error* error = Reported(result, "PJRT_Client_Compile")) return error;
   auto compiled = std::make_shared<Compiled>();
   compiled->handle = handle;  // released by ~Compiled from here on, even on a bad manifest
@@ -61,7 +62,9 @@ PJRT_Error* ClientCompile(void* p) {
       return MakeError(PJRT_INVALID_ARGUMENT, "openhlo PJRT_Client_Compile: device id " +
                                                   std::to_string(id) + " is not a device of the client");
     }
-    loaded->devices.push_back(a->client->devices[id]);
+    PJRT_Device* device = a->client->devices[id];
+    if (!device->addressable) continue;  // another process runs it
+    loaded->devices.push_back(device);
     loaded->logical_ids.push_back({static_cast<int>(k / compiled->num_partitions),
                                    static_cast<int>(k % compiled->num_partitions)});
   }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -68,11 +69,33 @@ typedef void (*ReleaseFn)(int64_t handle);
 // `_describe` answers; payloads as DecodeCostAnalysis / DecodeMemoryStats read them).
 enum DescribeWhat : int { kDescribeProgram = 0, kDescribeCost = 1, kDescribeMemory = 2 };
 typedef void (*DescribeFn)(void* ctx, int64_t handle, int what);
+// Joins a multi-process job (PJRT_Client_Create with num_nodes > 1): Python makes its client
+// over every process's devices, meeting the other processes through `store` (the caller's
+// key-value callbacks, a KeyValueCallbacks), and reports every process's device count, in
+// process order, as int64s. `hostname` (may be empty) is where this process's collectives
+// listen.
+typedef void (*ConnectFn)(void* ctx, const char* backend, size_t backend_size,
+                          int64_t num_devices, int64_t node_id, int64_t num_nodes,
+                          const char* hostname, size_t hostname_size, void* store);
 struct Callbacks {
   CompileFn compile = nullptr;
   ExecuteFn execute = nullptr;
   ReleaseFn release = nullptr;
   DescribeFn describe = nullptr;
+  ConnectFn connect = nullptr;
+};
+
+// The key-value callbacks a framework gave PJRT_Client_Create, called by Python through the
+// openhlo_kv_* exports (key_value.cc). Never freed: the Python client that uses them lives
+// as long as the process, and a late call must find a valid object (the framework's own
+// callback data may be gone by then; it is only called while the framework's client lives).
+struct KeyValueCallbacks {
+  PJRT_KeyValueGetCallback get = nullptr;
+  void* get_arg = nullptr;
+  PJRT_KeyValueTryGetCallback try_get = nullptr;  // absent before PJRT 0.61
+  void* try_get_arg = nullptr;
+  PJRT_KeyValuePutCallback put = nullptr;
+  void* put_arg = nullptr;
 };
 Callbacks& GetCallbacks();
 
@@ -97,7 +120,8 @@ struct PJRT_DeviceDescription {
 
 struct PJRT_Device {
   PJRT_DeviceDescription description;
-  int local_hardware_id = 0;
+  int local_hardware_id = 0;  // its index among its process's devices
+  bool addressable = true;    // one of this process's devices
   openhlo::Memory* memory = nullptr;
   std::vector<PJRT_Memory*> memories;
 };
@@ -105,10 +129,16 @@ struct PJRT_Device {
 struct PJRT_Client {
   std::string backend;
   std::string platform_version;
+  int process_index = 0;  // node_id of a multi-process client
   std::vector<std::unique_ptr<PJRT_Device>> device_store;
   std::vector<std::unique_ptr<openhlo::Memory>> memory_store;
-  std::vector<PJRT_Device*> devices;
-  std::vector<PJRT_Memory*> memories;
+  std::vector<PJRT_Device*> devices;      // every process's, ids dense in process order
+  std::vector<PJRT_Device*> addressable;  // this process's, by local_hardware_id
+  std::vector<PJRT_Memory*> memories;     // of the addressable devices
+  // The last PJRT_Client_UpdateGlobalProcessInfo: (task id, incarnation id, state) per
+  // process; recorded only (collectives notice dead peers themselves).
+  std::mutex process_info_mutex;
+  std::vector<std::tuple<int, uint64_t, int>> process_infos;
 };
 
 // ---- events: a handle on the Signal of the work they stand for ------------------------------
