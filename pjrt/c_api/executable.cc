@@ -399,9 +399,15 @@ PJRT_Error* LoadedExecute(void* p) {
       std::vector<void*> inputs, outputs;
       for (const std::shared_ptr<Contents>& contents : in) inputs.push_back(contents->data);
       for (const std::shared_ptr<Contents>& contents : out) outputs.push_back(contents->data);
+      // Only a multi-process client's executions need a key the processes agree on.
+      const PJRT_ExecuteOptions* options = a->options;
+      int64_t launch_id = 0;
+      if (exe->client->addressable.size() != exe->client->devices.size() && options != nullptr &&
+          options->struct_size >= OPENHLO_STRUCT_SIZE(PJRT_ExecuteOptions, launch_id))
+        launch_id = options->launch_id;
       CallResult result;
       cb.execute(&result, c.handle, static_cast<int64_t>(num_devices),
-                 static_cast<int64_t>(num_args), inputs.data(), outputs.data());
+                 static_cast<int64_t>(num_args), inputs.data(), outputs.data(), launch_id);
       if (PJRT_Error* error = Reported(result, "PJRT_LoadedExecutable_Execute"))
         return error;  // `results` frees the output buffers
       c.InstallFastPath(std::move(result.fast));

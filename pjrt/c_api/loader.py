@@ -42,7 +42,7 @@ _COMPILE_FN = ctypes.CFUNCTYPE(
     ctypes.c_int64)
 _EXECUTE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                                ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),
-                               ctypes.POINTER(ctypes.c_void_p))
+                               ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64)
 _RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _DESCRIBE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int)
 _CONNECT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
@@ -127,9 +127,10 @@ class _Runner:
         self.fast_pending = False
         return exe.c_entry()
 
-    def run(self, num_devices: int, inputs, outputs) -> None:
+    def run(self, num_devices: int, inputs, outputs, launch_id: int = 0) -> None:
         """Run on ``num_devices`` argument lists at once: ``inputs[d * num_args + i]``,
-        results into ``outputs[d * num_outputs + j]``."""
+        results into ``outputs[d * num_outputs + j]``; ``launch_id`` (0: none) keys a
+        multi-process execution among the processes."""
         exe = self.executable
         num_args, num_outputs = len(self.params), len(self.results)
         if num_devices == 1 and self.num_devices == 1:
@@ -139,7 +140,8 @@ class _Runner:
             return
         per_device = [[spec.view(inputs[d * num_args + i]) for i, spec in enumerate(self.params)]
                       for d in range(num_devices)]
-        results, events = exe.execute_sharded(per_device, with_events=True)
+        results, events = exe.execute_sharded(per_device, with_events=True,
+                                              launch_id=launch_id or None)
         for event in events:
             event.wait()
             if event.error() is not None:
@@ -350,7 +352,11 @@ class Bridge:
                 num_replicas=opts.num_replicas, num_partitions=opts.num_partitions,
                 device_assignment=opts.device_assignment))
             runner = _Runner(loaded)
-            fingerprint = hashlib.sha256(program + opts_bytes).hexdigest()
+            # Of what the executable depends on, not of the options' bytes: those hold
+            # protobuf maps, serialized in a different order by each process, and the
+            # processes of a multi-process job must agree on the fingerprint (the framework
+            # derives the executions' launch ids from it).
+            fingerprint = hashlib.sha256(program + repr(opts).encode()).hexdigest()
             manifest = encode_manifest(loaded.name, fingerprint, loaded)
             handle = next(self._ids)
             self._runners[handle] = runner
@@ -362,14 +368,14 @@ class Bridge:
             self._fail(ctx, exc, "compile")
             return 0
 
-    def _execute(self, ctx, handle, num_devices, num_args, inputs, outputs) -> None:
+    def _execute(self, ctx, handle, num_devices, num_args, inputs, outputs, launch_id) -> None:
         try:
             runner = self._runners[handle]
             if num_args != len(runner.params):
                 raise UnimplementedError(
                     f"{runner.executable.name} takes {len(runner.params)} argument(s), "
                     f"got {num_args}")
-            runner.run(num_devices, inputs, outputs)
+            runner.run(num_devices, inputs, outputs, launch_id)
             if runner.fast_pending:
                 self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, b"")

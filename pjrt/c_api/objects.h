@@ -61,9 +61,11 @@ typedef int64_t (*CompileFn)(void* ctx, const char* backend, size_t backend_size
                              size_t format_size, const char* options, size_t options_size,
                              int64_t num_devices);
 // One call runs every device of a launch at once (collectives need them all running):
-// inputs[d * num_args + i], outputs[d * num_outputs + j].
+// inputs[d * num_args + i], outputs[d * num_outputs + j]. `launch_id` (0: none) is the
+// framework's PJRT_ExecuteOptions.launch_id for a multi-process client: the same in every
+// process for the same execution, it keys the execution's cross-process meetings.
 typedef void (*ExecuteFn)(void* ctx, int64_t handle, int64_t num_devices, int64_t num_args,
-                          void* const* inputs, void* const* outputs);
+                          void* const* inputs, void* const* outputs, int64_t launch_id);
 typedef void (*ReleaseFn)(int64_t handle);
 // What the framework's introspection calls ask of a compiled program (pjrt/c_api/loader.py
 // `_describe` answers; payloads as DecodeCostAnalysis / DecodeMemoryStats read them).
