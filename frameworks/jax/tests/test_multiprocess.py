@@ -1,0 +1,147 @@
+"""jax.distributed on openhlo: 2 processes x 2 devices, joined by
+``jax.distributed.initialize`` on the loopback address (the plugin's multi-process client,
+pjrt/c_api), see the global topology and run shard_map collectives over a (process, local)
+mesh and a jitted data-parallel step; the results, assembled from both processes' shards,
+equal numpy's; ``multihost_utils.sync_global_devices`` returns and both processes exit 0.
+
+The processes are started by pjrt.distributed.launch (bounded in time, all stopped) and
+run multiprocess_jax_worker.py once for the whole module.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import socket
+import sys
+
+import numpy as np
+import pytest
+
+import pjrt
+from frameworks.jax.tests import jax_subprocess
+from frameworks.jax.tests import multiprocess_jax_worker as worker
+from pjrt.plugins.cpu.native_module import native
+
+pytestmark = [jax_subprocess.pytestmark,  # the plugin library is built
+              pytest.mark.skipif(not native().HAVE_GLOO, reason="built without gloo")]
+
+PROCESSES, DEVICES = 2, 2
+SIZE = PROCESSES * DEVICES
+LAUNCH_TIMEOUT_S = 300.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    from pjrt.distributed.launch import launch
+    out = tmp_path_factory.mktemp("jax_multiprocess")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pjrt.__file__)))
+    env = dict(os.environ, JAX_PLATFORMS="openhlo", OPENHLO_JAX_NUM_DEVICES=str(DEVICES),
+               OPENHLO_COLLECTIVE_TIMEOUT_S="120", PYTHONPATH=os.pathsep.join(
+                   [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                             if p]))
+    for name in ("XLA_FLAGS", "JAX_ENABLE_X64"):  # this process's settings, not the test's
+        env.pop(name, None)
+    # launch raises (naming the process and quoting its stderr) unless every process exits 0
+    launch([sys.executable, "-m", worker.__name__, str(_free_port()), str(out)], PROCESSES,
+           LAUNCH_TIMEOUT_S, env=env, cwd=root)
+    return out
+
+
+def _assemble(out, name: str) -> list:
+    """The global results of ``name`` from every process's shards; asserts the shards that
+    several devices hold agree and that they cover every element."""
+    per_process = []
+    for process in range(PROCESSES):
+        with open(out / f"{name}.{process}.pkl", "rb") as f:
+            per_process.append(pickle.load(f))
+    results = []
+    for k in range(len(per_process[0])):
+        shards = [shard for process in per_process for shard in process[k]]
+        shape = tuple(max(stop for _, stop in (index[d] for index, _ in shards))
+                      for d in range(len(shards[0][0])))
+        glued = np.zeros(shape, shards[0][1].dtype)
+        covered = np.zeros(shape, bool)
+        for index, data in shards:
+            region = tuple(slice(start, stop) for start, stop in index)
+            if covered[region].any():
+                np.testing.assert_array_equal(glued[region][covered[region]],
+                                              data[covered[region]])
+            glued[region] = data
+            covered[region] = True
+        assert covered.all(), f"{name}: result {k} not covered by the processes' shards"
+        results.append(glued)
+    return results
+
+
+def test_jax_sees_every_process_devices(out):
+    for process in range(PROCESSES):
+        seen = json.loads((out / f"topology.{process}.json").read_text())
+        assert seen["platform"] == "openhlo"
+        assert seen["devices"] == [[i, i // DEVICES] for i in range(SIZE)]
+        assert seen["local_devices"] == [process * DEVICES + i for i in range(DEVICES)]
+        assert seen["process_index"] == process
+        assert seen["process_count"] == PROCESSES
+
+
+def _blocks(x: np.ndarray) -> np.ndarray:
+    """Device k's block of an input sharded over the (process, local) mesh."""
+    return x.reshape(SIZE, -1, *x.shape[1:])
+
+
+def _expected(name: str, x: np.ndarray) -> np.ndarray:
+    b = _blocks(x.astype(np.float64) if x.dtype == np.float32 else x.astype(np.int64))
+    kind = name.split(".")[0]
+    if kind == "psum":
+        return np.concatenate([b.sum(0)] * SIZE)
+    if kind == "psum_processes":  # device (p, l) sums the blocks of (0, l) and (1, l)
+        per_local = b.reshape(PROCESSES, DEVICES, *b.shape[1:]).sum(0)
+        return np.concatenate([per_local[k % DEVICES] for k in range(SIZE)])
+    if kind == "all_gather":
+        return np.concatenate([np.concatenate(list(b))] * SIZE)
+    if kind == "psum_scatter":
+        return b.sum(0)
+    if kind == "ppermute":  # block k goes to device k + 1
+        return np.concatenate([b[(k - 1) % SIZE] for k in range(SIZE)])
+    if kind == "ppermute_processes":  # device (p, l) gets the block of (1 - p, l)
+        return np.concatenate([b[(k + DEVICES) % SIZE] for k in range(SIZE)])
+    raise AssertionError(name)
+
+
+COLLECTIVES = [f"{kind}.{dtype}" for kind in ("psum", "psum_processes", "all_gather",
+                                              "psum_scatter", "ppermute",
+                                              "ppermute_processes")
+               for dtype in ("f32", "int32")]
+
+
+@pytest.mark.parametrize("name", COLLECTIVES)
+def test_shard_map_collectives_across_processes_match_numpy(out, name):
+    x = worker.inputs(name, SIZE)["x"]
+    (result,) = _assemble(out, name)
+    assert result.dtype == x.dtype
+    expected = _expected(name, x)
+    if x.dtype == np.int32:
+        np.testing.assert_array_equal(result, expected)
+    else:
+        np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_data_parallel_step_matches_numpy(out):
+    values = worker.inputs("step", SIZE)
+    x, y, w = (values[k].astype(np.float64) for k in ("x", "y", "w"))
+    error = x @ w - y
+    expected_w = w - worker.LEARNING_RATE * 2 * x.T @ error / error.size
+    new_w, loss = _assemble(out, "step")
+    np.testing.assert_allclose(new_w, expected_w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loss, np.mean(error ** 2), rtol=1e-5)
+
+
+def test_sync_global_devices_returns_in_every_process(out):
+    for process in range(PROCESSES):
+        assert (out / f"synced.{process}").read_text() == "ok"
