@@ -23,17 +23,25 @@ import numpy as np
 ROWS = 8  # rows of each device's block of the collectives' inputs
 
 
+# The element types of the collectives: the suffix of a program's name.
+DTYPES = ("f32", "bf16", "f16", "int32")
+
+
 def inputs(name: str, num_devices: int) -> dict:
-    """The global inputs of program ``name`` (numpy), the same in every process."""
+    """The global inputs of program ``name`` (numpy), the same in every process. The bf16
+    and f16 programs take float32 small integers (exact in those types, sums included) and
+    convert them themselves."""
     rng = np.random.default_rng(zlib.crc32(name.encode()))
-    dtype = np.int32 if name.endswith("int32") else np.float32
     if name.startswith("step"):
         return {"x": rng.standard_normal((4 * num_devices, 3)).astype(np.float32),
                 "y": rng.standard_normal((4 * num_devices, 1)).astype(np.float32),
                 "w": rng.standard_normal((3, 1)).astype(np.float32)}
-    rows = ROWS * num_devices
-    return {"x": (rng.integers(-50, 50, (rows, 3)) if dtype == np.int32
-                  else rng.standard_normal((rows, 3))).astype(dtype)}
+    rows, dtype = ROWS * num_devices, name.rsplit(".", 1)[-1]
+    if dtype == "int32":
+        return {"x": rng.integers(-50, 50, (rows, 3)).astype(np.int32)}
+    if dtype in ("bf16", "f16"):
+        return {"x": rng.integers(-8, 9, (rows, 3)).astype(np.float32)}
+    return {"x": rng.standard_normal((rows, 3)).astype(np.float32)}
 
 
 LEARNING_RATE = 0.1
@@ -41,8 +49,8 @@ LEARNING_RATE = 0.1
 
 def programs(jax, mesh):
     """``{name: (function of the inputs' jax arrays, in PartitionSpecs by input, out
-    PartitionSpec)}``: shard_map collectives over the (process, local) mesh in f32 and
-    int32, and a jitted data-parallel step."""
+    PartitionSpec)}``: shard_map collectives over the (process, local) mesh in every type
+    of DTYPES, and a jitted data-parallel step."""
     from jax import lax
     from jax.sharding import PartitionSpec as P
     both = ("p", "l")
@@ -55,12 +63,16 @@ def programs(jax, mesh):
         "psum_scatter": lambda b: lax.psum_scatter(b, both, scatter_dimension=0, tiled=True),
         "ppermute": lambda b: lax.ppermute(b, both, ring),
         "ppermute_processes": lambda b: lax.ppermute(b, "p", [(0, 1), (1, 0)]),
+        "all_to_all": lambda b: lax.all_to_all(b, both, 0, 0, tiled=True),
     }
+    converted = {"bf16": jax.numpy.bfloat16, "f16": jax.numpy.float16}
     out = {}
     for name, body in collectives.items():
         mapped = jax.shard_map(body, mesh=mesh, in_specs=P(both), out_specs=P(both))
-        for dtype in ("f32", "int32"):
-            out[f"{name}.{dtype}"] = (lambda x, f=mapped: f(x), {"x": P(both)}, P(both))
+        for dtype in DTYPES:
+            def program(x, f=mapped, to=converted.get(dtype)):
+                return f(x if to is None else x.astype(to))
+            out[f"{name}.{dtype}"] = (program, {"x": P(both)}, P(both))
 
     def step(x, y, w):
         def loss(w):
@@ -85,7 +97,7 @@ def main(argv: list) -> int:
     plugin.initialize()
     import jax
     from jax.experimental import multihost_utils
-    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=count,
                                process_id=process)
     with open(os.path.join(out, f"topology.{process}.json"), "w") as f:
@@ -105,6 +117,20 @@ def main(argv: list) -> int:
         results = results if isinstance(results, tuple) else (results,)
         with open(os.path.join(out, f"{name}.{process}.pkl"), "wb") as f:
             pickle.dump([_shards(r) for r in results], f)
+    # multihost_utils and process-local data: each process contributes its index.
+    local = np.full((ROWS, 3), process + 1, np.float32)
+    arrays = {
+        "process_local_data": jax.make_array_from_process_local_data(
+            NamedSharding(mesh, P(("p", "l"))), local),
+        "host_local_to_global": multihost_utils.host_local_array_to_global_array(
+            local, mesh, P("p")),
+    }
+    for name, array in arrays.items():
+        with open(os.path.join(out, f"{name}.{process}.pkl"), "wb") as f:
+            pickle.dump([_shards(jax.jit(lambda a: a * 2)(array))], f)
+    gathered = multihost_utils.process_allgather(np.array([process, 10 * process + 1]))
+    with open(os.path.join(out, f"process_allgather.{process}.json"), "w") as f:
+        json.dump(np.asarray(gathered).tolist(), f)
     multihost_utils.sync_global_devices("openhlo multiprocess test done")
     with open(os.path.join(out, f"synced.{process}"), "w") as f:
         f.write("ok")

@@ -1,8 +1,9 @@
 """jax.distributed on openhlo: 2 processes x 2 devices, joined by
 ``jax.distributed.initialize`` on the loopback address (the plugin's multi-process client,
 pjrt/c_api), see the global topology and run shard_map collectives over a (process, local)
-mesh and a jitted data-parallel step; the results, assembled from both processes' shards,
-equal numpy's; ``multihost_utils.sync_global_devices`` returns and both processes exit 0.
+mesh (f32, bf16, f16, int32), a jitted data-parallel step and programs on arrays made from
+process-local data; the results, assembled from both processes' shards, equal numpy's;
+``multihost_utils`` gathers and syncs, and both processes exit 0.
 
 The processes are started by pjrt.distributed.launch (bounded in time, all stopped) and
 run multiprocess_jax_worker.py once for the whole module.
@@ -97,6 +98,7 @@ def _blocks(x: np.ndarray) -> np.ndarray:
 
 def _expected(name: str, x: np.ndarray) -> np.ndarray:
     b = _blocks(x.astype(np.float64) if x.dtype == np.float32 else x.astype(np.int64))
+    chunks = SIZE  # all_to_all: device j gets chunk j of every device's block, in order
     kind = name.split(".")[0]
     if kind == "psum":
         return np.concatenate([b.sum(0)] * SIZE)
@@ -111,25 +113,29 @@ def _expected(name: str, x: np.ndarray) -> np.ndarray:
         return np.concatenate([b[(k - 1) % SIZE] for k in range(SIZE)])
     if kind == "ppermute_processes":  # device (p, l) gets the block of (1 - p, l)
         return np.concatenate([b[(k + DEVICES) % SIZE] for k in range(SIZE)])
+    if kind == "all_to_all":
+        pieces = b.reshape(SIZE, chunks, -1, *b.shape[2:])  # [device, chunk]
+        return np.concatenate([pieces[k, j] for j in range(chunks) for k in range(SIZE)])
     raise AssertionError(name)
 
 
 COLLECTIVES = [f"{kind}.{dtype}" for kind in ("psum", "psum_processes", "all_gather",
                                               "psum_scatter", "ppermute",
-                                              "ppermute_processes")
-               for dtype in ("f32", "int32")]
+                                              "ppermute_processes", "all_to_all")
+               for dtype in worker.DTYPES]
+RESULT_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "int32": "int32"}
 
 
 @pytest.mark.parametrize("name", COLLECTIVES)
 def test_shard_map_collectives_across_processes_match_numpy(out, name):
     x = worker.inputs(name, SIZE)["x"]
     (result,) = _assemble(out, name)
-    assert result.dtype == x.dtype
+    assert result.dtype.name == RESULT_DTYPES[name.rsplit(".", 1)[-1]]
     expected = _expected(name, x)
-    if x.dtype == np.int32:
-        np.testing.assert_array_equal(result, expected)
-    else:
+    if name.endswith(".f32"):
         np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+    else:  # integers, and small integers in bf16/f16: exact
+        np.testing.assert_array_equal(result.astype(np.float64), expected)
 
 
 def test_data_parallel_step_matches_numpy(out):
@@ -140,6 +146,21 @@ def test_data_parallel_step_matches_numpy(out):
     new_w, loss = _assemble(out, "step")
     np.testing.assert_allclose(new_w, expected_w, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(loss, np.mean(error ** 2), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["process_local_data", "host_local_to_global"])
+def test_arrays_from_process_local_data_span_the_processes(out, name):
+    # Process p holds rows of value p + 1; the program doubles them.
+    (result,) = _assemble(out, name)
+    rows = worker.ROWS
+    expected = np.concatenate([np.full((rows, 3), 2.0 * (p + 1)) for p in range(PROCESSES)])
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_process_allgather_gives_every_process_contribution(out):
+    for process in range(PROCESSES):
+        gathered = json.loads((out / f"process_allgather.{process}.json").read_text())
+        assert gathered == [[p, 10 * p + 1] for p in range(PROCESSES)]
 
 
 def test_sync_global_devices_returns_in_every_process(out):
