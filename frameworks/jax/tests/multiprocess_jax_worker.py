@@ -54,15 +54,16 @@ def programs(jax, mesh):
     from jax import lax
     from jax.sharding import PartitionSpec as P
     both = ("p", "l")
-    size = mesh.devices.size
+    size, processes = mesh.devices.size, mesh.shape["p"]
     ring = [(i, (i + 1) % size) for i in range(size)]
+    process_ring = [(i, (i + 1) % processes) for i in range(processes)]
     collectives = {
         "psum": lambda b: lax.psum(b, both),
         "psum_processes": lambda b: lax.psum(b, "p"),  # groups that span the processes
         "all_gather": lambda b: lax.all_gather(b, both, tiled=True),
         "psum_scatter": lambda b: lax.psum_scatter(b, both, scatter_dimension=0, tiled=True),
         "ppermute": lambda b: lax.ppermute(b, both, ring),
-        "ppermute_processes": lambda b: lax.ppermute(b, "p", [(0, 1), (1, 0)]),
+        "ppermute_processes": lambda b: lax.ppermute(b, "p", process_ring),
         "all_to_all": lambda b: lax.all_to_all(b, both, 0, 0, tiled=True),
     }
     converted = {"bf16": jax.numpy.bfloat16, "f16": jax.numpy.float16}
