@@ -5,8 +5,9 @@ JAX finds this module through the ``jax_plugins`` entry point (pyproject.toml) a
 ``OPENHLO_JAX_BACKEND`` (``cpu``, the default, ``interpreter``, or any backend registered
 with pjrt, a vendor's included) and
 ``OPENHLO_JAX_NUM_DEVICES`` (default 1, per process) and, under ``jax.distributed``,
-``OPENHLO_JAX_HOSTNAME`` (where this process's collectives listen; default loopback). JAX's ``jax_pjrt_client_create_options`` config
-(``"backend:interpreter;num_devices:2"``) overrides them per client.
+``OPENHLO_JAX_HOSTNAME`` (where this process's collectives listen; default loopback).
+JAX's ``jax_pjrt_client_create_options`` config (``"backend:interpreter;num_devices:2"``)
+overrides them per client.
 """
 import logging
 import os
