@@ -422,12 +422,16 @@ class LoadedExecutable(abc.ABC):
         return (outputs[0], events[0]) if with_event else outputs[0]
 
     @api_boundary
-    def execute_sharded(self, args_per_device, *, donate=(), with_events: bool = False):
+    def execute_sharded(self, args_per_device, *, donate=(), with_events: bool = False,
+                        launch_id: Optional[int] = None):
         """Run on every addressable assigned device; one argument list per device.
 
         Devices are in replica-major order (``addressable_devices()``); returns
         one list of result Buffers per device, and with ``with_events=True``
         also one completion Event per device. ``donate`` applies to every list.
+        ``launch_id`` (multi-process clients): names this execution, the same in every
+        process (PJRT's launch id); without it the processes key their executions by
+        counting them.
         """
         self._check_live()
         args_per_device = list(args_per_device)
@@ -436,7 +440,7 @@ class LoadedExecutable(abc.ABC):
             raise ArgumentError(f"{self.name} runs on {len(devices)} device(s) "
                                 f"({_device_list(devices)}); execute_sharded got "
                                 f"{len(args_per_device)} argument list(s)")
-        outputs, events = self._run(args_per_device, devices, donate)
+        outputs, events = self._run(args_per_device, devices, donate, launch_id)
         return (outputs, events) if with_events else outputs
 
     @api_boundary
@@ -493,7 +497,8 @@ class LoadedExecutable(abc.ABC):
         k is replica ``k // num_partitions``, partition ``k % num_partitions``
         for execute_sharded, and (0, 0) for execute. Returns, without waiting,
         ``(outputs, events)``: one list of result Buffers and one completion
-        Event per instance.
+        Event per instance. Backends of multi-process clients also take the keyword
+        ``launch_id`` (execute_sharded's), passed only when the caller gave one.
         """
 
     # -- shared checks -------------------------------------------------------------
@@ -504,14 +509,14 @@ class LoadedExecutable(abc.ABC):
             raise FailedPreconditionError(f"executable {self.name}: its "
                                           f"{self.client.platform_name} client was closed")
 
-    def _run(self, args_per_device: list, devices: list, donate) -> tuple:
+    def _run(self, args_per_device: list, devices: list, donate, launch_id=None) -> tuple:
         counters.COUNTS.executions += 1
         if trace.RECORDER is None:
-            return self._launch(args_per_device, devices, donate)
+            return self._launch(args_per_device, devices, donate, launch_id)
         with trace.span(f"execute {self.name}", "execute", devices=len(devices)):
-            return self._launch(args_per_device, devices, donate)
+            return self._launch(args_per_device, devices, donate, launch_id)
 
-    def _launch(self, args_per_device: list, devices: list, donate) -> tuple:
+    def _launch(self, args_per_device: list, devices: list, donate, launch_id) -> tuple:
         donated = self._donated_indices(donate)
         multi = len(devices) > 1
         checked = [self._check_args(args, device, multi)
@@ -519,7 +524,8 @@ class LoadedExecutable(abc.ABC):
         self._check_donation(checked, donated)
         buffers = [[a if isinstance(a, Buffer) else self.client.buffer_from_numpy(a, device)
                     for a in args] for args, device in zip(checked, devices)]
-        outputs, events = self._execute(buffers, devices)
+        outputs, events = (self._execute(buffers, devices) if launch_id is None else
+                           self._execute(buffers, devices, launch_id=launch_id))
         for args in buffers:
             for i in donated:
                 args[i].delete()

@@ -4,8 +4,10 @@ JAX finds this module through the ``jax_plugins`` entry point (pyproject.toml) a
 ``initialize()`` at its first backend access. Options, read from the environment:
 ``OPENHLO_JAX_BACKEND`` (``cpu``, the default, ``interpreter``, or any backend registered
 with pjrt, a vendor's included) and
-``OPENHLO_JAX_NUM_DEVICES`` (default 1). JAX's ``jax_pjrt_client_create_options`` config
-(``"backend:interpreter;num_devices:2"``) overrides them per client.
+``OPENHLO_JAX_NUM_DEVICES`` (default 1, per process) and, under ``jax.distributed``,
+``OPENHLO_JAX_HOSTNAME`` (where this process's collectives listen; default loopback).
+JAX's ``jax_pjrt_client_create_options`` config (``"backend:interpreter;num_devices:2"``)
+overrides them per client.
 """
 import logging
 import os
@@ -46,20 +48,29 @@ def optimized_text(compiled) -> str:
     return text_of(loader.compiled_executable(fingerprint.decode()))
 
 
-def make_client(backend: str, num_devices: int):
+def make_client(backend: str, num_devices: int, distributed=None):
     """A client of any registered pjrt backend (ours or a vendor's, found by name in the
     ``openhlo.backends`` registry); ``num_devices`` goes to its factory unless it is 1, so
-    backends with a fixed device count need not take the option."""
+    backends with a fixed device count need not take the option. ``distributed`` (a
+    pjrt.distributed DistributedOptions, under jax.distributed) makes it a multi-process
+    client."""
     import pjrt
-    if num_devices == 1:
-        return pjrt.make_client(backend)
-    return pjrt.make_client(backend, num_devices=num_devices)
+    options = {} if num_devices == 1 else {"num_devices": num_devices}
+    if distributed is not None:
+        options["distributed"] = distributed
+    return pjrt.make_client(backend, **options)
 
 
 def _options() -> dict:
     backend = os.environ.get("OPENHLO_JAX_BACKEND", "cpu")
     num_devices = int(os.environ.get("OPENHLO_JAX_NUM_DEVICES", "1"))
-    return {"backend": backend, "num_devices": num_devices}
+    options = {"backend": backend, "num_devices": num_devices}
+    # Under jax.distributed: the address this process's collectives listen on (loopback
+    # when the option is absent, enough for processes on one machine).
+    hostname = os.environ.get("OPENHLO_JAX_HOSTNAME")
+    if hostname:
+        options["hostname"] = hostname
+    return options
 
 
 def unknown_backend_error(backend: str):

@@ -92,12 +92,14 @@ OPENHLO_EXPORT const PJRT_Api* GetPjrtApi(void) {
 // which compile/execute/introspection fail cleanly and releases are skipped.
 OPENHLO_EXPORT void openhlo_set_callbacks(openhlo::CompileFn compile, openhlo::ExecuteFn execute,
                                           openhlo::ReleaseFn release,
-                                          openhlo::DescribeFn describe) {
+                                          openhlo::DescribeFn describe,
+                                          openhlo::ConnectFn connect) {
   openhlo::Callbacks& cb = openhlo::GetCallbacks();
   cb.compile = compile;
   cb.execute = execute;
   cb.release = release;
   cb.describe = describe;
+  cb.connect = connect;
 }
 
 // Called by a Python callback, before it returns, with its result (code 0) or its error.

@@ -39,8 +39,17 @@ PJRT_Error* Deleted(const char* fn) {
   return MakeError(PJRT_FAILED_PRECONDITION, std::string("openhlo ") + fn + ": buffer was deleted");
 }
 
+// A buffer can only live on this process's devices (a multi-process client lists the others
+// too); moving data between processes is not a transfer the plugin offers.
+PJRT_Error* NotAddressable(const PJRT_Device* device, const char* fn) {
+  return MakeError(PJRT_INVALID_ARGUMENT,
+                   std::string("openhlo ") + fn + ": " + device->description.to_string +
+                       " belongs to another process: buffers live on this process's devices");
+}
+
 PJRT_Error* CopyTo(PJRT_Buffer* src, PJRT_Device* device, PJRT_Buffer** out, const char* fn) {
   if (src->deleted) return Deleted(fn);
+  if (!device->addressable) return NotAddressable(device, fn);
   if (PJRT_Error* failed = AwaitDefined(src, fn)) return failed;
   PJRT_Buffer* dst = NewBuffer(src->type, src->dims.data(), src->dims.size(), device);
   std::memcpy(dst->data(), src->data(), src->nbytes);
@@ -62,7 +71,8 @@ PJRT_Error* ClientBufferFromHostBuffer(void* p) {
   PJRT_Device* device = a->device;
   if (device == nullptr && a->memory != nullptr)
     device = reinterpret_cast<Memory*>(a->memory)->devices.at(0);
-  if (device == nullptr) device = a->client->devices.at(0);
+  if (device == nullptr) device = a->client->addressable.at(0);
+  if (!device->addressable) return NotAddressable(device, "PJRT_Client_BufferFromHostBuffer");
   PJRT_Buffer* buffer = NewBuffer(a->type, a->dims, a->num_dims, device);
   std::vector<int64_t> dense = DenseStrides(buffer->dims, elem);
   if (a->byte_strides != nullptr && a->num_byte_strides != a->num_dims) {

@@ -15,6 +15,10 @@ namespace {
 template <typename T>
 T* Args(void* a) { return static_cast<T*>(a); }
 
+PJRT_Executable* AsExe(void* exe) { return static_cast<PJRT_Executable*>(exe); }
+
+}  // namespace
+
 PJRT_Error* Detached(const char* fn) {
   return MakeError(PJRT_FAILED_PRECONDITION,
                    std::string("openhlo ") + fn +
@@ -31,20 +35,17 @@ PJRT_Error* Reported(const CallResult& result, const char* fn) {
   return nullptr;
 }
 
-PJRT_Executable* AsExe(void* exe) { return static_cast<PJRT_Executable*>(exe); }
-
-}  // namespace
-
 PJRT_Error* ClientCompile(void* p) {
   auto* a = Args<PJRT_Client_Compile_Args>(p);
   Callbacks& cb = GetCallbacks();
   if (cb.compile == nullptr) return Detached("PJRT_Client_Compile");
   CallResult result;
   const PJRT_Program* program = a->program;
+  // The Python client is known by its backend and this process's device count.
   int64_t handle = cb.compile(&result, a->client->backend.data(), a->client->backend.size(),
                               program->code, program->code_size, program->format,
                               program->format_size, a->compile_options, a->compile_options_size,
-                              static_cast<int64_t>(a->client->devices.size()));
+                              static_cast<int64_t>(a->client->addressable.size()));
   if (PJRT_Error* error = Reported(result, "PJRT_Client_Compile")) return error;
   auto compiled = std::make_shared<Compiled>();
   compiled->handle = handle;  // released by ~Compiled from here on, even on a bad manifest
@@ -61,7 +62,9 @@ PJRT_Error* ClientCompile(void* p) {
       return MakeError(PJRT_INVALID_ARGUMENT, "openhlo PJRT_Client_Compile: device id " +
                                                   std::to_string(id) + " is not a device of the client");
     }
-    loaded->devices.push_back(a->client->devices[id]);
+    PJRT_Device* device = a->client->devices[id];
+    if (!device->addressable) continue;  // another process runs it
+    loaded->devices.push_back(device);
     loaded->logical_ids.push_back({static_cast<int>(k / compiled->num_partitions),
                                    static_cast<int>(k % compiled->num_partitions)});
   }
@@ -396,9 +399,15 @@ PJRT_Error* LoadedExecute(void* p) {
       std::vector<void*> inputs, outputs;
       for (const std::shared_ptr<Contents>& contents : in) inputs.push_back(contents->data);
       for (const std::shared_ptr<Contents>& contents : out) outputs.push_back(contents->data);
+      // Only a multi-process client's executions need a key the processes agree on.
+      const PJRT_ExecuteOptions* options = a->options;
+      int64_t launch_id = 0;
+      if (exe->client->addressable.size() != exe->client->devices.size() && options != nullptr &&
+          options->struct_size >= OPENHLO_STRUCT_SIZE(PJRT_ExecuteOptions, launch_id))
+        launch_id = options->launch_id;
       CallResult result;
       cb.execute(&result, c.handle, static_cast<int64_t>(num_devices),
-                 static_cast<int64_t>(num_args), inputs.data(), outputs.data());
+                 static_cast<int64_t>(num_args), inputs.data(), outputs.data(), launch_id);
       if (PJRT_Error* error = Reported(result, "PJRT_LoadedExecutable_Execute"))
         return error;  // `results` frees the output buffers
       c.InstallFastPath(std::move(result.fast));

@@ -27,10 +27,11 @@ void ErrorMessageImpl(PJRT_Error_Message_Args* args);
   X(Client_Create, ClientCreate) X(Client_Destroy, ClientDestroy)                 \
   X(Client_PlatformName, ClientPlatformName) X(Client_PlatformVersion, ClientPlatformVersion) \
   X(Client_ProcessIndex, ClientProcessIndex) X(Client_Devices, ClientDevices)     \
-  X(Client_AddressableDevices, ClientDevices)                                     \
+  X(Client_AddressableDevices, ClientAddressableDevices)                          \
   X(Client_AddressableMemories, ClientAddressableMemories)                        \
   X(Client_LookupDevice, ClientLookupDevice)                                      \
-  X(Client_LookupAddressableDevice, ClientLookupDevice)                           \
+  X(Client_LookupAddressableDevice, ClientLookupAddressableDevice)                \
+  X(Client_UpdateGlobalProcessInfo, ClientUpdateGlobalProcessInfo)                \
   X(Client_DefaultDeviceAssignment, ClientDefaultDeviceAssignment)                \
   X(Client_Compile, ClientCompile)                                                \
   X(Client_BufferFromHostBuffer, ClientBufferFromHostBuffer)                      \
@@ -82,6 +83,11 @@ void ErrorMessageImpl(PJRT_Error_Message_Args* args);
 #define OPENHLO_DECLARE(slot, fn) PJRT_Error* fn(void* args);
 OPENHLO_IMPLEMENTED(OPENHLO_DECLARE)
 #undef OPENHLO_DECLARE
+
+// The error of a call into Python that did not report success (naming `fn`), or null; and
+// the error of a call that finds no Python runtime attached.
+PJRT_Error* Reported(const CallResult& result, const char* fn);
+PJRT_Error* Detached(const char* fn);
 
 PJRT_Error* ExecutableOutputShardings(PJRT_Shardings_Args* args);
 PJRT_Error* ExecutableParameterShardings(PJRT_Shardings_Args* args);

@@ -27,7 +27,7 @@ from stablehlo.ir.types import element_facts
 
 from pjrt import counters
 from pjrt.api import CompileOptions
-from pjrt.c_api import introspection
+from pjrt.c_api import introspection, kv_store
 from pjrt.c_api.protos import (decode_compile_options, encode_device_assignment,
                                encode_op_sharding)
 from pjrt.errors import ErrorCode, UnimplementedError, error_code
@@ -42,9 +42,18 @@ _COMPILE_FN = ctypes.CFUNCTYPE(
     ctypes.c_int64)
 _EXECUTE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                                ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),
-                               ctypes.POINTER(ctypes.c_void_p))
+                               ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64)
 _RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _DESCRIBE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int)
+_CONNECT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                               ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                               ctypes.c_size_t, ctypes.c_void_p)
+
+# Where a multi-process client's keys go in the framework's store (which prefixes its own,
+# per plugin: jaxlib uses "<platform>:").
+STORE_PREFIX = "openhlo_pjrt/"
+# Where a multi-process client's collectives listen when PJRT_Client_Create names no hostname.
+DEFAULT_HOSTNAME = "127.0.0.1"
 
 # Seconds the exit hook waits for queued executions (a long computation at exit is not
 # waited for without bound).
@@ -118,9 +127,10 @@ class _Runner:
         self.fast_pending = False
         return exe.c_entry()
 
-    def run(self, num_devices: int, inputs, outputs) -> None:
+    def run(self, num_devices: int, inputs, outputs, launch_id: int = 0) -> None:
         """Run on ``num_devices`` argument lists at once: ``inputs[d * num_args + i]``,
-        results into ``outputs[d * num_outputs + j]``."""
+        results into ``outputs[d * num_outputs + j]``; ``launch_id`` (0: none) keys a
+        multi-process execution among the processes."""
         exe = self.executable
         num_args, num_outputs = len(self.params), len(self.results)
         if num_devices == 1 and self.num_devices == 1:
@@ -130,7 +140,8 @@ class _Runner:
             return
         per_device = [[spec.view(inputs[d * num_args + i]) for i, spec in enumerate(self.params)]
                       for d in range(num_devices)]
-        results, events = exe.execute_sharded(per_device, with_events=True)
+        results, events = exe.execute_sharded(per_device, with_events=True,
+                                              launch_id=launch_id or None)
         for event in events:
             event.wait()
             if event.error() is not None:
@@ -198,7 +209,9 @@ class Bridge:
     """Serves the library's callbacks; one per process (see ``install``).
 
     ``decode_program(code: bytes, format: str) -> str`` gives StableHLO text;
-    ``make_client(backend, num_devices)`` a pjrt Client (cached per pair).
+    ``make_client(backend, num_devices, distributed=None)`` a pjrt Client (cached per pair;
+    ``distributed``, a pjrt.distributed DistributedOptions, when the framework creates a
+    multi-process client: then ``num_devices`` is this process's count).
 
     Executables the backend can run from C (no interpreter fallbacks, one device) are
     handed to the library's fast path and execute without entering Python;
@@ -207,7 +220,7 @@ class Bridge:
     """
 
     def __init__(self, lib: ctypes.CDLL, decode_program: Callable[[bytes, str], str],
-                 make_client: Callable[[str, int], object]):
+                 make_client: Callable[..., object]):
         self._lib = lib
         self._decode_program = decode_program
         self._make_client = make_client
@@ -219,7 +232,8 @@ class Bridge:
                                        ctypes.c_size_t]
         lib.openhlo_report.restype = None
         lib.openhlo_set_callbacks.argtypes = [_COMPILE_FN, _EXECUTE_FN, _RELEASE_FN,
-                                              _DESCRIBE_FN]
+                                              _DESCRIBE_FN, _CONNECT_FN]
+        kv_store.declare(lib)
         lib.openhlo_set_callbacks.restype = None
         lib.openhlo_offer_fast_path.argtypes = [ctypes.c_void_p] * 5
         lib.openhlo_offer_fast_path.restype = None
@@ -237,7 +251,8 @@ class Bridge:
             and trace.recorder() is None
         # Kept referenced: C holds bare pointers to these trampolines.
         self._callbacks = (_COMPILE_FN(self._compile), _EXECUTE_FN(self._execute),
-                           _RELEASE_FN(self._release), _DESCRIBE_FN(self._describe))
+                           _RELEASE_FN(self._release), _DESCRIBE_FN(self._describe),
+                           _CONNECT_FN(self._connect))
         lib.openhlo_set_callbacks(*self._callbacks)
         # jaxlib may destroy executables while the interpreter finalizes: detach first.
         atexit.register(self.detach)
@@ -251,7 +266,7 @@ class Bridge:
                              f"exit began; exiting without waiting for them\n")
         self._let_refused_threads_end()
         self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN(),
-                                        _DESCRIBE_FN())
+                                        _DESCRIBE_FN(), _CONNECT_FN())
         self._runners.clear()
 
     def _let_refused_threads_end(self) -> None:
@@ -301,6 +316,29 @@ class Bridge:
             self._clients[key] = self._make_client(backend, num_devices)
         return self._clients[key]
 
+    def _connect(self, ctx, backend, backend_size, num_devices, node_id, num_nodes, hostname,
+                 hostname_size, store) -> None:
+        """PJRT_Client_Create of a multi-process client (objects.h ``ConnectFn``): make the
+        client of this process, joined to the others through the framework's store, and
+        report every process's device count (int64s in process order)."""
+        try:
+            from pjrt.distributed.options import DistributedOptions
+            from pjrt.distributed.store import PrefixStore
+            name = ctypes.string_at(backend, backend_size).decode()
+            host = ctypes.string_at(hostname, hostname_size).decode() if hostname_size \
+                else DEFAULT_HOSTNAME
+            options = DistributedOptions(
+                process_index=node_id, num_processes=num_nodes, hostname=host,
+                store=PrefixStore(kv_store.CallbackStore(self._lib, store), STORE_PREFIX))
+            client = self._make_client(name, num_devices, options)
+            self._clients[(name, num_devices)] = client  # what compiles of this client use
+            counts = [0] * num_nodes
+            for device in client.devices():
+                counts[device.process_index] += 1
+            self._report(ctx, ErrorCode.OK, struct.pack(f"<{num_nodes}q", *counts))
+        except BaseException as exc:  # noqa: BLE001 - see _compile
+            self._fail(ctx, exc, "connect")
+
     def _compile(self, ctx, backend, backend_size, code, code_size, fmt, fmt_size, options,
                  options_size, num_devices) -> int:
         try:
@@ -314,7 +352,11 @@ class Bridge:
                 num_replicas=opts.num_replicas, num_partitions=opts.num_partitions,
                 device_assignment=opts.device_assignment))
             runner = _Runner(loaded)
-            fingerprint = hashlib.sha256(program + opts_bytes).hexdigest()
+            # Of what the executable depends on, not of the options' bytes: those hold
+            # protobuf maps, serialized in a different order by each process, and the
+            # processes of a multi-process job must agree on the fingerprint (the framework
+            # derives the executions' launch ids from it).
+            fingerprint = hashlib.sha256(program + repr(opts).encode()).hexdigest()
             manifest = encode_manifest(loaded.name, fingerprint, loaded)
             handle = next(self._ids)
             self._runners[handle] = runner
@@ -326,14 +368,14 @@ class Bridge:
             self._fail(ctx, exc, "compile")
             return 0
 
-    def _execute(self, ctx, handle, num_devices, num_args, inputs, outputs) -> None:
+    def _execute(self, ctx, handle, num_devices, num_args, inputs, outputs, launch_id) -> None:
         try:
             runner = self._runners[handle]
             if num_args != len(runner.params):
                 raise UnimplementedError(
                     f"{runner.executable.name} takes {len(runner.params)} argument(s), "
                     f"got {num_args}")
-            runner.run(num_devices, inputs, outputs)
+            runner.run(num_devices, inputs, outputs, launch_id)
             if runner.fast_pending:
                 self._offer_fast_path(ctx, runner)
             self._report(ctx, ErrorCode.OK, b"")
@@ -387,7 +429,7 @@ _BRIDGE: Optional[Bridge] = None
 
 
 def install(decode_program: Callable[[bytes, str], str],
-            make_client: Callable[[str, int], object]) -> str:
+            make_client: Callable[..., object]) -> str:
     """Load the library, install the callbacks (once per process); returns its path.
 
     Raises FileNotFoundError when the library was not built.

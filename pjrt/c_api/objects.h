@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -60,19 +61,43 @@ typedef int64_t (*CompileFn)(void* ctx, const char* backend, size_t backend_size
                              size_t format_size, const char* options, size_t options_size,
                              int64_t num_devices);
 // One call runs every device of a launch at once (collectives need them all running):
-// inputs[d * num_args + i], outputs[d * num_outputs + j].
+// inputs[d * num_args + i], outputs[d * num_outputs + j]. `launch_id` (0: none) is the
+// framework's PJRT_ExecuteOptions.launch_id for a multi-process client: the same in every
+// process for the same execution, it keys the execution's cross-process meetings.
 typedef void (*ExecuteFn)(void* ctx, int64_t handle, int64_t num_devices, int64_t num_args,
-                          void* const* inputs, void* const* outputs);
+                          void* const* inputs, void* const* outputs, int64_t launch_id);
 typedef void (*ReleaseFn)(int64_t handle);
 // What the framework's introspection calls ask of a compiled program (pjrt/c_api/loader.py
 // `_describe` answers; payloads as DecodeCostAnalysis / DecodeMemoryStats read them).
 enum DescribeWhat : int { kDescribeProgram = 0, kDescribeCost = 1, kDescribeMemory = 2 };
 typedef void (*DescribeFn)(void* ctx, int64_t handle, int what);
+// Joins a multi-process job (PJRT_Client_Create with num_nodes > 1): Python makes its client
+// over every process's devices, meeting the other processes through `store` (the caller's
+// key-value callbacks, a KeyValueCallbacks), and reports every process's device count, in
+// process order, as int64s. `hostname` (may be empty) is where this process's collectives
+// listen.
+typedef void (*ConnectFn)(void* ctx, const char* backend, size_t backend_size,
+                          int64_t num_devices, int64_t node_id, int64_t num_nodes,
+                          const char* hostname, size_t hostname_size, void* store);
 struct Callbacks {
   CompileFn compile = nullptr;
   ExecuteFn execute = nullptr;
   ReleaseFn release = nullptr;
   DescribeFn describe = nullptr;
+  ConnectFn connect = nullptr;
+};
+
+// The key-value callbacks a framework gave PJRT_Client_Create, called by Python through the
+// openhlo_kv_* exports (key_value.cc). Never freed: the Python client that uses them lives
+// as long as the process, and a late call must find a valid object (the framework's own
+// callback data may be gone by then; it is only called while the framework's client lives).
+struct KeyValueCallbacks {
+  PJRT_KeyValueGetCallback get = nullptr;
+  void* get_arg = nullptr;
+  PJRT_KeyValueTryGetCallback try_get = nullptr;  // absent before PJRT 0.61
+  void* try_get_arg = nullptr;
+  PJRT_KeyValuePutCallback put = nullptr;
+  void* put_arg = nullptr;
 };
 Callbacks& GetCallbacks();
 
@@ -97,7 +122,8 @@ struct PJRT_DeviceDescription {
 
 struct PJRT_Device {
   PJRT_DeviceDescription description;
-  int local_hardware_id = 0;
+  int local_hardware_id = 0;  // its index among its process's devices
+  bool addressable = true;    // one of this process's devices
   openhlo::Memory* memory = nullptr;
   std::vector<PJRT_Memory*> memories;
 };
@@ -105,10 +131,16 @@ struct PJRT_Device {
 struct PJRT_Client {
   std::string backend;
   std::string platform_version;
+  int process_index = 0;  // node_id of a multi-process client
   std::vector<std::unique_ptr<PJRT_Device>> device_store;
   std::vector<std::unique_ptr<openhlo::Memory>> memory_store;
-  std::vector<PJRT_Device*> devices;
-  std::vector<PJRT_Memory*> memories;
+  std::vector<PJRT_Device*> devices;      // every process's, ids dense in process order
+  std::vector<PJRT_Device*> addressable;  // this process's, by local_hardware_id
+  std::vector<PJRT_Memory*> memories;     // of the addressable devices
+  // The last PJRT_Client_UpdateGlobalProcessInfo: (task id, incarnation id, state) per
+  // process; recorded only (collectives notice dead peers themselves).
+  std::mutex process_info_mutex;
+  std::vector<std::tuple<int, uint64_t, int>> process_infos;
 };
 
 // ---- events: a handle on the Signal of the work they stand for ------------------------------

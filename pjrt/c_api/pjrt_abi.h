@@ -153,14 +153,42 @@ struct PJRT_Event_Set_Args {
   size_t error_message_size;
 };
 
-using PJRT_KV_Callback = void*;  // distributed key-value callbacks: accepted, unused
+// The distributed key-value store of PJRT_Client_Create (multi-process clients): the caller's
+// callbacks, which report failures through the plugin's `callback_error` (an error of ours).
+typedef PJRT_Error* (*PJRT_CallbackError)(PJRT_Error_Code code, const char* message,
+                                          size_t message_size);
+typedef void (*PJRT_KeyValue_ValueDeleter)(char* value);
+struct PJRT_KeyValueGetCallback_Args {  // blocks up to timeout_in_ms
+  PJRT_HDR; const char* key; size_t key_size; int timeout_in_ms;
+  PJRT_CallbackError* callback_error; void* user_arg;
+  char* value; size_t value_size; PJRT_KeyValue_ValueDeleter value_deleter_callback;  // out
+};
+struct PJRT_KeyValueTryGetCallback_Args {  // PJRT_NOT_FOUND at once when absent
+  PJRT_HDR; const char* key; size_t key_size; PJRT_CallbackError* callback_error; void* user_arg;
+  char* value; size_t value_size; PJRT_KeyValue_ValueDeleter value_deleter_callback;  // out
+};
+struct PJRT_KeyValuePutCallback_Args {
+  PJRT_HDR; const char* key; size_t key_size; const char* value; size_t value_size;
+  PJRT_CallbackError* callback_error; void* user_arg;
+};
+typedef PJRT_Error* (*PJRT_KeyValueGetCallback)(PJRT_KeyValueGetCallback_Args* args);
+typedef PJRT_Error* (*PJRT_KeyValueTryGetCallback)(PJRT_KeyValueTryGetCallback_Args* args);
+typedef PJRT_Error* (*PJRT_KeyValuePutCallback)(PJRT_KeyValuePutCallback_Args* args);
 struct PJRT_Client_Create_Args {
   PJRT_HDR;
   const PJRT_NamedValue* create_options; size_t num_options;
-  PJRT_KV_Callback kv_get_callback; void* kv_get_user_arg;
-  PJRT_KV_Callback kv_put_callback; void* kv_put_user_arg;
+  PJRT_KeyValueGetCallback kv_get_callback; void* kv_get_user_arg;
+  PJRT_KeyValuePutCallback kv_put_callback; void* kv_put_user_arg;
   PJRT_Client* client;
-  PJRT_KV_Callback kv_try_get_callback; void* kv_try_get_user_arg;
+  PJRT_KeyValueTryGetCallback kv_try_get_callback; void* kv_try_get_user_arg;
+};
+// What the framework learned about every process of the job (fault tolerance); recorded.
+struct PJRT_ProcessInfo {
+  size_t struct_size; int task_id; uint64_t incarnation_id; int state; int error_code;
+  const char* error_message; size_t error_message_size;
+};
+struct PJRT_Client_UpdateGlobalProcessInfo_Args {
+  PJRT_HDR; PJRT_Client* client; PJRT_ProcessInfo* process_infos; size_t num_process_infos;
 };
 struct PJRT_Client_Destroy_Args { PJRT_HDR; PJRT_Client* client; };
 struct PJRT_Client_ProcessIndex_Args { PJRT_HDR; PJRT_Client* client; int process_index; };
@@ -445,6 +473,11 @@ OPENHLO_CHECK(PJRT_Event_IsReady_Args, is_ready, 25);
 OPENHLO_CHECK(PJRT_Event_OnReady_Args, user_arg, 40);
 OPENHLO_CHECK(PJRT_Event_Set_Args, error_message_size, 48);
 OPENHLO_CHECK(PJRT_Client_Create_Args, kv_try_get_user_arg, 88);
+OPENHLO_CHECK(PJRT_KeyValueGetCallback_Args, value_deleter_callback, 80);
+OPENHLO_CHECK(PJRT_KeyValueTryGetCallback_Args, value_deleter_callback, 72);
+OPENHLO_CHECK(PJRT_KeyValuePutCallback_Args, user_arg, 64);
+OPENHLO_CHECK(PJRT_ProcessInfo, error_message_size, 48);
+OPENHLO_CHECK(PJRT_Client_UpdateGlobalProcessInfo_Args, num_process_infos, 40);
 OPENHLO_CHECK(PJRT_Client_ProcessIndex_Args, process_index, 28);
 OPENHLO_CHECK(PJRT_Client_String_Args, value_size, 40);
 OPENHLO_CHECK(PJRT_Client_Devices_Args, num_devices, 40);

@@ -107,37 +107,29 @@ PJRT_Error* EventSet(void* p) {
 // ---- client ----------------------------------------------------------------------------------
 static std::string NamedValueName(const PJRT_NamedValue& v) { return std::string(v.name, v.name_size); }
 
-PJRT_Error* ClientCreate(void* p) {
-  auto* a = Args<PJRT_Client_Create_Args>(p);
-  int64_t num_devices = 1;
-  std::string backend = "cpu";
-  for (size_t i = 0; i < a->num_options; ++i) {
-    const PJRT_NamedValue& v = a->create_options[i];
-    std::string name = NamedValueName(v);
-    if (name == "num_devices") {
-      if (v.type != PJRT_NV_INT64 || v.int64_value < 1)
-        return MakeError(PJRT_INVALID_ARGUMENT,
-                         "openhlo PJRT_Client_Create: option num_devices must be a positive int");
-      num_devices = v.int64_value;
-    } else if (name == "backend") {
-      if (v.type != PJRT_NV_STRING)
-        return MakeError(PJRT_INVALID_ARGUMENT,
-                         "openhlo PJRT_Client_Create: option backend must be a string");
-      backend.assign(v.string_value, v.value_size);
-    }  // other options (e.g. distributed node ids) do not apply to a single-process CPU client
-  }
-  auto* client = new PJRT_Client;
-  client->backend = backend;
-  client->platform_version = "openhlo 0.1 (" + backend + ")";
-  for (int64_t i = 0; i < num_devices; ++i) {
+static PJRT_Error* OptionError(const std::string& name, const char* expected) {
+  return MakeError(PJRT_INVALID_ARGUMENT,
+                   "openhlo PJRT_Client_Create: option " + name + " must be " + expected);
+}
+
+// Adds the `count` devices of process `process` to `client`, their ids from `first`.
+static void AddDevices(PJRT_Client* client, int process, int64_t first, int64_t count,
+                       bool multi_process) {
+  const std::string& backend = client->backend;
+  for (int64_t i = 0; i < count; ++i) {
     auto device = std::make_unique<PJRT_Device>();
     auto memory = std::make_unique<Memory>();
-    int id = static_cast<int>(i);
+    int id = static_cast<int>(first + i);
+    std::string of_process = multi_process ? " of process " + std::to_string(process) : "";
     device->description.id = id;
+    device->description.process_index = process;
     device->description.kind = "openhlo-" + backend;
-    device->description.debug_string = "OpenHLO " + backend + " device " + std::to_string(id);
-    device->description.to_string = "OpenHloDevice(id=" + std::to_string(id) + ")";
-    device->local_hardware_id = id;
+    device->description.debug_string = "OpenHLO " + backend + " device " + std::to_string(id) + of_process;
+    device->description.to_string =
+        "OpenHloDevice(id=" + std::to_string(id) +
+        (multi_process ? ", process_index=" + std::to_string(process) : "") + ")";
+    device->local_hardware_id = static_cast<int>(i);
+    device->addressable = process == client->process_index;
     memory->base.vtable = &kMemoryTable;
     memory->id = id;
     memory->debug_string = "OpenHLO device memory of device " + std::to_string(id);
@@ -146,9 +138,90 @@ PJRT_Error* ClientCreate(void* p) {
     device->memory = memory.get();
     device->memories.push_back(&memory->base);
     client->devices.push_back(device.get());
-    client->memories.push_back(&memory->base);
+    if (device->addressable) {
+      client->addressable.push_back(device.get());
+      client->memories.push_back(&memory->base);
+    }
     client->device_store.push_back(std::move(device));
     client->memory_store.push_back(std::move(memory));
+  }
+}
+
+// Every process's device count, in process order, from the Python runtime, which joins the
+// other processes through the framework's key-value callbacks (objects.h ConnectFn).
+static PJRT_Error* Connect(const PJRT_Client_Create_Args* a, const std::string& backend,
+                           int64_t num_devices, int64_t node_id, int64_t num_nodes,
+                           const std::string& hostname, std::vector<int64_t>* counts) {
+  if (a->kv_get_callback == nullptr || a->kv_put_callback == nullptr)
+    return MakeError(PJRT_INVALID_ARGUMENT,
+                     "openhlo PJRT_Client_Create: num_nodes=" + std::to_string(num_nodes) +
+                         " needs the key-value store callbacks (kv_get_callback, "
+                         "kv_put_callback); the caller gave none");
+  Callbacks& cb = GetCallbacks();
+  if (cb.connect == nullptr) return Detached("PJRT_Client_Create");
+  auto* kv = new KeyValueCallbacks;  // never freed (objects.h)
+  kv->get = a->kv_get_callback;
+  kv->get_arg = a->kv_get_user_arg;
+  kv->put = a->kv_put_callback;
+  kv->put_arg = a->kv_put_user_arg;
+  if (a->struct_size >= OPENHLO_STRUCT_SIZE(PJRT_Client_Create_Args, kv_try_get_user_arg)) {
+    kv->try_get = a->kv_try_get_callback;
+    kv->try_get_arg = a->kv_try_get_user_arg;
+  }
+  CallResult result;
+  cb.connect(&result, backend.data(), backend.size(), num_devices, node_id, num_nodes,
+             hostname.data(), hostname.size(), kv);
+  if (PJRT_Error* error = Reported(result, "PJRT_Client_Create")) return error;
+  if (result.data.size() != static_cast<size_t>(num_nodes) * 8)
+    return MakeError(PJRT_INTERNAL, "openhlo PJRT_Client_Create: malformed topology from Python");
+  counts->resize(num_nodes);
+  std::memcpy(counts->data(), result.data.data(), result.data.size());
+  for (int64_t count : *counts)
+    if (count < 1 || count > (1 << 20))
+      return MakeError(PJRT_INTERNAL, "openhlo PJRT_Client_Create: a process reported " +
+                                          std::to_string(count) + " devices");
+  if ((*counts)[node_id] != num_devices)
+    return MakeError(PJRT_INTERNAL, "openhlo PJRT_Client_Create: the global topology gives "
+                                    "this process " + std::to_string((*counts)[node_id]) +
+                                        " devices, it has " + std::to_string(num_devices));
+  return nullptr;
+}
+
+// Options: num_devices (this process's), backend, and for a multi-process client node_id,
+// num_nodes (what jax.distributed passes) and hostname (where this process's collectives
+// listen; default loopback). Options of other plugins or frameworks are ignored.
+PJRT_Error* ClientCreate(void* p) {
+  auto* a = Args<PJRT_Client_Create_Args>(p);
+  int64_t num_devices = 1, node_id = 0, num_nodes = 1;
+  std::string backend = "cpu", hostname;
+  for (size_t i = 0; i < a->num_options; ++i) {
+    const PJRT_NamedValue& v = a->create_options[i];
+    std::string name = NamedValueName(v);
+    if (name == "num_devices" || name == "node_id" || name == "num_nodes") {
+      if (v.type != PJRT_NV_INT64) return OptionError(name, "an int");
+      (name == "num_devices" ? num_devices : name == "node_id" ? node_id : num_nodes) =
+          v.int64_value;
+    } else if (name == "backend" || name == "hostname") {
+      if (v.type != PJRT_NV_STRING) return OptionError(name, "a string");
+      (name == "backend" ? backend : hostname).assign(v.string_value, v.value_size);
+    }
+  }
+  if (num_devices < 1) return OptionError("num_devices", "a positive int");
+  if (num_nodes < 1 || num_nodes > (1 << 16)) return OptionError("num_nodes", "a positive int");
+  if (node_id < 0 || node_id >= num_nodes)
+    return OptionError("node_id", ("in 0.." + std::to_string(num_nodes - 1)).c_str());
+  std::vector<int64_t> counts{num_devices};
+  if (num_nodes > 1)
+    if (PJRT_Error* error = Connect(a, backend, num_devices, node_id, num_nodes, hostname, &counts))
+      return error;
+  auto* client = new PJRT_Client;
+  client->backend = backend;
+  client->platform_version = "openhlo 0.1 (" + backend + ")";
+  client->process_index = static_cast<int>(node_id);
+  int64_t first = 0;
+  for (size_t process = 0; process < counts.size(); ++process) {
+    AddDevices(client, static_cast<int>(process), first, counts[process], num_nodes > 1);
+    first += counts[process];
   }
   a->client = client;
   return nullptr;
@@ -166,12 +239,21 @@ PJRT_Error* ClientPlatformVersion(void* p) {
   a->value_size = a->client->platform_version.size();
   return nullptr;
 }
-PJRT_Error* ClientProcessIndex(void* p) { Args<PJRT_Client_ProcessIndex_Args>(p)->process_index = 0; return nullptr; }
+PJRT_Error* ClientProcessIndex(void* p) {
+  auto* a = Args<PJRT_Client_ProcessIndex_Args>(p);
+  a->process_index = a->client->process_index;
+  return nullptr;
+}
 PJRT_Error* ClientDevices(void* p) {
-  // All devices are addressable: one process.
   auto* a = Args<PJRT_Client_Devices_Args>(p);
   a->devices = a->client->devices.data();
   a->num_devices = a->client->devices.size();
+  return nullptr;
+}
+PJRT_Error* ClientAddressableDevices(void* p) {
+  auto* a = Args<PJRT_Client_Devices_Args>(p);
+  a->devices = a->client->addressable.data();
+  a->num_devices = a->client->addressable.size();
   return nullptr;
 }
 PJRT_Error* ClientAddressableMemories(void* p) {
@@ -180,14 +262,33 @@ PJRT_Error* ClientAddressableMemories(void* p) {
   a->num_memories = a->client->memories.size();
   return nullptr;
 }
+static PJRT_Error* LookupIn(const std::vector<PJRT_Device*>& devices, int id, const char* fn,
+                            const char* what, PJRT_Device** out) {
+  if (id < 0 || static_cast<size_t>(id) >= devices.size())
+    return MakeError(PJRT_INVALID_ARGUMENT, std::string("openhlo ") + fn + ": no device with " +
+                                                what + " " + std::to_string(id) + " (the client has " +
+                                                std::to_string(devices.size()) + ")");
+  *out = devices[id];
+  return nullptr;
+}
 PJRT_Error* ClientLookupDevice(void* p) {
-  // Device ids and local hardware ids coincide in a single-process client.
+  // Ids are dense in process order: a device's id is its index among all devices.
   auto* a = Args<PJRT_Client_LookupDevice_Args>(p);
-  if (a->id < 0 || static_cast<size_t>(a->id) >= a->client->devices.size())
-    return MakeError(PJRT_INVALID_ARGUMENT, "openhlo PJRT_Client_LookupDevice: no device with id " +
-                                                std::to_string(a->id) + " (the client has " +
-                                                std::to_string(a->client->devices.size()) + ")");
-  a->device = a->client->devices[a->id];
+  return LookupIn(a->client->devices, a->id, "PJRT_Client_LookupDevice", "id", &a->device);
+}
+PJRT_Error* ClientLookupAddressableDevice(void* p) {
+  auto* a = Args<PJRT_Client_LookupDevice_Args>(p);  // same layout, id = local hardware id
+  return LookupIn(a->client->addressable, a->id, "PJRT_Client_LookupAddressableDevice",
+                  "local hardware id", &a->device);
+}
+PJRT_Error* ClientUpdateGlobalProcessInfo(void* p) {
+  auto* a = Args<PJRT_Client_UpdateGlobalProcessInfo_Args>(p);
+  std::lock_guard<std::mutex> lock(a->client->process_info_mutex);
+  a->client->process_infos.clear();
+  for (size_t i = 0; i < a->num_process_infos; ++i) {
+    const PJRT_ProcessInfo& info = a->process_infos[i];
+    a->client->process_infos.emplace_back(info.task_id, info.incarnation_id, info.state);
+  }
   return nullptr;
 }
 PJRT_Error* ClientDefaultDeviceAssignment(void* p) {
@@ -237,7 +338,11 @@ PJRT_Error* DeviceGetDescription(void* p) {
   a->device_description = &a->device->description;
   return nullptr;
 }
-PJRT_Error* DeviceIsAddressable(void* p) { Args<PJRT_Device_IsAddressable_Args>(p)->is_addressable = true; return nullptr; }
+PJRT_Error* DeviceIsAddressable(void* p) {
+  auto* a = Args<PJRT_Device_IsAddressable_Args>(p);
+  a->is_addressable = a->device->addressable;
+  return nullptr;
+}
 PJRT_Error* DeviceLocalHardwareId(void* p) {
   auto* a = Args<PJRT_Device_LocalHardwareId_Args>(p);
   a->local_hardware_id = a->device->local_hardware_id;

@@ -252,7 +252,7 @@ class CpuExecutable(LoadedExecutable):
                 recorder.add(f"execute {self.name}", "execute", started,
                              time.perf_counter_ns() - started, {"devices": 1})
 
-    def _execute(self, args_per_device: list, devices: list) -> tuple:
+    def _execute(self, args_per_device: list, devices: list, launch_id=None) -> tuple:
         program = self.program
         if program.native is None:
             raise UnimplementedError(
@@ -277,14 +277,18 @@ class CpuExecutable(LoadedExecutable):
         with self.client._dispatch_lock:
             # The native collectives of this execution's instances meet in one rendezvous; an
             # instance that fails aborts it, so the others stop waiting
-            # (native/collectives.h). Across processes it is keyed by the launch count, which
-            # every process advances in the same order (each runs the same executions).
+            # (native/collectives.h). Across processes it is keyed by the caller's launch id
+            # when it gave one, else by the launch count, which every process advances in the
+            # same order (each runs the same executions).
             rendezvous = None
             if multi and groups is not None:
-                self.client._launches += 1
+                if launch_id is None:
+                    self.client._launches += 1
+                key = (f"launch {self.client._launches}" if launch_id is None
+                       else f"launch id {launch_id}")
                 rendezvous = native().Rendezvous(
                     count, self.client._timeout_s, groups,
-                    [d.process_index for d in assigned], f"launch {self.client._launches}")
+                    [d.process_index for d in assigned], key)
             elif multi:
                 rendezvous = native().Rendezvous(count, collective_timeout_s())
             replicas, partitions = (self.num_replicas, self.num_partitions) if multi else (1, 1)
