@@ -28,7 +28,6 @@ The number of virtual devices is the mesh size; ``OPENHLO_TORCH_NUM_DEVICES`` (o
 from __future__ import annotations
 
 import collections
-import functools
 import math
 import os
 import weakref
@@ -343,11 +342,11 @@ def _short(s: Sharding | None) -> str:
 
 # ---- compiling and running sharded segments --------------------------------------------------
 
-@functools.cache
 def client(n: int):
-    """A cpu PJRT client of ``n`` virtual devices."""
-    import pjrt
-    return pjrt.make_client("cpu", num_devices=n)
+    """A cpu PJRT client of ``n`` virtual devices in all: under torchrun, spread over its
+    processes (distributed.py)."""
+    from frameworks.torch import distributed
+    return distributed.client(n)
 
 
 # (segment name, LoadedExecutable) of every sharded program compiled, newest last
