@@ -165,6 +165,7 @@ def worker_dp_step(steps: int) -> dict:
 
 def _torchrun(worker_args: list, processes: int) -> dict:
     from frameworks.torch import distributed
+    from pjrt.errors import ExecutionError
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OPENHLO_COLLECTIVE_TIMEOUT_S=os.environ.get("OPENHLO_COLLECTIVE_TIMEOUT_S",
@@ -174,15 +175,16 @@ def _torchrun(worker_args: list, processes: int) -> dict:
         finished = distributed.torchrun(["-m", "tools.bench_allreduce", "--worker", out,
                                          *worker_args], processes, TORCHRUN_TIMEOUT_S, env=env)
         if finished.returncode != 0:
-            raise RuntimeError(f"torchrun of {processes} process(es) failed:\n"
-                               f"{finished.stderr[-4000:]}")
+            raise ExecutionError(f"bench_allreduce: torchrun of {processes} process(es) "
+                                 f"failed:\n{finished.stderr[-4000:]}")
         with open(out) as f:
             return json.load(f)
 
 
 def measure(sizes=DEFAULT_SIZES, processes=DEFAULT_PROCESSES, quick: bool = False,
             steps: int = 10) -> dict:
-    """Run the benchmark (a torchrun per measurement); the figures, with the machine load."""
+    """Run the benchmark (a torchrun per measurement; ``processes=()`` skips the
+    data-parallel step); the figures, with the machine load."""
     load_before = os.getloadavg()[0]
     allreduce = _torchrun(["allreduce", "--sizes", ",".join(map(str, sizes))]
                           + (["--quick"] if quick else []), 2)
@@ -204,6 +206,8 @@ def report(figures: dict) -> str:
         lines.append(f"| {_human(row['bytes'])} | {row['ours_gbps']:.3f} | "
                      f"{row['torch_gloo_gbps']:.3f} | "
                      f"{row['ours_gbps'] / row['torch_gloo_gbps']:.2f} |")
+    if not figures["dp_step"]:
+        return "\n".join(lines)
     base = figures["dp_step"][0]["step_s"]
     lines += [f"data-parallel step (MLP {DP_WIDTH}-{DP_HIDDEN}-{DP_WIDTH}, global batch "
               f"{DP_BATCH}, one device per process):", "| processes | step (ms) | vs 1 |",
