@@ -23,7 +23,8 @@ global tensors. Forward and backward graphs alike (the backward graph finds the 
 parameters among its saved tensors).
 
 The number of virtual devices is the mesh size; ``OPENHLO_TORCH_NUM_DEVICES`` (or
-``set_num_devices``) fixes it, and a mesh of another size is then refused.
+``set_num_devices``) fixes it, and a mesh of another size is then refused. Under torchrun
+the devices are spread over its processes (distributed.py), each feeding the full inputs.
 """
 from __future__ import annotations
 
