@@ -1,9 +1,11 @@
 """PyTorch across processes: the torch.distributed store adapter, and a small transformer
 trained with mark_sharding under ``torchrun --nproc-per-node 2`` (2 virtual devices each,
 gloo between the processes on loopback) that gives the loss curve of the same model on one
-process with all 4 devices, and eager's."""
+process with all 4 devices, and eager's; a torchrun past its time is stopped, workers too."""
 import json
 import os
+import threading
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -48,6 +50,18 @@ def test_torch_store_adapter_get_times_out_naming_the_key(torch_store):
         store.get("never", timeout_s=0.2)
 
 
+def test_a_waiting_get_does_not_hold_up_a_set_from_another_thread(torch_store):
+    # torch's own blocking get holds its client's connection: the set would wait for it
+    store = distributed.TorchStore(torch_store)
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(store.get("late", timeout_s=10.0)))
+    waiter.start()
+    time.sleep(0.2)
+    store.set("late", b"here")
+    waiter.join(timeout=5.0)
+    assert got == [b"here"]
+
+
 def test_without_torchrun_there_are_no_options(monkeypatch):
     for name in distributed.TORCHRUN_ENV:
         monkeypatch.delenv(name, raising=False)
@@ -85,3 +99,17 @@ def test_torchrun_training_matches_one_process(tmp_path):
     np.testing.assert_allclose(got["losses"], eager["losses"], rtol=1e-5)
     np.testing.assert_allclose(got["parameter_sum"], eager["parameter_sum"], rtol=1e-5)
     assert got["losses"][-1] < got["losses"][0] / 2  # it trained
+
+
+def test_torchrun_past_its_timeout_is_stopped_with_its_workers(tmp_path):
+    script = tmp_path / "hang.py"
+    script.write_text("import os, pathlib, time\n"
+                      f"pathlib.Path({str(tmp_path)!r}, os.environ['RANK']).write_text("
+                      "str(os.getpid()))\n"
+                      "time.sleep(600)\n")
+    with pytest.raises(DeadlineExceededError, match="still ran after 15 s: stopped"):
+        distributed.torchrun([str(script)], nproc_per_node=2, timeout_s=15.0)
+    pids = [int((tmp_path / rank).read_text()) for rank in ("0", "1")]
+    for pid in pids:  # torchrun stopped both workers before it exited
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
