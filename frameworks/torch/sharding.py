@@ -23,12 +23,12 @@ global tensors. Forward and backward graphs alike (the backward graph finds the 
 parameters among its saved tensors).
 
 The number of virtual devices is the mesh size; ``OPENHLO_TORCH_NUM_DEVICES`` (or
-``set_num_devices``) fixes it, and a mesh of another size is then refused.
+``set_num_devices``) fixes it, and a mesh of another size is then refused. Under torchrun
+the devices are spread over its processes (distributed.py), each feeding the full inputs.
 """
 from __future__ import annotations
 
 import collections
-import functools
 import math
 import os
 import weakref
@@ -343,11 +343,11 @@ def _short(s: Sharding | None) -> str:
 
 # ---- compiling and running sharded segments --------------------------------------------------
 
-@functools.cache
 def client(n: int):
-    """A cpu PJRT client of ``n`` virtual devices."""
-    import pjrt
-    return pjrt.make_client("cpu", num_devices=n)
+    """A cpu PJRT client of ``n`` virtual devices in all: under torchrun, spread over its
+    processes (distributed.py)."""
+    from frameworks.torch import distributed
+    return distributed.client(n)
 
 
 # (segment name, LoadedExecutable) of every sharded program compiled, newest last

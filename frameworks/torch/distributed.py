@@ -1,0 +1,178 @@
+"""PyTorch processes started by ``torchrun`` as one multi-process OpenHLO client.
+
+``torchrun --nproc-per-node P script.py`` gives each process ``MASTER_ADDR``, ``MASTER_PORT``,
+``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``. With those set, the client that runs sharded
+programs (sharding.py) spans every process: process ``RANK`` joins it with N local virtual
+devices (N = the mesh size / ``WORLD_SIZE``, one process per host as PyTorch/XLA does it),
+the processes meet through torch.distributed's store, and the collectives between them go
+over gloo (pjrt/plugins/cpu/README.md, Many processes).
+
+The store: the default process group's when ``torch.distributed.init_process_group`` was
+called first, else the one ``env://`` rendezvous gives (torchrun's agent store, or a
+TCPStore that rank 0 serves). ``TorchStore`` adapts either to pjrt's ``KeyValueStore``.
+"""
+from __future__ import annotations
+
+import functools
+import ipaddress
+import os
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from typing import Optional
+
+import torch.distributed as dist
+
+from pjrt.distributed.options import DistributedOptions
+from pjrt.distributed.store import KeyValueStore, PrefixStore
+from pjrt.errors import ArgumentError, DeadlineExceededError
+from stablehlo.ir.sharding import ShardingError
+
+# The variables torchrun sets that a process needs to join (LOCAL_RANK is not needed: the
+# virtual devices of a process are its own).
+TORCHRUN_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
+# The address this process's gloo connections listen on; default: loopback when
+# MASTER_ADDR is a loopback address, else this host's name.
+HOSTNAME_ENV = "OPENHLO_DISTRIBUTED_HOSTNAME"
+# Our keys in torch's store, apart from torch's own.
+KEY_PREFIX = "openhlo/"
+# Polling interval bounds of a blocking get (seconds): short first, for the rendezvous
+# keys that are usually there already.
+_POLL_FIRST_S, _POLL_MAX_S = 0.001, 0.05
+# Seconds torchrun gets to stop its workers and exit on SIGTERM before it is killed (it
+# gives its workers 30 s).
+TORCHRUN_STOP_GRACE_S = 40.0
+
+
+class TorchStore(KeyValueStore):
+    """A pjrt ``KeyValueStore`` over a ``torch.distributed.Store`` (TCPStore, PrefixStore...).
+
+    A blocking get polls ``check`` instead of calling torch's blocking ``get``: a TCPStore
+    client holds its connection for the whole of a blocking call, so one thread's wait would
+    stall the other threads' sets on the same client (the native process groups call the
+    store from their own threads)."""
+
+    def __init__(self, store: dist.Store):
+        self.store = store
+
+    def set(self, key: str, value: bytes) -> None:
+        self.store.set(key, bytes(value))
+
+    def get(self, key: str, timeout_s: float) -> bytes:
+        deadline = time.monotonic() + timeout_s
+        pause = _POLL_FIRST_S
+        while not self.store.check([key]):
+            if time.monotonic() >= deadline:
+                raise DeadlineExceededError(f"torch.distributed store: key {key!r} was not set "
+                                            f"within {timeout_s:g} s")
+            time.sleep(pause)
+            pause = min(pause * 2, _POLL_MAX_S)
+        return bytes(self.store.get(key))
+
+    def try_get(self, key: str) -> Optional[bytes]:
+        return bytes(self.store.get(key)) if self.store.check([key]) else None
+
+
+def launched_by_torchrun() -> bool:
+    """Whether this process has the variables torchrun sets."""
+    return all(os.environ.get(name) for name in TORCHRUN_ENV)
+
+
+def _int_env(name: str) -> int:
+    value = os.environ[name]
+    try:
+        return int(value)
+    except ValueError:
+        raise ArgumentError(f"{name}={value!r} (set by torchrun) is not an integer") from None
+
+
+def _torch_store() -> dist.Store:
+    if dist.is_initialized():
+        return dist.distributed_c10d._get_default_store()
+    store, _, _ = next(dist.rendezvous("env://", timeout=timedelta(seconds=300)))
+    return store
+
+
+def _hostname() -> str:
+    chosen = os.environ.get(HOSTNAME_ENV)
+    if chosen:
+        return chosen
+    master = os.environ["MASTER_ADDR"]
+    try:
+        loopback = master == "localhost" or ipaddress.ip_address(master).is_loopback
+    except ValueError:  # a host name
+        loopback = False
+    return "127.0.0.1" if loopback else socket.getfqdn()
+
+
+def options() -> Optional[DistributedOptions]:
+    """This process's place in the torchrun job, or None when torchrun did not start it."""
+    if not launched_by_torchrun():
+        return None
+    rank, world = _int_env("RANK"), _int_env("WORLD_SIZE")
+    return DistributedOptions(process_index=rank, num_processes=world,
+                              store=PrefixStore(TorchStore(_torch_store()), KEY_PREFIX),
+                              hostname=_hostname())
+
+
+def num_processes() -> int:
+    """``WORLD_SIZE`` under torchrun, else 1."""
+    return _int_env("WORLD_SIZE") if launched_by_torchrun() else 1
+
+
+@functools.cache
+def client(num_devices: int):
+    """The cpu client of ``num_devices`` devices in all: a multi-process client under
+    torchrun (``num_devices / WORLD_SIZE`` in this process), else a one-process one."""
+    import pjrt
+    joined = options()
+    if joined is None:
+        return pjrt.make_client("cpu", num_devices=num_devices)
+    if num_devices % joined.num_processes:
+        raise ShardingError(f"a mesh of {num_devices} device(s) cannot be spread over "
+                            f"{joined.num_processes} torchrun processes (WORLD_SIZE): each "
+                            f"process holds the same number of devices")
+    return pjrt.make_client("cpu", num_devices=num_devices // joined.num_processes,
+                            distributed=joined)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on now (for MASTER_PORT)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def torchrun(args: list, nproc_per_node: int, timeout_s: float,
+             env: Optional[dict] = None) -> subprocess.CompletedProcess:
+    """Run ``torchrun --nproc-per-node N ARGS`` on the loopback address and wait; its output is
+    captured. Raises DeadlineExceededError after ``timeout_s``, once torchrun has stopped its
+    workers (SIGTERM: torchrun stops them before it exits; each worker runs in a session of
+    its own, so torchrun is the one that can)."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+               str(nproc_per_node), "--master-addr", "127.0.0.1", "--master-port",
+               str(free_port()), *args]
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _stop(child)
+        raise DeadlineExceededError(f"torchrun {' '.join(args)} still ran after {timeout_s:g} s: "
+                                    f"stopped") from None
+    finally:
+        _stop(child)  # interrupted while waiting: stop it all the same
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+
+
+def _stop(child: subprocess.Popen) -> None:
+    if child.poll() is not None:
+        return
+    child.terminate()
+    try:
+        child.communicate(timeout=TORCHRUN_STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
