@@ -106,6 +106,8 @@ class FrameworkStore:
 
 
 def _store(framework: FrameworkStore) -> kv_store.CallbackStore:
+    """A CallbackStore over ``framework``'s callbacks. The caller keeps ``framework`` alive
+    while it uses the store: the library holds only the callbacks' address."""
     lib = ctypes.CDLL(library_path())
     kv_store.declare(lib)
     return kv_store.CallbackStore(lib, framework.handle())
@@ -126,7 +128,8 @@ def test_set_then_get_and_try_get_round_trip_bytes():
 
 
 def test_a_missing_key_is_none_for_try_get_and_a_deadline_for_get():
-    store = _store(FrameworkStore())
+    framework = FrameworkStore()  # alive as long as the store is used
+    store = _store(framework)
     assert store.try_get("local_topology/1") is None
     with pytest.raises(DeadlineExceededError, match=r"'local_topology/1' was not set within 2 s"):
         store.get("local_topology/1", timeout_s=2.0)
@@ -142,7 +145,8 @@ def test_without_a_try_get_callback_a_get_that_waits_0_ms_stands_in():
 
 
 def test_a_failing_put_is_unavailable_with_the_framework_message():
-    store = _store(FrameworkStore())
+    framework = FrameworkStore()  # alive as long as the store is used
+    store = _store(framework)
     store.set("once", b"1")
     with pytest.raises(UnavailableError, match="set 'once' failed .ALREADY_EXISTS.: key already"):
         store.set("once", b"2")
