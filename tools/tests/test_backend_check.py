@@ -51,10 +51,10 @@ def test_the_command_fails_on_a_broken_contract_and_names_the_check(capsys, monk
             loaded = super()._compile(executable, device_assignment)
             launch = loaded._launch
 
-            def keep_donated(args_per_device, devices, donate):
+            def keep_donated(args_per_device, devices, donate, *launch_id):
                 kept = [(b, b._storage) for args in args_per_device for b in args
                         if isinstance(b, HostBuffer)]
-                outputs, events = launch(args_per_device, devices, donate)
+                outputs, events = launch(args_per_device, devices, donate, *launch_id)
                 for buffer, storage in kept:
                     buffer._storage = storage
                 return outputs, events
