@@ -67,6 +67,17 @@ std::chrono::milliseconds left_until(Clock::time_point deadline) {
   return std::max(left, std::chrono::milliseconds(1));
 }
 
+Clock::time_point deadline_from_now(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", seconds);
+  return text;
+}
+
 // The slot of an exchange: the same in every process for the same tag. Bit 0 tells the
 // two messages of an exchange (sizes, then bytes) apart.
 uint64_t slot_of(const std::string& tag, int phase) {
@@ -74,6 +85,40 @@ uint64_t slot_of(const std::string& tag, int phase) {
 }
 
 }  // namespace
+
+std::shared_ptr<gloo::Context> ProcessGroups::context_for(const std::vector<int>& processes,
+                                                          int rank, const std::string& what) {
+  const int size = static_cast<int>(processes.size());
+  std::lock_guard<std::mutex> lock(contexts_->mu);
+  auto& cached = contexts_->by_processes[processes];
+  if (cached == nullptr) {
+    auto created = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    created->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+    const std::string prefix = "gloo/" + process_list(processes) + "/";
+    GlooStore store(store_, prefix, timeout_s_);
+    try {
+      created->connectFullMesh(store, contexts_->device);
+    } catch (std::exception& e) {
+      // gloo publishes each rank's addresses under its rank: the ranks without a key
+      // never came.
+      std::vector<int> missing;
+      for (int r = 0; r < size; ++r) {
+        try {
+          store_->get(prefix + std::to_string(r), 0.0);
+        } catch (std::exception&) {
+          missing.push_back(processes[r]);
+        }
+      }
+      throw ExecError(what + ": process(es) " + process_list(missing) + " of " +
+                      process_list(processes) + " did not arrive within " +
+                      seconds_text(timeout_s_) +
+                      " s (in process " + std::to_string(process_index_) +
+                      ", connecting: " + e.what() + ")");
+    }
+    cached = created;
+  }
+  return cached;
+}
 
 std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& processes,
                                                   const std::string& tag,
@@ -90,41 +135,8 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
   out[rank] = mine;
   if (size == 1) return out;
 
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(timeout_s_));
-  std::shared_ptr<gloo::Context> context;
-  {
-    std::lock_guard<std::mutex> lock(contexts_->mu);
-    auto& cached = contexts_->by_processes[processes];
-    if (cached == nullptr) {
-      auto created = std::make_shared<gloo::rendezvous::Context>(rank, size);
-      created->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
-      const std::string prefix = "gloo/" + process_list(processes) + "/";
-      GlooStore store(store_, prefix, timeout_s_);
-      try {
-        created->connectFullMesh(store, contexts_->device);
-      } catch (std::exception& e) {
-        // gloo publishes each rank's addresses under its rank: the ranks without a key
-        // never came.
-        std::vector<int> missing;
-        for (int r = 0; r < size; ++r) {
-          try {
-            store_->get(prefix + std::to_string(r), 0.0);
-          } catch (std::exception&) {
-            missing.push_back(processes[r]);
-          }
-        }
-        char seconds[32];
-        std::snprintf(seconds, sizeof(seconds), "%g", timeout_s_);
-        throw ExecError(what + ": process(es) " + process_list(missing) + " of " +
-                        process_list(processes) + " did not arrive within " + seconds +
-                        " s (in process " + std::to_string(process_index_) +
-                        ", connecting: " + e.what() + ")");
-      }
-      cached = created;
-    }
-    context = cached;
-  }
+  const auto deadline = deadline_from_now(timeout_s_);
+  const auto context = context_for(processes, rank, what);
 
   // Sizes first (8 bytes from and to every peer), then the bytes: one recv per peer, so a
   // peer that never answers is known by name.
@@ -178,9 +190,9 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
     for (int r = 0; r < size; ++r) {
       if (r != rank) out[r].resize(sizes[r]);
     }
-    std::string send_copy = mine;  // gloo's buffers take a non-const pointer
+    // gloo's buffers take a non-const pointer; a send only reads it.
     run_phase(1, [&](int r) { return std::pair<void*, size_t>(out[r].data(), out[r].size()); },
-              send_copy.data(), send_copy.size());
+              const_cast<char*>(mine.data()), mine.size());
     for (int r = 0; r < size; ++r) ok &= failed[r].empty();
   }
   if (!ok) {
@@ -191,14 +203,116 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
       missing.push_back(processes[r]);
       reasons += "; process " + std::to_string(processes[r]) + ": " + failed[r];
     }
-    char seconds[32];
-    std::snprintf(seconds, sizeof(seconds), "%g", timeout_s_);
     throw ExecError(what + ": process(es) " + process_list(missing) + " of " +
-                    process_list(processes) + " did not arrive within " + seconds +
+                    process_list(processes) + " did not arrive within " +
+                    seconds_text(timeout_s_) +
                     " s or their connection broke (in process " +
                     std::to_string(process_index_) + reasons + ")");
   }
   return out;
+}
+
+void ProcessGroups::chain_reduce(const std::vector<int>& chain, const std::string& tag,
+                                 void* result, size_t nbytes, size_t chunk_bytes,
+                                 const ChunkFold& fold, const std::string& what) {
+  const auto me_at = std::find(chain.begin(), chain.end(), process_index_);
+  if (me_at == chain.end()) {
+    throw ExecError(what + ": process " + std::to_string(process_index_) +
+                    " is not one of the processes " + process_list(chain));
+  }
+  const size_t links = chain.size();
+  const size_t at = static_cast<size_t>(me_at - chain.begin());
+  char* const out = static_cast<char*>(result);
+  if (links == 1) {
+    for (size_t offset = 0; offset < nbytes; offset += chunk_bytes) {
+      const size_t bytes = std::min(chunk_bytes, nbytes - offset);
+      const void* done = fold(offset, bytes);
+      if (done != out + offset) std::memcpy(out + offset, done, bytes);
+    }
+    return;
+  }
+  std::vector<int> processes = chain;
+  std::sort(processes.begin(), processes.end());
+  auto rank_of = [&](int process) {
+    return static_cast<int>(std::find(processes.begin(), processes.end(), process) -
+                            processes.begin());
+  };
+  const int previous = at > 0 ? rank_of(chain[at - 1]) : -1;
+  const int last = rank_of(chain.back());
+  const auto deadline = deadline_from_now(timeout_s_);
+  const auto context = context_for(processes, rank_of(process_index_), what);
+  const size_t chunks = (nbytes + chunk_bytes - 1) / chunk_bytes;
+  // Chunk i's partial result and its final value travel under slots of their own, so they
+  // never need a common order with other exchanges.
+  auto slot = [&](size_t i, int phase) {
+    return std::hash<std::string>{}(tag + "/" + std::to_string(2 * i + phase));
+  };
+  auto fail = [&](int process, const std::string& reason) {
+    return ExecError(what + ": process " + std::to_string(process) + " of " +
+                     process_list(chain) + " did not answer within " +
+                     seconds_text(timeout_s_) + " s or its connection broke (in process " +
+                     std::to_string(process_index_) + ": " + reason + ")");
+  };
+  using Buffer = std::unique_ptr<gloo::transport::UnboundBuffer>;
+  std::vector<Buffer> partials(chunks), finals(chunks), sends;
+  try {
+    // Every receive is posted first: the peers' chunks land in `result` as they come. A
+    // chunk's final value cannot arrive before this process has passed its partial on, so
+    // the two receives into the same bytes never overlap.
+    for (size_t i = 0; i < chunks; ++i) {
+      const size_t offset = i * chunk_bytes, bytes = std::min(chunk_bytes, nbytes - offset);
+      if (at > 0) {
+        partials[i] = context->createUnboundBuffer(out + offset, bytes);
+        partials[i]->recv(previous, slot(i, 0));
+      }
+      if (at + 1 < links) {
+        finals[i] = context->createUnboundBuffer(out + offset, bytes);
+        finals[i]->recv(last, slot(i, 1));
+      }
+    }
+  } catch (std::exception& e) {
+    throw fail(chain[at > 0 ? at - 1 : links - 1], e.what());
+  }
+  for (size_t i = 0; i < chunks; ++i) {
+    const size_t offset = i * chunk_bytes, bytes = std::min(chunk_bytes, nbytes - offset);
+    try {
+      if (at > 0 && !partials[i]->waitRecv(left_until(deadline))) {
+        throw std::runtime_error("aborted");
+      }
+    } catch (std::exception& e) {
+      throw fail(chain[at - 1], e.what());
+    }
+    // gloo's buffers take a non-const pointer; a send only reads it.
+    void* done = const_cast<void*>(fold(offset, bytes));
+    sends.push_back(context->createUnboundBuffer(done, bytes));
+    const int process = at + 1 < links ? chain[at + 1] : chain[0];
+    try {
+      if (at + 1 < links) {
+        sends.back()->send(rank_of(chain[at + 1]), slot(i, 0));
+      } else {
+        for (size_t c = 0; c + 1 < links; ++c) sends.back()->send(rank_of(chain[c]), slot(i, 1));
+      }
+    } catch (std::exception& e) {
+      throw fail(process, e.what());
+    }
+  }
+  for (size_t i = 0; at + 1 < links && i < chunks; ++i) {
+    try {
+      if (!finals[i]->waitRecv(left_until(deadline))) throw std::runtime_error("aborted");
+    } catch (std::exception& e) {
+      throw fail(chain.back(), e.what());
+    }
+  }
+  const size_t per_send = at + 1 < links ? 1 : links - 1;
+  for (auto& send : sends) {
+    for (size_t n = 0; n < per_send; ++n) {
+      try {
+        if (!send->waitSend(left_until(deadline))) throw std::runtime_error("aborted");
+      } catch (std::exception& e) {
+        throw fail(at + 1 < links ? chain[at + 1] : chain[0], e.what());
+      }
+    }
+  }
 }
 
 #else  // without gloo: multi-process clients are refused (pjrt/plugins/cpu/plugin.py says so)
@@ -218,6 +332,11 @@ ProcessGroups::~ProcessGroups() = default;
 
 std::vector<std::string> ProcessGroups::allgather(const std::vector<int>&, const std::string&,
                                                   const std::string&, const std::string& what) {
+  throw ExecError(what + ": the cpu backend was built without gloo");
+}
+
+void ProcessGroups::chain_reduce(const std::vector<int>&, const std::string&, void*, size_t,
+                                 size_t, const ChunkFold&, const std::string& what) {
   throw ExecError(what + ": the cpu backend was built without gloo");
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,10 @@
 #include <vector>
 
 #include "array.h"
+
+namespace gloo {
+class Context;
+}
 
 namespace openhlo::cpu {
 
@@ -54,8 +59,29 @@ class ProcessGroups {
   std::vector<std::string> allgather(const std::vector<int>& processes, const std::string& tag,
                                      const std::string& mine, const std::string& what);
 
+  // Folds this process's contribution into bytes [offset, offset + bytes) of the result
+  // and returns where the folded bytes are (the result, or a contribution that needs no
+  // fold, which is then sent without a copy).
+  using ChunkFold = std::function<const void*(size_t offset, size_t bytes)>;
+
+  // A reduction along `chain` (distinct processes holding this one, in fold order; the
+  // same list and `tag` in each of them), pipelined in chunks of `chunk_bytes`: each
+  // process but the first receives chunk i of the partial result from its predecessor into
+  // `result` (nbytes, the same in every process), folds its own contribution into it
+  // (`fold`) and passes it on; the last process's chunks are final and go straight to every
+  // other process's `result`. So the fold order is the chain's, the same as one process
+  // folding every contribution in turn, and no bytes are copied on the way. Throws
+  // ExecError starting with `what` and naming the process that did not answer.
+  void chain_reduce(const std::vector<int>& chain, const std::string& tag, void* result,
+                    size_t nbytes, size_t chunk_bytes, const ChunkFold& fold,
+                    const std::string& what);
+
  private:
   struct Contexts;  // gloo's device and contexts (process_group.cc)
+  // The gloo context of `processes` (sorted; this process is `rank` among them), connected
+  // on first use and cached.
+  std::shared_ptr<gloo::Context> context_for(const std::vector<int>& processes, int rank,
+                                             const std::string& what);
   const int process_index_, num_processes_;
   const std::shared_ptr<KeyValueStore> store_;
   const double timeout_s_;
