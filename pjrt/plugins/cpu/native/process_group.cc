@@ -44,6 +44,7 @@ struct ProcessGroups::Contexts {
   std::shared_ptr<gloo::transport::Device> device;
   std::mutex mu;
   std::map<std::vector<int>, std::shared_ptr<gloo::Context>> by_processes;
+  ByteBuffers buffers;
 };
 
 ProcessGroups::ProcessGroups(int process_index, int num_processes,
@@ -120,10 +121,9 @@ std::shared_ptr<gloo::Context> ProcessGroups::context_for(const std::vector<int>
   return cached;
 }
 
-std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& processes,
-                                                  const std::string& tag,
-                                                  const std::string& mine,
-                                                  const std::string& what) {
+void ProcessGroups::allgather(const std::vector<int>& processes, const std::string& tag,
+                              const std::string& mine, std::vector<std::string>& received,
+                              const std::string& what) {
   const auto me_at = std::find(processes.begin(), processes.end(), process_index_);
   if (me_at == processes.end()) {
     throw ExecError(what + ": process " + std::to_string(process_index_) +
@@ -131,9 +131,9 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
   }
   const int rank = static_cast<int>(me_at - processes.begin());
   const int size = static_cast<int>(processes.size());
-  std::vector<std::string> out(size);
-  out[rank] = mine;
-  if (size == 1) return out;
+  std::vector<std::string>& out = received;
+  out.resize(size);
+  if (size == 1) return;
 
   const auto deadline = deadline_from_now(timeout_s_);
   const auto context = context_for(processes, rank, what);
@@ -209,7 +209,6 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
                     " s or their connection broke (in process " +
                     std::to_string(process_index_) + reasons + ")");
   }
-  return out;
 }
 
 void ProcessGroups::chain_reduce(const std::vector<int>& chain, const std::string& tag,
@@ -319,7 +318,9 @@ void ProcessGroups::chain_reduce(const std::vector<int>& chain, const std::strin
 
 bool have_gloo() { return false; }
 
-struct ProcessGroups::Contexts {};
+struct ProcessGroups::Contexts {
+  ByteBuffers buffers;
+};
 
 ProcessGroups::ProcessGroups(int process_index, int num_processes,
                              std::shared_ptr<KeyValueStore> store, std::string, double timeout_s)
@@ -330,8 +331,8 @@ ProcessGroups::ProcessGroups(int process_index, int num_processes,
 
 ProcessGroups::~ProcessGroups() = default;
 
-std::vector<std::string> ProcessGroups::allgather(const std::vector<int>&, const std::string&,
-                                                  const std::string&, const std::string& what) {
+void ProcessGroups::allgather(const std::vector<int>&, const std::string&, const std::string&,
+                              std::vector<std::string>&, const std::string& what) {
   throw ExecError(what + ": the cpu backend was built without gloo");
 }
 
@@ -341,6 +342,26 @@ void ProcessGroups::chain_reduce(const std::vector<int>&, const std::string&, vo
 }
 
 #endif  // OPENHLO_HAVE_GLOO
+
+ByteBuffers& ProcessGroups::buffers() { return contexts_->buffers; }
+
+std::vector<std::string> ByteBuffers::take(size_t count) {
+  std::vector<std::string> out(count);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < count && !free_.empty(); ++i) {
+    out[i] = std::move(free_.back());
+    free_.pop_back();
+  }
+  return out;
+}
+
+void ByteBuffers::give_back(std::vector<std::string>& buffers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::string& buffer : buffers) {
+    if (free_.size() < kKept) free_.push_back(std::move(buffer));
+  }
+  buffers.clear();
+}
 
 namespace {
 
@@ -360,8 +381,19 @@ T take(const std::string& in, size_t& at, const std::string& what) {
   return value;
 }
 
-std::string pack(const std::vector<std::vector<Array>>& values, const std::vector<bool>& mine) {
-  std::string out;
+// Into `out` (cleared; its memory reused): the contributions of this process's members.
+void pack(const std::vector<std::vector<Array>>& values, const std::vector<bool>& mine,
+          std::string& out) {
+  size_t bytes = 0;
+  for (size_t pos = 0; pos < values.size(); ++pos) {
+    if (!mine[pos]) continue;
+    bytes += 2 * sizeof(uint64_t);
+    for (const Array& a : values[pos]) {
+      bytes += 1 + (a.defined() ? 1 + sizeof(uint64_t) * (1 + a.shape.size()) + a.nbytes() : 0);
+    }
+  }
+  out.clear();
+  out.reserve(bytes);
   for (size_t pos = 0; pos < values.size(); ++pos) {
     if (!mine[pos]) continue;
     put<uint64_t>(out, pos);
@@ -375,7 +407,6 @@ std::string pack(const std::vector<std::vector<Array>>& values, const std::vecto
       out.append(static_cast<const char*>(a.raw()), a.nbytes());
     }
   }
-  return out;
 }
 
 void unpack(const std::string& in, std::vector<std::vector<Array>>& values,
@@ -417,12 +448,26 @@ void exchange_across_processes(ProcessGroups& groups, const std::vector<int>& in
     }
   }
   std::sort(processes.begin(), processes.end());
-  const auto all = groups.allgather(processes, tag, pack(values, mine),
-                                    what + " across processes " + process_list(processes));
+  // buffers[0]: this process's contributions; buffers[1 + r]: those of processes[r].
+  auto buffers = groups.buffers().take(1 + processes.size());
+  std::vector<std::string> received(std::make_move_iterator(buffers.begin() + 1),
+                                    std::make_move_iterator(buffers.end()));
+  buffers.resize(1);
   std::vector<bool> filled = mine;
-  for (size_t r = 0; r < processes.size(); ++r) {
-    if (processes[r] != groups.process_index()) unpack(all[r], values, filled, what);
+  try {
+    pack(values, mine, buffers[0]);
+    groups.allgather(processes, tag, buffers[0], received,
+                     what + " across processes " + process_list(processes));
+    for (size_t r = 0; r < processes.size(); ++r) {
+      if (processes[r] != groups.process_index()) unpack(received[r], values, filled, what);
+    }
+  } catch (...) {
+    groups.buffers().give_back(buffers);
+    groups.buffers().give_back(received);
+    throw;
   }
+  groups.buffers().give_back(buffers);
+  groups.buffers().give_back(received);
   for (size_t pos = 0; pos < group.size(); ++pos) {
     if (!filled[pos]) {
       throw ExecError(what + ": no contribution of instance " + std::to_string(group[pos]) +
@@ -491,10 +536,12 @@ void bind_process_groups(py::module_& m) {
              std::vector<std::string> out;
              {
                py::gil_scoped_release release;
-               out = groups.allgather(processes, tag, data, "allgather " + tag);
+               groups.allgather(processes, tag, data, out, "allgather " + tag);
              }
              py::list result;
-             for (const auto& bytes : out) result.append(py::bytes(bytes));
+             for (size_t r = 0; r < out.size(); ++r) {
+               result.append(py::bytes(processes[r] == groups.process_index() ? data : out[r]));
+             }
              return result;
            }, "Test entry point: every process of `processes` contributes bytes; returns all.");
 }

@@ -38,6 +38,22 @@ class KeyValueStore {
   virtual std::string get(const std::string& key, double timeout_s) = 0;
 };
 
+// Byte buffers reused from one exchange to the next (exchange_across_processes): a buffer
+// keeps its memory, so a large exchange pays no allocation or page faults after the first.
+// Exchanges that run at once take buffers of their own.
+class ByteBuffers {
+ public:
+  // `count` buffers (empty, or with the capacity of an earlier exchange).
+  std::vector<std::string> take(size_t count);
+  // Keeps up to kKept of `buffers` for later exchanges; empties `buffers`.
+  void give_back(std::vector<std::string>& buffers);
+
+ private:
+  static constexpr size_t kKept = 16;
+  std::mutex mu_;
+  std::vector<std::string> free_;
+};
+
 // Whether the extension was built with gloo (setup.py: -DOPENHLO_HAVE_GLOO).
 bool have_gloo();
 
@@ -52,12 +68,16 @@ class ProcessGroups {
   double timeout_s() const { return timeout_s_; }
 
   // Every process of `processes` (sorted, distinct, holding this one) contributes `mine`
-  // under `tag` (the same string in each of them for the same meeting); returns each
-  // process's bytes in the order of `processes`. Throws ExecError starting with `what`
-  // and naming the processes that did not answer within the timeout (or whose
-  // connection broke).
-  std::vector<std::string> allgather(const std::vector<int>& processes, const std::string& tag,
-                                     const std::string& mine, const std::string& what);
+  // under `tag` (the same string in each of them for the same meeting); `received[r]`
+  // (resized to the process count; each buffer's memory reused) gets the bytes of
+  // processes[r], this process's own entry is left alone (its bytes are `mine`, sent
+  // without a copy). Throws ExecError starting with `what` and naming the processes that
+  // did not answer within the timeout (or whose connection broke).
+  void allgather(const std::vector<int>& processes, const std::string& tag,
+                 const std::string& mine, std::vector<std::string>& received,
+                 const std::string& what);
+  // The buffers exchange_across_processes reuses.
+  ByteBuffers& buffers();
 
   // Folds this process's contribution into bytes [offset, offset + bytes) of the result
   // and returns where the folded bytes are (the result, or a contribution that needs no
@@ -77,7 +97,7 @@ class ProcessGroups {
                     const std::string& what);
 
  private:
-  struct Contexts;  // gloo's device and contexts (process_group.cc)
+  struct Contexts;  // gloo's device and contexts, and the byte buffers (process_group.cc)
   // The gloo context of `processes` (sorted; this process is `rank` among them), connected
   // on first use and cached.
   std::shared_ptr<gloo::Context> context_for(const std::vector<int>& processes, int rank,
