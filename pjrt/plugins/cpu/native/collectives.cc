@@ -424,17 +424,27 @@ void fold_parallel(FoldFn fold, const std::vector<const void*>& srcs, void* out,
 // did better than 256 KiB and no worse than 4 MiB from 4 to 64 MiB, tools/README.md).
 constexpr size_t kChainChunkBytes = size_t{1} << 20;
 
+// Whether folding `members` values of `dtype` with `comb` gives the same bits in any order
+// and grouping: integer arithmetic wraps (exact), and two floats commute under add and
+// multiply (a NaN's payload aside, which IEEE leaves open).
+bool fold_is_order_free(DType dtype, Comb comb, size_t members) {
+  const bool integer = dispatch_integer(dtype, [](auto) { return true; }, [] { return false; });
+  return integer || (members == 2 && (comb == Comb::kAdd || comb == Comb::kMul));
+}
+
 // all_reduce's step across processes (Rendezvous::meet_across), run once per process on the
 // local members' operands (`local`, by group position). When each process's members are
 // consecutive in group order, the partial result travels along the processes in that order
 // (ProcessGroups::chain_reduce) and each folds its members in: the fold order is the group
 // order, ((v0 op v1) op v2)..., exactly as within one process, and the bytes go from operand
-// or result storage straight into the next process's result storage. Otherwise every
-// contribution is gathered (exchange_across_processes) and folded here.
+// or result storage straight into the next process's result storage. Where the order cannot
+// change the bits (fold_is_order_free), the chunks' chains rotate so that the processes share
+// the folding and sending evenly. Otherwise every contribution is gathered
+// (exchange_across_processes) and folded here.
 std::vector<Array> reduce_across_processes(const std::vector<std::vector<Array>>& local,
                                            const CrossProcess& across,
                                            const std::vector<int64_t>& group,
-                                           const std::vector<FoldFn>& folds,
+                                           Comb comb, const std::vector<FoldFn>& folds,
                                            const std::vector<TensorSpec>& result_specs,
                                            const std::string& tag, const std::string& what) {
   const int me = across.groups->process_index();
@@ -463,7 +473,6 @@ std::vector<Array> reduce_across_processes(const std::vector<std::vector<Array>>
   for (size_t pos = 0; pos < group.size(); ++pos) {
     if (across.instance_process[group[pos]] == me) mine.push_back(pos);
   }
-  const bool first = chain.front() == me;
   for (size_t j = 0; j < folds.size(); ++j) {
     Array out = allocate(result_specs[j].dtype, result_specs[j].shape);
     const size_t esize = dtype_size(out.dtype);
@@ -471,9 +480,10 @@ std::vector<Array> reduce_across_processes(const std::vector<std::vector<Array>>
     across.groups->chain_reduce(
         chain, tag + "/" + std::to_string(j), base, out.nbytes(),
         std::max<size_t>(1, kChainChunkBytes / esize) * esize,
-        [&](size_t offset, size_t bytes) -> const void* {
+        fold_is_order_free(out.dtype, comb, group.size()),
+        [&](size_t offset, size_t bytes, bool received) -> const void* {
           std::vector<const void*> srcs;
-          if (!first) srcs.push_back(base + offset);  // the partial result, received here
+          if (received) srcs.push_back(base + offset);  // the partial result
           for (size_t pos : mine) {
             srcs.push_back(static_cast<const char*>(local[pos][j].raw()) + offset);
           }
@@ -504,7 +514,8 @@ Step make_all_reduce(const OpSpec& spec) {
   }
   // Steps never hold Python objects (they run without the GIL): only the result types.
   const std::vector<TensorSpec> result_specs = spec.results;
-  return [g, folds, result_specs](ExecContext& ctx, const Array* operands, Array* results) {
+  return [g, comb, folds, result_specs](ExecContext& ctx, const Array* operands,
+                                       Array* results) {
     const int64_t k = instance_of(ctx, *g);
     const int64_t size = static_cast<int64_t>(g->members[k].size());
     const size_t n = folds.size();
@@ -518,7 +529,8 @@ Step make_all_reduce(const OpSpec& spec) {
           g->key, group, k, std::vector<Array>(operands, operands + n),
           [&](const std::vector<std::vector<Array>>& local, const CrossProcess& across,
               const std::string& tag, const std::string& what) {
-            return reduce_across_processes(local, across, group, folds, result_specs, tag, what);
+            return reduce_across_processes(local, across, group, comb, folds, result_specs, tag,
+                                           what);
           });
       for (size_t j = 0; j < n; ++j) results[j] = std::move(out[j]);
       return;

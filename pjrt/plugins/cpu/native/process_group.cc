@@ -212,7 +212,7 @@ void ProcessGroups::allgather(const std::vector<int>& processes, const std::stri
 }
 
 void ProcessGroups::chain_reduce(const std::vector<int>& chain, const std::string& tag,
-                                 void* result, size_t nbytes, size_t chunk_bytes,
+                                 void* result, size_t nbytes, size_t chunk_bytes, bool rotate,
                                  const ChunkFold& fold, const std::string& what) {
   const auto me_at = std::find(chain.begin(), chain.end(), process_index_);
   if (me_at == chain.end()) {
@@ -222,25 +222,28 @@ void ProcessGroups::chain_reduce(const std::vector<int>& chain, const std::strin
   const size_t links = chain.size();
   const size_t at = static_cast<size_t>(me_at - chain.begin());
   char* const out = static_cast<char*>(result);
+  const size_t chunks = (nbytes + chunk_bytes - 1) / chunk_bytes;
+  auto offset_of = [&](size_t i) { return i * chunk_bytes; };
+  auto bytes_of = [&](size_t i) { return std::min(chunk_bytes, nbytes - i * chunk_bytes); };
   if (links == 1) {
-    for (size_t offset = 0; offset < nbytes; offset += chunk_bytes) {
-      const size_t bytes = std::min(chunk_bytes, nbytes - offset);
-      const void* done = fold(offset, bytes);
-      if (done != out + offset) std::memcpy(out + offset, done, bytes);
+    for (size_t i = 0; i < chunks; ++i) {
+      const void* done = fold(offset_of(i), bytes_of(i), false);
+      if (done != out + offset_of(i)) std::memcpy(out + offset_of(i), done, bytes_of(i));
     }
     return;
   }
   std::vector<int> processes = chain;
   std::sort(processes.begin(), processes.end());
+  // Chunk i's chain starts at chain[start(i)]; this process is step_of(i) along it.
+  auto start = [&](size_t i) { return rotate ? i % links : 0; };
+  auto step_of = [&](size_t i) { return (at + links - start(i)) % links; };
+  auto process_at = [&](size_t i, size_t step) { return chain[(start(i) + step) % links]; };
   auto rank_of = [&](int process) {
     return static_cast<int>(std::find(processes.begin(), processes.end(), process) -
                             processes.begin());
   };
-  const int previous = at > 0 ? rank_of(chain[at - 1]) : -1;
-  const int last = rank_of(chain.back());
   const auto deadline = deadline_from_now(timeout_s_);
   const auto context = context_for(processes, rank_of(process_index_), what);
-  const size_t chunks = (nbytes + chunk_bytes - 1) / chunk_bytes;
   // Chunk i's partial result and its final value travel under slots of their own, so they
   // never need a common order with other exchanges.
   auto slot = [&](size_t i, int phase) {
@@ -252,65 +255,60 @@ void ProcessGroups::chain_reduce(const std::vector<int>& chain, const std::strin
                      seconds_text(timeout_s_) + " s or its connection broke (in process " +
                      std::to_string(process_index_) + ": " + reason + ")");
   };
-  using Buffer = std::unique_ptr<gloo::transport::UnboundBuffer>;
-  std::vector<Buffer> partials(chunks), finals(chunks), sends;
-  try {
-    // Every receive is posted first: the peers' chunks land in `result` as they come. A
-    // chunk's final value cannot arrive before this process has passed its partial on, so
-    // the two receives into the same bytes never overlap.
-    for (size_t i = 0; i < chunks; ++i) {
-      const size_t offset = i * chunk_bytes, bytes = std::min(chunk_bytes, nbytes - offset);
-      if (at > 0) {
-        partials[i] = context->createUnboundBuffer(out + offset, bytes);
-        partials[i]->recv(previous, slot(i, 0));
-      }
-      if (at + 1 < links) {
-        finals[i] = context->createUnboundBuffer(out + offset, bytes);
-        finals[i]->recv(last, slot(i, 1));
-      }
-    }
-  } catch (std::exception& e) {
-    throw fail(chain[at > 0 ? at - 1 : links - 1], e.what());
-  }
-  for (size_t i = 0; i < chunks; ++i) {
-    const size_t offset = i * chunk_bytes, bytes = std::min(chunk_bytes, nbytes - offset);
+  auto wait = [&](gloo::transport::UnboundBuffer& buffer, bool recv, int process) {
     try {
-      if (at > 0 && !partials[i]->waitRecv(left_until(deadline))) {
-        throw std::runtime_error("aborted");
-      }
-    } catch (std::exception& e) {
-      throw fail(chain[at - 1], e.what());
-    }
-    // gloo's buffers take a non-const pointer; a send only reads it.
-    void* done = const_cast<void*>(fold(offset, bytes));
-    sends.push_back(context->createUnboundBuffer(done, bytes));
-    const int process = at + 1 < links ? chain[at + 1] : chain[0];
-    try {
-      if (at + 1 < links) {
-        sends.back()->send(rank_of(chain[at + 1]), slot(i, 0));
-      } else {
-        for (size_t c = 0; c + 1 < links; ++c) sends.back()->send(rank_of(chain[c]), slot(i, 1));
-      }
+      const bool done = recv ? buffer.waitRecv(left_until(deadline))
+                             : buffer.waitSend(left_until(deadline));
+      if (!done) throw std::runtime_error("aborted");
     } catch (std::exception& e) {
       throw fail(process, e.what());
     }
-  }
-  for (size_t i = 0; at + 1 < links && i < chunks; ++i) {
+  };
+  using Buffer = std::unique_ptr<gloo::transport::UnboundBuffer>;
+  std::vector<Buffer> partials(chunks), finals(chunks), sends(chunks);
+  // Every receive is posted first: the peers' chunks land in `result` as they come. A
+  // chunk's final value cannot arrive before this process has passed its partial on, so
+  // the two receives into the same bytes never overlap.
+  for (size_t i = 0; i < chunks; ++i) {
+    const size_t step = step_of(i);
+    const int from = process_at(i, step > 0 ? step - 1 : links - 1);
     try {
-      if (!finals[i]->waitRecv(left_until(deadline))) throw std::runtime_error("aborted");
+      if (step > 0) {
+        partials[i] = context->createUnboundBuffer(out + offset_of(i), bytes_of(i));
+        partials[i]->recv(rank_of(from), slot(i, 0));
+      }
+      if (step + 1 < links) {
+        finals[i] = context->createUnboundBuffer(out + offset_of(i), bytes_of(i));
+        finals[i]->recv(rank_of(process_at(i, links - 1)), slot(i, 1));
+      }
     } catch (std::exception& e) {
-      throw fail(chain.back(), e.what());
+      throw fail(from, e.what());
     }
   }
-  const size_t per_send = at + 1 < links ? 1 : links - 1;
-  for (auto& send : sends) {
-    for (size_t n = 0; n < per_send; ++n) {
-      try {
-        if (!send->waitSend(left_until(deadline))) throw std::runtime_error("aborted");
-      } catch (std::exception& e) {
-        throw fail(at + 1 < links ? chain[at + 1] : chain[0], e.what());
+  for (size_t i = 0; i < chunks; ++i) {
+    const size_t step = step_of(i);
+    if (step > 0) wait(*partials[i], true, process_at(i, step - 1));
+    // gloo's buffers take a non-const pointer; a send only reads it.
+    void* done = const_cast<void*>(fold(offset_of(i), bytes_of(i), step > 0));
+    sends[i] = context->createUnboundBuffer(done, bytes_of(i));
+    const int next = process_at(i, (step + 1) % links);
+    try {
+      if (step + 1 < links) {
+        sends[i]->send(rank_of(next), slot(i, 0));
+      } else {
+        for (size_t c = 0; c + 1 < links; ++c) {
+          sends[i]->send(rank_of(process_at(i, c)), slot(i, 1));
+        }
       }
+    } catch (std::exception& e) {
+      throw fail(next, e.what());
     }
+  }
+  for (size_t i = 0; i < chunks; ++i) {
+    const size_t step = step_of(i);
+    if (step + 1 < links) wait(*finals[i], true, process_at(i, links - 1));
+    const size_t count = step + 1 < links ? 1 : links - 1;
+    for (size_t n = 0; n < count; ++n) wait(*sends[i], false, process_at(i, (step + 1) % links));
   }
 }
 
@@ -337,7 +335,7 @@ void ProcessGroups::allgather(const std::vector<int>&, const std::string&, const
 }
 
 void ProcessGroups::chain_reduce(const std::vector<int>&, const std::string&, void*, size_t,
-                                 size_t, const ChunkFold&, const std::string& what) {
+                                 size_t, bool, const ChunkFold&, const std::string& what) {
   throw ExecError(what + ": the cpu backend was built without gloo");
 }
 

@@ -80,20 +80,23 @@ class ProcessGroups {
   ByteBuffers& buffers();
 
   // Folds this process's contribution into bytes [offset, offset + bytes) of the result
-  // and returns where the folded bytes are (the result, or a contribution that needs no
-  // fold, which is then sent without a copy).
-  using ChunkFold = std::function<const void*(size_t offset, size_t bytes)>;
+  // (which hold a partial result when `received`) and returns where the folded bytes are
+  // (the result, or a contribution that needs no fold, which is then sent without a copy).
+  using ChunkFold = std::function<const void*(size_t offset, size_t bytes, bool received)>;
 
   // A reduction along `chain` (distinct processes holding this one, in fold order; the
-  // same list and `tag` in each of them), pipelined in chunks of `chunk_bytes`: each
+  // same arguments but `fold` in each of them), pipelined in chunks of `chunk_bytes`: each
   // process but the first receives chunk i of the partial result from its predecessor into
   // `result` (nbytes, the same in every process), folds its own contribution into it
   // (`fold`) and passes it on; the last process's chunks are final and go straight to every
   // other process's `result`. So the fold order is the chain's, the same as one process
-  // folding every contribution in turn, and no bytes are copied on the way. Throws
-  // ExecError starting with `what` and naming the process that did not answer.
+  // folding every contribution in turn, and no bytes are copied on the way. With `rotate`
+  // (for folds whose result does not depend on the order), chunk i's chain starts at
+  // chain[i % size] instead, so every process folds and sends an equal share, as in a
+  // ring all-reduce. Throws ExecError starting with `what` and naming the process that
+  // did not answer.
   void chain_reduce(const std::vector<int>& chain, const std::string& tag, void* result,
-                    size_t nbytes, size_t chunk_bytes, const ChunkFold& fold,
+                    size_t nbytes, size_t chunk_bytes, bool rotate, const ChunkFold& fold,
                     const std::string& what);
 
  private:

@@ -63,9 +63,11 @@ PROGRAMS = {
     "all_reduce_i32.mlir": _all_reduce("i32", [[0, 3], [2, 1]]),
     # groups inside one process, in a multi-process execution
     "all_reduce_local_groups.mlir": _all_reduce("f32", [[0, 1], [2, 3]]),
-    # 8 MiB: many chunks along the processes (checked against numpy, not the interpreter)
+    # 8 MiB: many chunks along the processes (checked against numpy, not the interpreter);
+    # f32 over 4 members keeps one chain, i32 and the f32 pairs rotate it per chunk
     "all_reduce_large_f32.mlir": _all_reduce("f32", [[0, 1, 2, 3]], "1024x2048"),
     "all_reduce_large_i32.mlir": _all_reduce("i32", [[2, 3, 0, 1]], "1024x2048"),
+    "all_reduce_large_pairs_f32.mlir": _all_reduce("f32", [[0, 2], [3, 1]], "1024x2048"),
     "all_gather.mlir": _replicated("""  %r = "stablehlo.all_gather"(%x) {all_gather_dim = 1 : i64,
       replica_groups = dense<[[0, 2, 1, 3]]> : tensor<1x4xi64>}
       : (tensor<2x3xf32>) -> tensor<2x12xf32>
@@ -135,7 +137,11 @@ def _assert_same(got: list, want: list, what: str) -> None:
         np.testing.assert_array_equal(a, b, err_msg=f"{what}, result {j}")
 
 
-LARGE = ("all_reduce_large_f32.mlir", "all_reduce_large_i32.mlir")
+LARGE = {  # program: its groups
+    "all_reduce_large_f32.mlir": [[0, 1, 2, 3]],
+    "all_reduce_large_i32.mlir": [[2, 3, 0, 1]],
+    "all_reduce_large_pairs_f32.mlir": [[0, 2], [3, 1]],
+}
 
 
 @needs_gloo
@@ -151,20 +157,20 @@ def test_collectives_across_processes_match_the_interpreter(results, name):
 
 
 @needs_gloo
-@pytest.mark.parametrize("name", LARGE)
+@pytest.mark.parametrize("name", sorted(LARGE))
 def test_a_large_all_reduce_across_processes_sums_in_group_order(results, name):
     """Bit for bit numpy's elementwise sum folded in group order ((x0 + x1) + x2) + x3 (float
     rounding included; int32 wraps): the partial sums travel along the processes in chunks."""
     text = PROGRAMS[name]
     types = list(parse_module(text).lookup("main").type.inputs)
     args = [random_arguments(types, seed=k)[0] for k in range(INSTANCES)]
-    group = [0, 1, 2, 3] if name.endswith("f32.mlir") else [2, 3, 0, 1]
-    want = args[group[0]]
-    for k in group[1:]:
-        want = want + args[k]
-    assert want.nbytes == 8 * 1024 * 1024 and want.dtype == args[0].dtype
-    for k in range(INSTANCES):
-        _assert_same(_load(results / f"{name}.{k}.pkl"), [want], f"{name}, instance {k}")
+    for group in LARGE[name]:
+        want = args[group[0]]
+        for k in group[1:]:
+            want = want + args[k]
+        assert want.nbytes == 8 * 1024 * 1024 and want.dtype == args[0].dtype
+        for k in group:
+            _assert_same(_load(results / f"{name}.{k}.pkl"), [want], f"{name}, instance {k}")
 
 
 @needs_gloo
