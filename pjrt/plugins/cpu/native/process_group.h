@@ -7,6 +7,8 @@
 // first exchange among that set (its connection addresses go through the store under
 // "gloo/<processes>/"), cached, and shared by every later exchange among them.
 //
+// Two kinds of exchange: allgather (every process's bytes to every other, for the general
+// collectives) and chain_reduce (a pipelined reduction along the processes, for all_reduce).
 // Exchanges run concurrently (groups of instances that differ but span the same processes
 // meet at once); each is told apart by a slot that every process derives from the same tag,
 // so they need no common order. Nothing hangs: every wait is bounded by the timeout, and a
