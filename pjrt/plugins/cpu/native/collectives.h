@@ -24,11 +24,14 @@
 // arrive sends their contributions to the group's other processes and receives theirs
 // (process_group.h: exchange_across_processes, over gloo), and every local member gets the
 // full list. Contributions then are copies: kernels that hand out arrays for the others to
-// write into (all_reduce, all_gather) ask shares_memory first.
+// write into (all_reduce, all_gather) ask shares_memory first. all_reduce instead reduces
+// across processes (meet_across: the last local member folds the local contributions and
+// passes the partial result along the processes, ProcessGroups::chain_reduce).
 #pragma once
 
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,6 +69,19 @@ class Rendezvous {
                                            const std::vector<int64_t>& group, int64_t me,
                                            std::vector<Array> mine);
 
+  // What the last local member of a meeting that spans processes makes of the local
+  // members' contributions (`local`, by group position; the other processes' members'
+  // entries are empty), given the execution's processes, the meeting's tag (the same in
+  // every process) and a description for errors. Runs without the lock.
+  using AcrossStep = std::function<std::vector<Array>(
+      const std::vector<std::vector<Array>>& local, const CrossProcess& across,
+      const std::string& tag, const std::string& what)>;
+  // For a group that spans processes (!shares_memory(group)): the local members meet as in
+  // exchange, the last of them runs `step`, and every local member returns its result (one
+  // computation per process, e.g. all_reduce's reduction across processes).
+  std::vector<Array> meet_across(const std::string& key, const std::vector<int64_t>& group,
+                                 int64_t me, std::vector<Array> mine, const AcrossStep& step);
+
   // Instance `instance` failed with `error`: every exchange now waiting, or called later,
   // throws an ExecError naming it. The first failure is kept (the others follow from it).
   void abort(int64_t instance, std::exception_ptr error);
@@ -87,6 +103,13 @@ class Rendezvous {
     bool complete = false;  // values hold every member's contribution, or error is set
     std::string error;      // of the exchange with the other processes
   };
+  // exchange and meet_across: `step` replaces the values of a meeting that spans processes
+  // by what every local member receives.
+  using ValuesStep = std::function<void(std::vector<std::vector<Array>>& values,
+                                        const std::string& tag, const std::string& what)>;
+  std::vector<std::vector<Array>> meet(const std::string& key, const std::vector<int64_t>& group,
+                                       int64_t me, std::vector<Array> mine,
+                                       const ValuesStep& step);
   bool is_local(int64_t instance) const;
   std::string describe_wait(const std::string& key, const std::vector<int64_t>& group,
                             const Meeting& meeting) const;

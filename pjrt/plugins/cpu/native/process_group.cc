@@ -44,6 +44,7 @@ struct ProcessGroups::Contexts {
   std::shared_ptr<gloo::transport::Device> device;
   std::mutex mu;
   std::map<std::vector<int>, std::shared_ptr<gloo::Context>> by_processes;
+  ByteBuffers buffers;
 };
 
 ProcessGroups::ProcessGroups(int process_index, int num_processes,
@@ -67,6 +68,17 @@ std::chrono::milliseconds left_until(Clock::time_point deadline) {
   return std::max(left, std::chrono::milliseconds(1));
 }
 
+Clock::time_point deadline_from_now(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", seconds);
+  return text;
+}
+
 // The slot of an exchange: the same in every process for the same tag. Bit 0 tells the
 // two messages of an exchange (sizes, then bytes) apart.
 uint64_t slot_of(const std::string& tag, int phase) {
@@ -75,10 +87,43 @@ uint64_t slot_of(const std::string& tag, int phase) {
 
 }  // namespace
 
-std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& processes,
-                                                  const std::string& tag,
-                                                  const std::string& mine,
-                                                  const std::string& what) {
+std::shared_ptr<gloo::Context> ProcessGroups::context_for(const std::vector<int>& processes,
+                                                          int rank, const std::string& what) {
+  const int size = static_cast<int>(processes.size());
+  std::lock_guard<std::mutex> lock(contexts_->mu);
+  auto& cached = contexts_->by_processes[processes];
+  if (cached == nullptr) {
+    auto created = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    created->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+    const std::string prefix = "gloo/" + process_list(processes) + "/";
+    GlooStore store(store_, prefix, timeout_s_);
+    try {
+      created->connectFullMesh(store, contexts_->device);
+    } catch (std::exception& e) {
+      // gloo publishes each rank's addresses under its rank: the ranks without a key
+      // never came.
+      std::vector<int> missing;
+      for (int r = 0; r < size; ++r) {
+        try {
+          store_->get(prefix + std::to_string(r), 0.0);
+        } catch (std::exception&) {
+          missing.push_back(processes[r]);
+        }
+      }
+      throw ExecError(what + ": process(es) " + process_list(missing) + " of " +
+                      process_list(processes) + " did not arrive within " +
+                      seconds_text(timeout_s_) +
+                      " s (in process " + std::to_string(process_index_) +
+                      ", connecting: " + e.what() + ")");
+    }
+    cached = created;
+  }
+  return cached;
+}
+
+void ProcessGroups::allgather(const std::vector<int>& processes, const std::string& tag,
+                              const std::string& mine, std::vector<std::string>& received,
+                              const std::string& what) {
   const auto me_at = std::find(processes.begin(), processes.end(), process_index_);
   if (me_at == processes.end()) {
     throw ExecError(what + ": process " + std::to_string(process_index_) +
@@ -86,45 +131,12 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
   }
   const int rank = static_cast<int>(me_at - processes.begin());
   const int size = static_cast<int>(processes.size());
-  std::vector<std::string> out(size);
-  out[rank] = mine;
-  if (size == 1) return out;
+  std::vector<std::string>& out = received;
+  out.resize(size);
+  if (size == 1) return;
 
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(timeout_s_));
-  std::shared_ptr<gloo::Context> context;
-  {
-    std::lock_guard<std::mutex> lock(contexts_->mu);
-    auto& cached = contexts_->by_processes[processes];
-    if (cached == nullptr) {
-      auto created = std::make_shared<gloo::rendezvous::Context>(rank, size);
-      created->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
-      const std::string prefix = "gloo/" + process_list(processes) + "/";
-      GlooStore store(store_, prefix, timeout_s_);
-      try {
-        created->connectFullMesh(store, contexts_->device);
-      } catch (std::exception& e) {
-        // gloo publishes each rank's addresses under its rank: the ranks without a key
-        // never came.
-        std::vector<int> missing;
-        for (int r = 0; r < size; ++r) {
-          try {
-            store_->get(prefix + std::to_string(r), 0.0);
-          } catch (std::exception&) {
-            missing.push_back(processes[r]);
-          }
-        }
-        char seconds[32];
-        std::snprintf(seconds, sizeof(seconds), "%g", timeout_s_);
-        throw ExecError(what + ": process(es) " + process_list(missing) + " of " +
-                        process_list(processes) + " did not arrive within " + seconds +
-                        " s (in process " + std::to_string(process_index_) +
-                        ", connecting: " + e.what() + ")");
-      }
-      cached = created;
-    }
-    context = cached;
-  }
+  const auto deadline = deadline_from_now(timeout_s_);
+  const auto context = context_for(processes, rank, what);
 
   // Sizes first (8 bytes from and to every peer), then the bytes: one recv per peer, so a
   // peer that never answers is known by name.
@@ -178,9 +190,9 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
     for (int r = 0; r < size; ++r) {
       if (r != rank) out[r].resize(sizes[r]);
     }
-    std::string send_copy = mine;  // gloo's buffers take a non-const pointer
+    // gloo's buffers take a non-const pointer; a send only reads it.
     run_phase(1, [&](int r) { return std::pair<void*, size_t>(out[r].data(), out[r].size()); },
-              send_copy.data(), send_copy.size());
+              const_cast<char*>(mine.data()), mine.size());
     for (int r = 0; r < size; ++r) ok &= failed[r].empty();
   }
   if (!ok) {
@@ -191,21 +203,122 @@ std::vector<std::string> ProcessGroups::allgather(const std::vector<int>& proces
       missing.push_back(processes[r]);
       reasons += "; process " + std::to_string(processes[r]) + ": " + failed[r];
     }
-    char seconds[32];
-    std::snprintf(seconds, sizeof(seconds), "%g", timeout_s_);
     throw ExecError(what + ": process(es) " + process_list(missing) + " of " +
-                    process_list(processes) + " did not arrive within " + seconds +
+                    process_list(processes) + " did not arrive within " +
+                    seconds_text(timeout_s_) +
                     " s or their connection broke (in process " +
                     std::to_string(process_index_) + reasons + ")");
   }
-  return out;
+}
+
+void ProcessGroups::chain_reduce(const std::vector<int>& chain, const std::string& tag,
+                                 void* result, size_t nbytes, size_t chunk_bytes, bool rotate,
+                                 const ChunkFold& fold, const std::string& what) {
+  const auto me_at = std::find(chain.begin(), chain.end(), process_index_);
+  if (me_at == chain.end()) {
+    throw ExecError(what + ": process " + std::to_string(process_index_) +
+                    " is not one of the processes " + process_list(chain));
+  }
+  const size_t links = chain.size();
+  const size_t at = static_cast<size_t>(me_at - chain.begin());
+  char* const out = static_cast<char*>(result);
+  const size_t chunks = (nbytes + chunk_bytes - 1) / chunk_bytes;
+  auto offset_of = [&](size_t i) { return i * chunk_bytes; };
+  auto bytes_of = [&](size_t i) { return std::min(chunk_bytes, nbytes - i * chunk_bytes); };
+  if (links == 1) {
+    for (size_t i = 0; i < chunks; ++i) {
+      const void* done = fold(offset_of(i), bytes_of(i), false);
+      if (done != out + offset_of(i)) std::memcpy(out + offset_of(i), done, bytes_of(i));
+    }
+    return;
+  }
+  std::vector<int> processes = chain;
+  std::sort(processes.begin(), processes.end());
+  // Chunk i's chain starts at chain[start(i)]; this process is step_of(i) along it.
+  auto start = [&](size_t i) { return rotate ? i % links : 0; };
+  auto step_of = [&](size_t i) { return (at + links - start(i)) % links; };
+  auto process_at = [&](size_t i, size_t step) { return chain[(start(i) + step) % links]; };
+  auto rank_of = [&](int process) {
+    return static_cast<int>(std::find(processes.begin(), processes.end(), process) -
+                            processes.begin());
+  };
+  const auto deadline = deadline_from_now(timeout_s_);
+  const auto context = context_for(processes, rank_of(process_index_), what);
+  // Chunk i's partial result and its final value travel under slots of their own, so they
+  // never need a common order with other exchanges.
+  auto slot = [&](size_t i, int phase) {
+    return std::hash<std::string>{}(tag + "/" + std::to_string(2 * i + phase));
+  };
+  auto fail = [&](int process, const std::string& reason) {
+    return ExecError(what + ": process " + std::to_string(process) + " of " +
+                     process_list(chain) + " did not answer within " +
+                     seconds_text(timeout_s_) + " s or its connection broke (in process " +
+                     std::to_string(process_index_) + ": " + reason + ")");
+  };
+  auto wait = [&](gloo::transport::UnboundBuffer& buffer, bool recv, int process) {
+    try {
+      const bool done = recv ? buffer.waitRecv(left_until(deadline))
+                             : buffer.waitSend(left_until(deadline));
+      if (!done) throw std::runtime_error("aborted");
+    } catch (std::exception& e) {
+      throw fail(process, e.what());
+    }
+  };
+  using Buffer = std::unique_ptr<gloo::transport::UnboundBuffer>;
+  std::vector<Buffer> partials(chunks), finals(chunks), sends(chunks);
+  // Every receive is posted first: the peers' chunks land in `result` as they come. A
+  // chunk's final value cannot arrive before this process has passed its partial on, so
+  // the two receives into the same bytes never overlap.
+  for (size_t i = 0; i < chunks; ++i) {
+    const size_t step = step_of(i);
+    const int from = process_at(i, step > 0 ? step - 1 : links - 1);
+    try {
+      if (step > 0) {
+        partials[i] = context->createUnboundBuffer(out + offset_of(i), bytes_of(i));
+        partials[i]->recv(rank_of(from), slot(i, 0));
+      }
+      if (step + 1 < links) {
+        finals[i] = context->createUnboundBuffer(out + offset_of(i), bytes_of(i));
+        finals[i]->recv(rank_of(process_at(i, links - 1)), slot(i, 1));
+      }
+    } catch (std::exception& e) {
+      throw fail(from, e.what());
+    }
+  }
+  for (size_t i = 0; i < chunks; ++i) {
+    const size_t step = step_of(i);
+    if (step > 0) wait(*partials[i], true, process_at(i, step - 1));
+    // gloo's buffers take a non-const pointer; a send only reads it.
+    void* done = const_cast<void*>(fold(offset_of(i), bytes_of(i), step > 0));
+    sends[i] = context->createUnboundBuffer(done, bytes_of(i));
+    const int next = process_at(i, (step + 1) % links);
+    try {
+      if (step + 1 < links) {
+        sends[i]->send(rank_of(next), slot(i, 0));
+      } else {
+        for (size_t c = 0; c + 1 < links; ++c) {
+          sends[i]->send(rank_of(process_at(i, c)), slot(i, 1));
+        }
+      }
+    } catch (std::exception& e) {
+      throw fail(next, e.what());
+    }
+  }
+  for (size_t i = 0; i < chunks; ++i) {
+    const size_t step = step_of(i);
+    if (step + 1 < links) wait(*finals[i], true, process_at(i, links - 1));
+    const size_t count = step + 1 < links ? 1 : links - 1;
+    for (size_t n = 0; n < count; ++n) wait(*sends[i], false, process_at(i, (step + 1) % links));
+  }
 }
 
 #else  // without gloo: multi-process clients are refused (pjrt/plugins/cpu/plugin.py says so)
 
 bool have_gloo() { return false; }
 
-struct ProcessGroups::Contexts {};
+struct ProcessGroups::Contexts {
+  ByteBuffers buffers;
+};
 
 ProcessGroups::ProcessGroups(int process_index, int num_processes,
                              std::shared_ptr<KeyValueStore> store, std::string, double timeout_s)
@@ -216,12 +329,37 @@ ProcessGroups::ProcessGroups(int process_index, int num_processes,
 
 ProcessGroups::~ProcessGroups() = default;
 
-std::vector<std::string> ProcessGroups::allgather(const std::vector<int>&, const std::string&,
-                                                  const std::string&, const std::string& what) {
+void ProcessGroups::allgather(const std::vector<int>&, const std::string&, const std::string&,
+                              std::vector<std::string>&, const std::string& what) {
+  throw ExecError(what + ": the cpu backend was built without gloo");
+}
+
+void ProcessGroups::chain_reduce(const std::vector<int>&, const std::string&, void*, size_t,
+                                 size_t, bool, const ChunkFold&, const std::string& what) {
   throw ExecError(what + ": the cpu backend was built without gloo");
 }
 
 #endif  // OPENHLO_HAVE_GLOO
+
+ByteBuffers& ProcessGroups::buffers() { return contexts_->buffers; }
+
+std::vector<std::string> ByteBuffers::take(size_t count) {
+  std::vector<std::string> out(count);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < count && !free_.empty(); ++i) {
+    out[i] = std::move(free_.back());
+    free_.pop_back();
+  }
+  return out;
+}
+
+void ByteBuffers::give_back(std::vector<std::string>& buffers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::string& buffer : buffers) {
+    if (free_.size() < kKept) free_.push_back(std::move(buffer));
+  }
+  buffers.clear();
+}
 
 namespace {
 
@@ -241,8 +379,19 @@ T take(const std::string& in, size_t& at, const std::string& what) {
   return value;
 }
 
-std::string pack(const std::vector<std::vector<Array>>& values, const std::vector<bool>& mine) {
-  std::string out;
+// Into `out` (cleared; its memory reused): the contributions of this process's members.
+void pack(const std::vector<std::vector<Array>>& values, const std::vector<bool>& mine,
+          std::string& out) {
+  size_t bytes = 0;
+  for (size_t pos = 0; pos < values.size(); ++pos) {
+    if (!mine[pos]) continue;
+    bytes += 2 * sizeof(uint64_t);
+    for (const Array& a : values[pos]) {
+      bytes += 1 + (a.defined() ? 1 + sizeof(uint64_t) * (1 + a.shape.size()) + a.nbytes() : 0);
+    }
+  }
+  out.clear();
+  out.reserve(bytes);
   for (size_t pos = 0; pos < values.size(); ++pos) {
     if (!mine[pos]) continue;
     put<uint64_t>(out, pos);
@@ -256,7 +405,6 @@ std::string pack(const std::vector<std::vector<Array>>& values, const std::vecto
       out.append(static_cast<const char*>(a.raw()), a.nbytes());
     }
   }
-  return out;
 }
 
 void unpack(const std::string& in, std::vector<std::vector<Array>>& values,
@@ -298,12 +446,26 @@ void exchange_across_processes(ProcessGroups& groups, const std::vector<int>& in
     }
   }
   std::sort(processes.begin(), processes.end());
-  const auto all = groups.allgather(processes, tag, pack(values, mine),
-                                    what + " across processes " + process_list(processes));
+  // buffers[0]: this process's contributions; buffers[1 + r]: those of processes[r].
+  auto buffers = groups.buffers().take(1 + processes.size());
+  std::vector<std::string> received(std::make_move_iterator(buffers.begin() + 1),
+                                    std::make_move_iterator(buffers.end()));
+  buffers.resize(1);
   std::vector<bool> filled = mine;
-  for (size_t r = 0; r < processes.size(); ++r) {
-    if (processes[r] != groups.process_index()) unpack(all[r], values, filled, what);
+  try {
+    pack(values, mine, buffers[0]);
+    groups.allgather(processes, tag, buffers[0], received,
+                     what + " across processes " + process_list(processes));
+    for (size_t r = 0; r < processes.size(); ++r) {
+      if (processes[r] != groups.process_index()) unpack(received[r], values, filled, what);
+    }
+  } catch (...) {
+    groups.buffers().give_back(buffers);
+    groups.buffers().give_back(received);
+    throw;
   }
+  groups.buffers().give_back(buffers);
+  groups.buffers().give_back(received);
   for (size_t pos = 0; pos < group.size(); ++pos) {
     if (!filled[pos]) {
       throw ExecError(what + ": no contribution of instance " + std::to_string(group[pos]) +
@@ -372,10 +534,12 @@ void bind_process_groups(py::module_& m) {
              std::vector<std::string> out;
              {
                py::gil_scoped_release release;
-               out = groups.allgather(processes, tag, data, "allgather " + tag);
+               groups.allgather(processes, tag, data, out, "allgather " + tag);
              }
              py::list result;
-             for (const auto& bytes : out) result.append(py::bytes(bytes));
+             for (size_t r = 0; r < out.size(); ++r) {
+               result.append(py::bytes(processes[r] == groups.process_index() ? data : out[r]));
+             }
              return result;
            }, "Test entry point: every process of `processes` contributes bytes; returns all.");
 }

@@ -7,6 +7,8 @@
 // first exchange among that set (its connection addresses go through the store under
 // "gloo/<processes>/"), cached, and shared by every later exchange among them.
 //
+// Two kinds of exchange: allgather (every process's bytes to every other, for the general
+// collectives) and chain_reduce (a pipelined reduction along the processes, for all_reduce).
 // Exchanges run concurrently (groups of instances that differ but span the same processes
 // meet at once); each is told apart by a slot that every process derives from the same tag,
 // so they need no common order. Nothing hangs: every wait is bounded by the timeout, and a
@@ -14,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +24,10 @@
 #include <vector>
 
 #include "array.h"
+
+namespace gloo {
+class Context;
+}
 
 namespace openhlo::cpu {
 
@@ -31,6 +38,22 @@ class KeyValueStore {
   virtual void set(const std::string& key, const std::string& value) = 0;
   // Blocks until `key` is set; throws std::runtime_error naming the key after timeout_s.
   virtual std::string get(const std::string& key, double timeout_s) = 0;
+};
+
+// Byte buffers reused from one exchange to the next (exchange_across_processes): a buffer
+// keeps its memory, so a large exchange pays no allocation or page faults after the first.
+// Exchanges that run at once take buffers of their own.
+class ByteBuffers {
+ public:
+  // `count` buffers (empty, or with the capacity of an earlier exchange).
+  std::vector<std::string> take(size_t count);
+  // Keeps up to kKept of `buffers` for later exchanges; empties `buffers`.
+  void give_back(std::vector<std::string>& buffers);
+
+ private:
+  static constexpr size_t kKept = 16;
+  std::mutex mu_;
+  std::vector<std::string> free_;
 };
 
 // Whether the extension was built with gloo (setup.py: -DOPENHLO_HAVE_GLOO).
@@ -47,15 +70,43 @@ class ProcessGroups {
   double timeout_s() const { return timeout_s_; }
 
   // Every process of `processes` (sorted, distinct, holding this one) contributes `mine`
-  // under `tag` (the same string in each of them for the same meeting); returns each
-  // process's bytes in the order of `processes`. Throws ExecError starting with `what`
-  // and naming the processes that did not answer within the timeout (or whose
-  // connection broke).
-  std::vector<std::string> allgather(const std::vector<int>& processes, const std::string& tag,
-                                     const std::string& mine, const std::string& what);
+  // under `tag` (the same string in each of them for the same meeting); `received[r]`
+  // (resized to the process count; each buffer's memory reused) gets the bytes of
+  // processes[r], this process's own entry is left alone (its bytes are `mine`, sent
+  // without a copy). Throws ExecError starting with `what` and naming the processes that
+  // did not answer within the timeout (or whose connection broke).
+  void allgather(const std::vector<int>& processes, const std::string& tag,
+                 const std::string& mine, std::vector<std::string>& received,
+                 const std::string& what);
+  // The buffers exchange_across_processes reuses.
+  ByteBuffers& buffers();
+
+  // Folds this process's contribution into bytes [offset, offset + bytes) of the result
+  // (which hold a partial result when `received`) and returns where the folded bytes are
+  // (the result, or a contribution that needs no fold, which is then sent without a copy).
+  using ChunkFold = std::function<const void*(size_t offset, size_t bytes, bool received)>;
+
+  // A reduction along `chain` (distinct processes holding this one, in fold order; the
+  // same arguments but `fold` in each of them), pipelined in chunks of `chunk_bytes`: each
+  // process but the first receives chunk i of the partial result from its predecessor into
+  // `result` (nbytes, the same in every process), folds its own contribution into it
+  // (`fold`) and passes it on; the last process's chunks are final and go straight to every
+  // other process's `result`. So the fold order is the chain's, the same as one process
+  // folding every contribution in turn, and no bytes are copied on the way. With `rotate`
+  // (for folds whose result does not depend on the order), chunk i's chain starts at
+  // chain[i % size] instead, so every process folds and sends an equal share, as in a
+  // ring all-reduce. Throws ExecError starting with `what` and naming the process that
+  // did not answer.
+  void chain_reduce(const std::vector<int>& chain, const std::string& tag, void* result,
+                    size_t nbytes, size_t chunk_bytes, bool rotate, const ChunkFold& fold,
+                    const std::string& what);
 
  private:
-  struct Contexts;  // gloo's device and contexts (process_group.cc)
+  struct Contexts;  // gloo's device and contexts, and the byte buffers (process_group.cc)
+  // The gloo context of `processes` (sorted; this process is `rank` among them), connected
+  // on first use and cached.
+  std::shared_ptr<gloo::Context> context_for(const std::vector<int>& processes, int rank,
+                                             const std::string& what);
   const int process_index_, num_processes_;
   const std::shared_ptr<KeyValueStore> store_;
   const double timeout_s_;
