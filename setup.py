@@ -1,6 +1,6 @@
 """Builds the pybind11 extensions; everything else is declared in pyproject.toml.
 
-The first build compiles 29 C++ files (about 3 minutes on 2 idle cores). Object files are kept
+The first build compiles 31 C++ files (about 3 minutes on 2 idle cores). Object files are kept
 in build/objcache/ under a key of everything that decides their contents (compiler, flags,
 the source and the project's headers, the pybind11 and OpenBLAS versions), so a second
 `pip install` of an unchanged tree only links (seconds), and after an edit only the files

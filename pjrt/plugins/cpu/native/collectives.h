@@ -126,4 +126,7 @@ class Rendezvous {
   std::string failure_;
 };
 
+// "[1, 2, 3]": instance ids as the collectives' messages name them (rendezvous.cc).
+std::string id_list(const std::vector<int64_t>& ids);
+
 }  // namespace openhlo::cpu

@@ -68,7 +68,7 @@ def test_kernels_build_without_python():
     if probe.returncode == 0:
         pytest.skip("pybind11 is on the compiler's default include path")
     units = sorted(glob.glob(os.path.join(NATIVE, "kernels_*.cc"))) + [
-        os.path.join(NATIVE, name) for name in ("kernel.cc", "collectives.cc", "array.cc")]
+        os.path.join(NATIVE, name) for name in ("kernel.cc", "collectives.cc", "rendezvous.cc", "array.cc")]
     result = subprocess.run(
         [compiler, "-std=c++17", "-fsyntax-only", "-I", NATIVE,
          "-I", openblas.get_include_dir(), *units], capture_output=True, text=True)
