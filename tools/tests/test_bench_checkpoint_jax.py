@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from frameworks.jax.tests import jax_subprocess
+from pjrt.c_api.loader import library_path
 from pjrt.plugins.cpu.native_module import native
 from tools import bench_checkpoint_jax
 
-pytestmark = [jax_subprocess.pytestmark,
+pytestmark = [pytest.mark.skipif(library_path() is None,
+                                 reason="pjrt/c_api/_openhlo_pjrt*.so is not built"),
               pytest.mark.skipif(not native().HAVE_GLOO, reason="built without gloo")]
 
 
