@@ -45,5 +45,6 @@ def test_tile_assignments_that_do_not_fit_are_refused():
         split_global(np.zeros(4), tiles, 3)
     with pytest.raises(ShardingError, match="size 5 cannot be cut into 2 tiles"):
         split_global(np.zeros(5), tiles, 2)
-    with pytest.raises(ShardingError, match=r"device 0 appears 2 times in the tile assignment \[0, 0\]"):
+    with pytest.raises(ShardingError, match=r"device 0 appears 2 times in the tile "
+                                            r"assignment \[0, 0\]"):
         split_global(np.zeros(4), TileAssignment(False, np.array([0, 0])), 2)
