@@ -75,6 +75,6 @@ def test_the_rule_sees_every_spelling_of_an_import(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("import xla_core.spmd.sharding\n"
                       "def f():\n    from xla_core import spmd\n"
-                      "from xla_core.compile import split_global\n")
+                      "from xla_core.compile import cache_key\n")
     lines = {line for line, name in _imports(source) if _within(name, "xla_core.spmd")}
     assert lines == {1, 3}
