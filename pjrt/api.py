@@ -5,7 +5,9 @@ is a plugin whose factory creates a ``Client``. Python backends usually
 subclass ``pjrt.host.HostClient``, which implements everything here but the
 compiler; backends with their own buffers subclass ``Client`` and
 ``LoadedExecutable`` directly and implement the hooks ``Client._compile``,
-``Client.buffer_from_numpy`` and ``LoadedExecutable._execute``.
+``Client.buffer_from_numpy`` and ``LoadedExecutable._execute``. Either way the
+compiler (``Client._compile_program``) is the backend's, usually mixed in:
+``pjrt.plugins.compile_driver.CompileDriverMixin``.
 
 Invariants every backend inherits from the base classes (so every backend
 gives the same errors):
