@@ -5,7 +5,9 @@ is a plugin whose factory creates a ``Client``. Python backends usually
 subclass ``pjrt.host.HostClient``, which implements everything here but the
 compiler; backends with their own buffers subclass ``Client`` and
 ``LoadedExecutable`` directly and implement the hooks ``Client._compile``,
-``Client.buffer_from_numpy`` and ``LoadedExecutable._execute``.
+``Client.buffer_from_numpy`` and ``LoadedExecutable._execute``. Either way the
+compiler (``Client._compile_program``) is the backend's, usually mixed in:
+``pjrt.plugins.compile_driver.CompileDriverMixin``.
 
 Invariants every backend inherits from the base classes (so every backend
 gives the same errors):
@@ -14,10 +16,11 @@ gives the same errors):
   given ``Module``, resolves the entry function, the replica and partition
   counts (options, else the module's ``mhlo.num_replicas`` and
   ``mhlo.num_partitions``) and the device assignment before ``_compile`` sees
-  them; the compiler work between (whole-program checks, SPMD partitioning, the
-  backend's pipeline and code generation, the cache key) is xla_core's compile
-  driver (``xla_core.compile``), reached through ``pjrt/compiling.py`` and filled in
-  by the backend through ``_compiler``;
+  them; the compiler work between is the backend's (``Client._compile_program``:
+  the contract does none; backends compile with xla_core's compile driver through
+  ``pjrt.plugins.compile_driver.CompileDriverMixin``), and what the contract
+  reports about the result (fingerprint, shardings, cost) it asks the backend's
+  ``CompileResult``;
 * ``execute`` and ``execute_sharded`` check every argument against the entry
   function's signature (count, shape, dtype; for buffers also client, device,
   deletion and donation) before ``_execute`` sees them; host values are
@@ -39,7 +42,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 import numpy as np
 
@@ -48,7 +51,8 @@ from stablehlo.ir.core import Module
 from stablehlo.ir.types import TensorType, Type, numpy_dtype
 from stablehlo.instrument import dump, trace
 
-from pjrt import compiling, counters
+from pjrt import counters
+from pjrt.global_arrays import assemble_global, global_shape, split_global
 
 # Errors and argument checks live in their own modules; the contract re-exports them.
 from pjrt.arguments import (  # noqa: F401
@@ -272,17 +276,44 @@ class CompileOptions:
     env_option_overrides: dict = field(default_factory=dict)
 
 
+class CompileResult(Protocol):
+    """What a backend's compiler made of a program, as the contract reads it: the facts the
+    contract reports come from here, so the contract does no compiler work
+    (``pjrt.plugins.compile_driver.DriverResult`` is the one xla_core's driver makes)."""
+
+    module: Module
+    """The program bound to devices (per-device when partitioned)."""
+    optimized: Module
+    """The program after the backend's pipeline."""
+    payload: object
+    """What the backend generated for its runtime."""
+
+    def fingerprint(self) -> str:
+        """sha256 (hex) of ``module``'s structure."""
+
+    def entry_shardings(self, entry: str) -> tuple:
+        """``(parameter tiles, result tiles)``: one ``stablehlo.ir.sharding.TileAssignment``
+        per argument and result of ``@entry`` (replicated for single-device programs)."""
+
+    def cost_analysis(self, module: Module, entry: str) -> dict:
+        """``{"flops", "transcendentals", "bytes accessed", "optimal_seconds"}`` of one run
+        of ``@entry`` of ``module`` (the program as the backend runs it)."""
+
+    def memory_stats(self, module: Module, entry: str) -> dict:
+        """XLA's ``CompiledMemoryStats`` fields but ``generated_code_size_in_bytes``, for
+        ``@entry`` of ``module``."""
+
+
 class Executable:
     """A compiled program not bound to devices: what runs, on how many replicas/partitions.
 
     ``options`` are the given options with ``entry``, ``num_replicas`` and
     ``num_partitions`` resolved. ``module`` is the program as compiled (the per-device
-    program when partitioned); ``compiled`` is what the compile driver made of it
-    (``xla_core.compile.Compiled``: the backend's payload, the optimized module, cache
-    facts), None for an executable made by hand.
+    program when partitioned); ``compiled`` is what the backend's compiler made of it (a
+    ``CompileResult``: the backend's payload, the optimized module, the facts reported).
     """
 
-    def __init__(self, module: Module, options: CompileOptions, compiled=None):
+    def __init__(self, module: Module, options: CompileOptions, compiled: CompileResult):
         self.module = module
         self.compiled = compiled
         self.given_options: CompileOptions = options  # before entry/replicas were resolved
@@ -298,9 +329,9 @@ class Executable:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        """sha256 (hex) of the module's structure (``xla_core.compile.module_fingerprint``:
-        no printing); computed when first asked for."""
-        return compiling.module_fingerprint(self.module)
+        """sha256 (hex) of the module's structure (no printing; ``CompileResult.fingerprint``);
+        computed when first asked for."""
+        return self.compiled.fingerprint()
 
     @property
     def name(self) -> str:
@@ -313,9 +344,9 @@ class Executable:
     @functools.cached_property
     def shardings(self) -> tuple:
         """``(parameter tiles, output tiles)``: how each argument and result of the entry is a
-        piece of a global value (``TileAssignment``s from ``xla_core.compile.entry_shardings``;
+        piece of a global value (``TileAssignment``s from ``CompileResult.entry_shardings``;
         replicated for single-device programs)."""
-        return compiling.entry_shardings(self.module, self.entry)
+        return self.compiled.entry_shardings(self.entry)
 
     def __repr__(self) -> str:
         return (f"<Executable {self.name} @{self.entry}: {self.num_replicas} replica(s) x "
@@ -466,13 +497,13 @@ class LoadedExecutable(abc.ABC):
                                 f"got {len(arrays)}")
         for i, (array, tiles, local) in enumerate(zip(arrays, params,
                                                       self.executable.parameter_types)):
-            expected = compiling.global_shape(local.shape, tiles)
+            expected = global_shape(local.shape, tiles)
             if np.shape(array) != expected:
                 raise ArgumentError(f"argument {i} of @{self.executable.entry}: expected a "
                                     f"global array of shape {expected}, got one of shape "
                                     f"{np.shape(array)}")
         count = self.num_partitions
-        pieces = [compiling.split_global(a, tiles, count) for a, tiles in zip(arrays, params)]
+        pieces = [split_global(a, tiles, count) for a, tiles in zip(arrays, params)]
         # In a multi-process client this process runs its own partitions (every process
         # calls execute_global with the same arguments) and gets the others' results.
         mine = [self.device_assignment[0].index(d) for d in self.addressable_devices()]
@@ -485,8 +516,8 @@ class LoadedExecutable(abc.ABC):
             by_partition = self.client._gather_from_processes(by_partition)
         glued = []
         for k, (tiles, local) in enumerate(zip(results, self.executable.result_types)):
-            glued.append(compiling.assemble_global([by_partition[d][k] for d in range(count)],
-                                                   tiles, local.shape))
+            glued.append(assemble_global([by_partition[d][k] for d in range(count)], tiles,
+                                         local.shape))
         return glued
 
     @abc.abstractmethod
@@ -700,20 +731,18 @@ class Client(abc.ABC):
         return loaded
 
     def _compile_program(self, program, options: CompileOptions) -> LoadedExecutable:
-        compiled = compiling.compile_program(program, options, self._compiler(options))
-        executable = Executable(compiled.module, options, compiled)
-        return self._compile(executable, self._device_assignment(executable, options))
-
-    def _compiler(self, options: CompileOptions):
-        """Backend hook: the compile driver's hooks for this backend and ``options``
-        (``xla_core.compile.Backend``: identity, pipeline, code generator, cache). The
-        default runs no pipeline and generates nothing: ``_compile`` gets the module."""
-        return compiling.Backend(identity=f"{self.platform_name} {self.platform_version}")
+        """Backend hook: compile ``program`` (text or a ``Module``) with ``options`` into an
+        ``Executable`` whose ``compiled`` is a ``CompileResult``, then bind it with
+        ``_compile`` to ``_device_assignment(executable, options)``. Backends mix in
+        ``pjrt.plugins.compile_driver.CompileDriverMixin``, which does this with xla_core's
+        compile driver and the backend's ``_compiler`` hooks."""
+        raise UnimplementedError(f"the {self.platform_name} backend has no compiler: mix in "
+                                 f"pjrt.plugins.compile_driver.CompileDriverMixin")
 
     @abc.abstractmethod
     def _compile(self, executable: Executable, device_assignment: list) -> LoadedExecutable:
         """Backend hook: bind ``executable`` (``executable.compiled.payload`` is what the
-        backend's ``_compiler`` hooks generated) to ``device_assignment[replica][partition]``
+        backend's compiler generated) to ``device_assignment[replica][partition]``
         (Devices); raise UnimplementedError naming what the backend cannot do."""
 
     @abc.abstractmethod

@@ -1,8 +1,9 @@
 """The host runtime: the generic client for backends that compute with numpy (or
-call into native code from Python). A backend subclasses ``HostClient``, sets
-``platform_name`` and implements one method::
+call into native code from Python). A backend subclasses ``HostClient`` with a
+compiler mixed in (``pjrt.plugins.compile_driver.CompileDriverMixin``: xla_core's
+compile driver), sets ``platform_name`` and implements one method::
 
-    class MyClient(HostClient):
+    class MyClient(CompileDriverMixin, HostClient):
         platform_name = "mine"
 
         def compile_program(self, module, entry, options):
@@ -13,7 +14,7 @@ of numpy arrays (StableHLO tokens and tuples pass as the interpreter's values);
 ``grid`` is the ``stablehlo.interpreter.collectives.ProcessGrid`` shared by the
 instances of one multi-device execution, None for single-device runs. A backend
 with a compiler pipeline returns that program from the compile driver's
-``generate`` hook instead (``Client._compiler``; examples/backend_template).
+``generate`` hook instead (``CompileDriverMixin._compiler``; examples/backend_template).
 
 Everything else comes from here:
 
@@ -79,9 +80,9 @@ class HostClient(Client):
         the first op this backend cannot run. ``options`` are fully resolved
         (entry, replica and partition counts, device assignment as ids).
 
-        Not called for a backend whose ``_compiler`` hooks generate that object
-        (``xla_core.compile.Backend.generate``: after the backend's pipeline, in the
-        compile driver); such a backend need not implement this."""
+        Not called for a backend whose compiler generates that object (the compile
+        driver's ``generate`` hook: after the backend's pipeline); such a backend need
+        not implement this."""
         raise UnimplementedError(f"the {self.platform_name} backend implements neither "
                                  f"compile_program nor a generate hook")
 
@@ -99,7 +100,7 @@ class HostClient(Client):
 
     def _compile(self, executable: Executable, device_assignment: list) -> "HostExecutable":
         compiled = executable.compiled
-        if compiled is not None and not isinstance(compiled.payload, Module):
+        if not isinstance(compiled.payload, Module):
             # The backend's generate hook made the program (the payload is the module
             # itself when it has none).
             return HostExecutable(self, executable, device_assignment, compiled.payload)
@@ -210,8 +211,7 @@ class HostExecutable(LoadedExecutable):
     @property
     def optimized_module(self) -> Module:
         """The program after the backend's pipeline (the module as compiled without one)."""
-        compiled = self.executable.compiled
-        return compiled.optimized if compiled is not None else self.executable.module
+        return self.executable.compiled.optimized
 
     def _execute(self, args_per_device: list, devices: list) -> tuple:
         from stablehlo.interpreter.collectives import ProcessGrid

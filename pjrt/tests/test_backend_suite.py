@@ -9,6 +9,7 @@ import pytest
 
 from pjrt.api import UnimplementedError
 from pjrt.host import HostBuffer, HostClient
+from pjrt.plugins.compile_driver import CompileDriverMixin
 from pjrt.plugins.interpreter.plugin import InterpreterClient, InterpreterProgram
 from pjrt.registry import BACKENDS, register_plugin
 from pjrt.testing import FAIL, PASS, SKIP, run_suite, summary_table
@@ -53,7 +54,7 @@ class _WritableBuffers(InterpreterClient):
         return _WritableBuffer(self, buffer.device, buffer._storage, buffer.dtype, buffer.shape)
 
 
-class _RefusesEverything(HostClient):
+class _RefusesEverything(CompileDriverMixin, HostClient):
     platform_name = "refusing"
 
     def compile_program(self, module, entry, options):

@@ -24,6 +24,7 @@ import pytest
 
 from pjrt.api import UnimplementedError
 from pjrt.host import HostClient
+from pjrt.plugins.compile_driver import CompileDriverMixin
 
 _REPO = pathlib.Path(__file__).resolve().parents[2]
 TEMPLATE = _REPO / "examples" / "backend_template"
@@ -103,11 +104,20 @@ def test_an_op_without_a_kernel_is_refused_at_compile(template, monkeypatch):
 
 
 def test_a_host_client_needs_compile_program_or_a_generate_hook():
-    class Empty(HostClient):
+    class Empty(CompileDriverMixin, HostClient):
         platform_name = "empty"
     with pytest.raises(UnimplementedError, match="the empty backend implements neither "
                                                  "compile_program nor a generate hook"):
         Empty().compile(SINE_OF_PRODUCT)
+
+
+def test_a_client_without_a_compiler_says_which_mixin_gives_one():
+    class NoCompiler(HostClient):
+        platform_name = "nocompiler"
+    with pytest.raises(UnimplementedError, match="the nocompiler backend has no compiler: mix "
+                                                 "in pjrt.plugins.compile_driver."
+                                                 "CompileDriverMixin"):
+        NoCompiler().compile(SINE_OF_PRODUCT)
 
 
 def _copy_as_acme(target: pathlib.Path) -> None:

@@ -44,8 +44,9 @@ SCRIPTS = {
 _USER_BACKEND = f'''
 import pjrt
 from pjrt.host import HostClient
+from pjrt.plugins.compile_driver import CompileDriverMixin
 
-class Refusing(HostClient):
+class Refusing(CompileDriverMixin, HostClient):
     platform_name = "refusing"
 
     def compile_program(self, module, entry, options):

@@ -7,7 +7,7 @@ all inside fully manual ``sdy.manual_computation``s (``shard_map``, ``pmap``): t
 propagation, only their bodies made the entry function. The other sharded programs go through
 ``propagation`` (pass ``sharding-propagation``: a sharding for every value, with its origin) and
 ``partitioner`` (pass ``spmd-partition``: local shapes and collectives; ``reshard`` plans the
-collectives between layouts). ``layout`` splits global arrays into pieces and puts them back.
+collectives between layouts).
 """
 from xla_core.spmd.sharding import (Mesh, ShardingError, SpmdUnsupportedError, TensorSharding,
                                     entry_shardings, module_meshes, parse_mhlo_sharding,

@@ -3,7 +3,8 @@
 ``make_client("cpu", num_devices=N, probe_dir=None)``: N virtual devices, each a C++
 worker thread that runs queued executions in order (so ``execute`` returns at once and the
 instances of a multi-device execution run in parallel). Buffers are native arrays;
-programs go through xla_core's compile driver (xla_core/compile) with this backend's hooks
+programs go through xla_core's compile driver (xla_core/compile, reached through
+``pjrt.plugins.compile_driver.CompileDriverMixin``) with this backend's hooks
 (``CpuClient._compiler``: the ``cpu`` pipeline of optimize.py, code generation and lowering
 by compiler.py into native executables, the persistent cache of compile_cache.py). The
 numpy convenience ``executable(*arrays)`` skips buffers altogether: it reads contiguous
@@ -28,6 +29,7 @@ from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device,
                       Executable, ExecutionError, LoadedExecutable, MemorySpace,
                       UnimplementedError, check_arguments)
 from pjrt.arguments import check_transfer
+from pjrt.plugins.compile_driver import CompileDriverMixin
 from pjrt.plugins.cpu import compile_cache
 from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
@@ -316,7 +318,7 @@ class CpuExecutable(LoadedExecutable):
                 for k in range(count)]
 
 
-class CpuClient(Client):
+class CpuClient(CompileDriverMixin, Client):
     """``num_devices`` virtual devices in this process; with ``distributed``
     (pjrt.distributed.options.DistributedOptions) one client over the devices of several
     processes: ``devices()`` lists all of them (ids dense in process order),

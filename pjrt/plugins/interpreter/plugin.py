@@ -1,6 +1,8 @@
 """The interpreter backend: the reference that every other backend is compared with.
 
-A ``HostClient`` whose program is the verified module itself: each instance
+A ``HostClient`` that compiles through xla_core's compile driver with the default hooks
+(``CompileDriverMixin``), so its program is the verified module itself (the per-device
+program when sharded): each instance
 evaluates the entry function with ``stablehlo.interpreter.evaluate``. There
 is no compiler pipeline on purpose: the reference runs the program exactly as
 written. Multi-device executions give each instance its ``Process`` (replica,
@@ -17,11 +19,12 @@ from __future__ import annotations
 import os
 
 from pjrt.host import HostClient
+from pjrt.plugins.compile_driver import CompileDriverMixin
 
 PLATFORM = "interpreter"
 
 
-class InterpreterClient(HostClient):
+class InterpreterClient(CompileDriverMixin, HostClient):
     platform_name = PLATFORM
     device_kind = "numpy interpreter"
 

@@ -4,15 +4,13 @@ import logging
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 import pytest
 
 import stablehlo
 from stablehlo.errors import VerificationError
 from stablehlo.text import print_module
-from xla_core.compile import (Backend, CompileRequest, ShardingError, assemble_global,
-                              cache_key, compile_module, entry_shardings, global_shape,
-                              load_compiled, split_global)
+from xla_core.compile import (Backend, CompileRequest, ShardingError, cache_key,
+                              compile_module, entry_shardings, load_compiled)
 from xla_core.passes import PIPELINES, Pass, Pipeline, parse_pass_list
 
 # Constant folding turns the add into one constant: the pipeline visibly ran.
@@ -157,12 +155,10 @@ def test_cache_keys_follow_the_program_the_options_and_the_backend():
                 cache_key(FOLDABLE + " ", Options(), "cpu 1")}) == 6
 
 
-def test_global_arrays_split_into_the_entry_shardings_pieces_and_back():
+def test_the_partitioned_entry_says_how_its_pieces_are_laid_out():
     compiled = compile_module(stablehlo.parse(SHARDED), _request(2), Backend("test"))
     (param,), (result,) = entry_shardings(compiled.module, "main")
-    assert global_shape((4,), param) == (8,)
-    x = np.arange(8, dtype=np.float32)
-    pieces = split_global(x, param, 2)
-    np.testing.assert_array_equal(pieces[0], x[:4])
-    np.testing.assert_array_equal(pieces[1], x[4:])
-    np.testing.assert_array_equal(assemble_global(pieces, result, (4,)), x)
+    for tiles in (param, result):  # halves of the global value, device 0 holding the first
+        assert not tiles.replicated
+        assert tiles.tile_dims == (2,)
+        assert tiles.devices.tolist() == [0, 1]

@@ -3,10 +3,11 @@
 Copy this package and change what the ``VENDOR:`` comments mark (README.md walks through it).
 What the backend fills in:
 
-* ``_compiler``: the compile driver's hooks (``xla_core.compile.Backend``). The driver does
-  the compiler work every backend shares (the whole-program checks, SPMD partitioning of
-  multi-partition programs, the cache key), runs the backend's pipeline on a copy of the
-  program and hands the result to the backend's ``generate``;
+* ``_compiler``: the compile driver's hooks (``xla_core.compile.Backend``), which
+  ``CompileDriverMixin`` hands to xla_core's compile driver. The driver does the compiler
+  work every backend shares (the whole-program checks, SPMD partitioning of multi-partition
+  programs, the cache key), runs the backend's pipeline on a copy of the program and hands
+  the result to the backend's ``generate``;
 * ``generate``: the optimized program -> what the device runs. Here: a check that every op
   can run, so unsupported ops are refused at compile time naming the op and its place, and a
   ``Program`` that runs the entry function with the reference interpreter's numpy kernels.
@@ -21,14 +22,14 @@ from __future__ import annotations
 
 from pjrt.api import UnimplementedError
 from pjrt.host import HostClient
-from xla_core.compile import Backend
+from pjrt.plugins.compile_driver import Backend, CompileDriverMixin
 
 PLATFORM = "template"  # VENDOR: your backend's name (also the entry point's key)
 PIPELINE = "cpu-opt"  # VENDOR: your pipeline, registered in xla_core.passes.PIPELINES
 _STRUCTURAL = frozenset({"func.return", "stablehlo.return"})  # run by the enclosing op
 
 
-class TemplateClient(HostClient):
+class TemplateClient(CompileDriverMixin, HostClient):
     platform_name = PLATFORM
     platform_version = "0.1.0"  # VENDOR: bump it when what you generate changes
     device_kind = "template device"  # VENDOR: what Device.kind says
