@@ -57,7 +57,8 @@ from stablehlo.errors import OpenHLOError
 
 __all__ = [
     "CheckpointError", "IncompleteCheckpointError", "ShardedLoadPlanner", "ShardedSavePlanner",
-    "ShardedStager", "apply_training_state", "async_save", "checkpoint_path", "is_complete",
+    "ShardedStager", "apply_training_state", "async_save", "checkpoint_path", "flatten_state",
+    "is_complete",
     "latest_checkpoint", "load", "require_complete", "save", "training_state",
 ]
 
@@ -124,14 +125,14 @@ def _refuse_complete(storage_meta) -> None:
 
 # ---- state dicts ---------------------------------------------------------------------------
 
-def _flatten(state: Mapping, prefix: tuple = ()) -> tuple[dict, dict]:
+def flatten_state(state: Mapping, prefix: tuple = ()) -> tuple[dict, dict]:
     """``({fqn: leaf}, {fqn: key path})``: nested dicts walked, keys joined by dots (DCP's
     names); anything else (tensors, numbers, lists) is a leaf."""
     leaves, paths = {}, {}
     for key, value in state.items():
         path = prefix + (key,)
         if isinstance(value, Mapping):
-            more_leaves, more_paths = _flatten(value, path)
+            more_leaves, more_paths = flatten_state(value, path)
             leaves.update(more_leaves)
             paths.update(more_paths)
         else:
@@ -216,7 +217,7 @@ class ShardedSavePlanner(SavePlanner):
 
     def set_up_planner(self, state_dict, storage_meta=None, is_coordinator: bool = False):
         _refuse_complete(storage_meta)
-        self._leaves, self._paths = _flatten(state_dict)
+        self._leaves, self._paths = flatten_state(state_dict)
         self._is_coordinator = is_coordinator
 
     def create_local_plan(self) -> SavePlan:
@@ -352,7 +353,7 @@ class ShardedLoadPlanner(LoadPlanner):
     def set_up_planner(self, state_dict, metadata: Optional[Metadata] = None,
                        is_coordinator: bool = False) -> None:
         self._state = state_dict
-        self._leaves, self._paths = _flatten(state_dict)
+        self._leaves, self._paths = flatten_state(state_dict)
         self._metadata = metadata
         _check_target(self._leaves, metadata, "being loaded")
 
@@ -405,6 +406,6 @@ def load(state: dict, path, process_group=None) -> None:
     path = os.fspath(path)
     require_complete(path)
     metadata = dcp.FileSystemReader(path).read_metadata()
-    _check_target(_flatten(state)[0], metadata, path)
+    _check_target(flatten_state(state)[0], metadata, path)
     dcp.load(state, checkpoint_id=path, planner=ShardedLoadPlanner(),
              process_group=process_group)
