@@ -278,11 +278,24 @@ class ShardedSavePlanner(SavePlanner):
 
 class ShardedStager(AsyncStager):
     """async_save's snapshot of a state dict: every tensor copied (with its sharding), every
-    other value deep-copied, synchronously, before async_save returns."""
+    other value deep-copied, synchronously, before async_save returns.
+
+    ``reuse_buffers``: copy into the previous snapshot's tensors when the state has the same
+    entries, shapes and dtypes (fresh memory costs page faults, often more than the copy);
+    the previous save must be finished (its future's result taken) before the next one."""
     _synchronize_after_execute = False
 
+    def __init__(self, reuse_buffers: bool = False):
+        self.reuse_buffers = reuse_buffers
+        self._previous = None
+
     def stage(self, state_dict):
-        return _snapshot(state_dict)
+        if self._previous is not None and _same_layout(state_dict, self._previous):
+            return _snapshot_into(state_dict, self._previous)
+        snapshot = _snapshot(state_dict)
+        if self.reuse_buffers:
+            self._previous = snapshot
+        return snapshot
 
     def synchronize_staging(self) -> None:
         """Nothing to wait for: ``stage`` copies before it returns."""
@@ -303,18 +316,41 @@ def _snapshot(value):
     return copy.deepcopy(value)
 
 
+def _same_layout(state, snapshot) -> bool:
+    if isinstance(state, Mapping):
+        return (isinstance(snapshot, dict) and state.keys() == snapshot.keys()
+                and all(_same_layout(state[k], snapshot[k]) for k in state))
+    if isinstance(state, torch.Tensor):
+        return (isinstance(snapshot, torch.Tensor) and state.shape == snapshot.shape
+                and state.dtype == snapshot.dtype
+                and xs.get_sharding(state) == xs.get_sharding(snapshot))
+    return not isinstance(snapshot, torch.Tensor)
+
+
+def _snapshot_into(state, snapshot):
+    """``snapshot`` (of the same layout) with ``state``'s current values."""
+    if isinstance(state, Mapping):
+        for key, value in state.items():
+            snapshot[key] = _snapshot_into(value, snapshot[key])
+        return snapshot
+    if isinstance(state, torch.Tensor):
+        return snapshot.copy_(state.detach())
+    return copy.deepcopy(state)
+
+
 def save(state: dict, path, process_group=None):
     """``dcp.save`` of ``state`` into directory ``path`` with ShardedSavePlanner."""
     return dcp.save(state, checkpoint_id=os.fspath(path), planner=ShardedSavePlanner(),
                     process_group=process_group)
 
 
-def async_save(state: dict, path, process_group=None):
-    """``dcp.async_save`` with ShardedSavePlanner and ShardedStager: returns once ``state`` is
-    copied; the future's ``result()`` waits for the write. The process group needs a CPU
-    backend (gloo); the next save must wait for this one's future."""
+def async_save(state: dict, path, process_group=None, stager: Optional[ShardedStager] = None):
+    """``dcp.async_save`` with ShardedSavePlanner and ``stager`` (default: a new
+    ShardedStager): returns once ``state`` is copied; the future's ``result()`` waits for the
+    write. The process group needs a CPU backend (gloo); the next save must wait for this
+    one's future."""
     return dcp.async_save(state, checkpoint_id=os.fspath(path), planner=ShardedSavePlanner(),
-                          async_stager=ShardedStager(), process_group=process_group)
+                          async_stager=stager or ShardedStager(), process_group=process_group)
 
 
 # ---- loading -------------------------------------------------------------------------------

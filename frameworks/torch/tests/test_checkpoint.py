@@ -230,3 +230,17 @@ def check_each_process_wrote_its_own_pieces_once(path: str) -> None:
             else:
                 assert tuple(chunk.sizes) == tuple(entry.size)
     assert set(written_by.values()) == {0, 1}
+
+
+def test_the_stager_snapshots_with_shardings_and_reuses_its_buffers():
+    model, _, state = sharded_state()
+    stager = ckpt.ShardedStager(reuse_buffers=True)
+    first = stager.stage(state)
+    weight = first["model"]["fc1.weight"]
+    assert weight.data_ptr() != model.fc1.weight.data_ptr()
+    assert xs.get_sharding(weight) == xs.get_sharding(model.fc1.weight)
+    with torch.no_grad():
+        model.fc1.weight.add_(1.0)  # training goes on: the snapshot must not see it
+    assert not torch.equal(weight, model.fc1.weight)
+    second = stager.stage(state)
+    assert second["model"]["fc1.weight"] is weight and torch.equal(weight, model.fc1.weight)
