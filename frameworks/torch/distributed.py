@@ -122,6 +122,17 @@ def num_processes() -> int:
     return _int_env("WORLD_SIZE") if launched_by_torchrun() else 1
 
 
+def process_index() -> int:
+    """``RANK`` under torchrun, else 0."""
+    return _int_env("RANK") if launched_by_torchrun() else 0
+
+
+def process_of_device(device: int, num_devices: int) -> int:
+    """The process holding device ``device`` of ``client(num_devices)``: device ids follow
+    process order, ``num_devices / WORLD_SIZE`` each."""
+    return device // (num_devices // num_processes())
+
+
 @functools.cache
 def client(num_devices: int):
     """The cpu client of ``num_devices`` devices in all: a multi-process client under
