@@ -148,7 +148,7 @@ _OP_SHARDING_OTHER = 3  # xla.OpSharding.Type: REPLICATED 0, MAXIMAL 1, TUPLE 2,
 
 
 def encode_op_sharding(tiles) -> bytes:
-    """A tile assignment (``xla_core.spmd.sharding.TileAssignment``) -> ``xla.OpSharding``
+    """A tile assignment (``stablehlo.ir.sharding.TileAssignment``) -> ``xla.OpSharding``
     bytes: 1 type, 3 tile_assignment_dimensions, 4 tile_assignment_devices (both packed),
     6 replicate_on_last_tile_dim. Replicated is the empty message (type 0 is the default)."""
     if tiles.replicated:
