@@ -5,7 +5,7 @@ through pjrt.distributed.launch (bounded in time, every process stopped before i
 or raises), each with ``JAX_PLATFORMS=openhlo``, ``devices`` virtual devices and the address
 of a coordinator on the loopback address; in each process, ``initialize()`` joins the job
 (``jax.distributed.initialize``). For tests and benchmarks of multi-process JAX programs
-(frameworks/jax/tests/checkpoint_jax_worker.py, tools/bench_checkpoint_jax.py).
+(frameworks/jax/tests/orbax_checkpoint_worker.py, tools/bench_checkpoint_jax.py).
 """
 from __future__ import annotations
 

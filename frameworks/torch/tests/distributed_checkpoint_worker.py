@@ -1,5 +1,5 @@
-"""One process of the checkpoint test (test_checkpoint.py):
-``torchrun --nproc-per-node 2 -m frameworks.torch.tests.checkpoint_worker OUT_DIR``.
+"""One process of the checkpoint test (test_distributed_checkpoint.py):
+``torchrun --nproc-per-node 2 -m frameworks.torch.tests.distributed_checkpoint_worker OUT_DIR``.
 
 ``TinyTransformer`` (torchrun_worker.py) with SGD + momentum on a ("model", "data") mesh of the
 4 devices of both processes: "model" spans the processes (process p holds model index p), so

@@ -2,7 +2,7 @@
 pieces each process writes, one writer per piece, loads into other shardings, the latest
 complete checkpoint; and a 2-process torchrun (2 devices each) that saves, async-saves,
 reshards on load, resumes with the uninterrupted run's next-step loss and is killed in the
-middle of a save (checkpoint_worker.py)."""
+middle of a save (distributed_checkpoint_worker.py)."""
 import json
 import os
 import re
@@ -15,7 +15,7 @@ import torch.distributed.checkpoint as dcp
 from frameworks.torch import checkpoint as ckpt
 from frameworks.torch import distributed
 from frameworks.torch import sharding as xs
-from frameworks.torch.tests import checkpoint_worker
+from frameworks.torch.tests import distributed_checkpoint_worker
 from frameworks.torch.tests.torchrun_worker import TinyTransformer, shard
 from pjrt.plugins.cpu.native_module import native
 
@@ -43,7 +43,7 @@ def sharded_state(seed: int = 0, shard_fn=shard):
     torch.manual_seed(seed)
     model = TinyTransformer()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    shard_fn(model, checkpoint_worker.make_mesh())
+    shard_fn(model, distributed_checkpoint_worker.make_mesh())
     return model, optimizer, ckpt.training_state(model, optimizer)
 
 
@@ -114,7 +114,7 @@ def test_a_one_process_round_trip_into_another_sharding(tmp_path):
     assert ckpt.is_complete(path) and ckpt.latest_checkpoint(tmp_path) == path
     chunks = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
     assert len(chunks["optim.state.fc1.weight.momentum_buffer"].chunks) == 2  # saved sharded
-    model, optimizer, target = sharded_state(1, checkpoint_worker.shard_other_way)
+    model, optimizer, target = sharded_state(1, distributed_checkpoint_worker.shard_other_way)
     optimizer.param_groups[0]["lr"] = 0.5
     assert not torch.equal(tensors(target)["model.fc1.weight"], saved["model.fc1.weight"])
     ckpt.load(target, path)
@@ -167,7 +167,7 @@ def test_loading_into_a_state_the_checkpoint_does_not_fit_names_the_entry(tmp_pa
 def test_two_processes_save_reshard_async_save_resume_and_interruption(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OPENHLO_COLLECTIVE_TIMEOUT_S="60")
-    finished = distributed.torchrun(["-m", "frameworks.torch.tests.checkpoint_worker",
+    finished = distributed.torchrun(["-m", "frameworks.torch.tests.distributed_checkpoint_worker",
                                      str(tmp_path)], nproc_per_node=2,
                                     timeout_s=TORCHRUN_TIMEOUT_S, env=env)
     # process 1 was killed in the last save, on purpose; everything before it finished

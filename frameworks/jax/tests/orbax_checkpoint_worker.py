@@ -1,6 +1,6 @@
-"""One process of the orbax checkpoint tests (test_checkpoint.py), started by
+"""One process of the orbax checkpoint tests (test_orbax_checkpoint.py), started by
 frameworks.jax.distributed.launch:
-``python -m frameworks.jax.tests.checkpoint_jax_worker MODE CHECKPOINTS OUT``.
+``python -m frameworks.jax.tests.orbax_checkpoint_worker MODE CHECKPOINTS OUT``.
 
 Every process trains the same small model, data-parallel over a (process, local) mesh, with
 a train state of f32, bf16 and int32 arrays (some sharded, some replicated) and saves it

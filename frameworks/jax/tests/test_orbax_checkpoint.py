@@ -11,7 +11,7 @@ save its sharded state (f32, bf16, int32; sharded and replicated) with an asynch
   manager names the last complete step, and training resumed from it has the next-step
   loss of the uninterrupted run.
 
-The processes (checkpoint_jax_worker.py) are started by frameworks.jax.distributed.launch
+The processes (orbax_checkpoint_worker.py) are started by frameworks.jax.distributed.launch
 (bounded in time, every process stopped).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frameworks.jax.tests import checkpoint_jax_worker as worker
+from frameworks.jax.tests import orbax_checkpoint_worker as worker
 from frameworks.jax.tests import jax_subprocess
 from pjrt.plugins.cpu.native_module import native
 
