@@ -1,6 +1,6 @@
 """One process of the jax.distributed tests (test_multiprocess.py), started by
 pjrt.distributed.launch:
-``python -m frameworks.jax.tests.multiprocess_jax_worker COORDINATOR_PORT OUT``.
+``python -m frameworks.jax.tests.multiprocess_jax_worker COORDINATOR_PORT OUT [LEAVE]``.
 
 Joins the job with ``jax.distributed.initialize`` (coordinator on 127.0.0.1, this process's
 index and the process count from the launcher's variables) on JAX_PLATFORMS=openhlo, with
@@ -10,6 +10,11 @@ process runs the same ones) and pickles, per program, the shards of the result t
 holds: ``OUT/<name>.<i>.pkl``, a list of (index as (start, stop) per dimension, array). The
 test assembles them and checks them against numpy. Inputs are made by ``inputs(name)``,
 which the test calls too.
+
+With LEAVE (``exit``: sys.exit, which runs JAX's shutdown; ``crash``: os._exit, which does
+not) the job is the fault test's instead: every process runs one psum, then process 1
+leaves and process 0 runs it again; process 0 writes the error it gets to
+``OUT/error.0.txt`` and raises it.
 """
 import functools
 import json
@@ -32,6 +37,13 @@ def inputs(name: str, num_devices: int) -> dict:
     and f16 programs take float32 small integers (exact in those types, sums included) and
     convert them themselves."""
     rng = np.random.default_rng(zlib.crc32(name.encode()))
+    if name.startswith("megatron"):  # batch 4 per device, hidden 4 per device
+        return {"x": rng.standard_normal((4 * num_devices, MODEL_WIDTH)).astype(np.float32),
+                "t": rng.standard_normal((4 * num_devices, MODEL_WIDTH)).astype(np.float32),
+                "w1": (rng.standard_normal((MODEL_WIDTH, 4 * num_devices)) * 0.5
+                       ).astype(np.float32),
+                "w2": (rng.standard_normal((4 * num_devices, MODEL_WIDTH)) * 0.5
+                       ).astype(np.float32)}
     if name.startswith("step"):
         return {"x": rng.standard_normal((4 * num_devices, 3)).astype(np.float32),
                 "y": rng.standard_normal((4 * num_devices, 1)).astype(np.float32),
@@ -45,12 +57,19 @@ def inputs(name: str, num_devices: int) -> dict:
 
 
 LEARNING_RATE = 0.1
+MODEL_WIDTH = 6  # the Megatron MLP's input and output width
+# The Megatron MLP programs: name -> (the mesh axis its weights are split over ("model"),
+# the one its batch is split over, element type). Over "l" the layers' all-reduces stay in
+# each process; over "p" they cross the processes.
+MEGATRON = {"megatron.model_local.f32": ("l", "p", "f32"),
+            "megatron.model_processes.f32": ("p", "l", "f32"),
+            "megatron.model_processes.bf16": ("p", "l", "bf16")}
 
 
 def programs(jax, mesh):
     """``{name: (function of the inputs' jax arrays, in PartitionSpecs by input, out
     PartitionSpec)}``: shard_map collectives over the (process, local) mesh in every type
-    of DTYPES, and a jitted data-parallel step."""
+    of DTYPES, a jitted data-parallel step and Megatron MLPs (MEGATRON)."""
     from jax import lax
     from jax.sharding import PartitionSpec as P
     both = ("p", "l")
@@ -81,6 +100,20 @@ def programs(jax, mesh):
         value, grad = jax.value_and_grad(loss)(w)
         return w - LEARNING_RATE * grad, value
     out["step"] = (step, {"x": P(both), "y": P(both), "w": P()}, (P(), P()))
+
+    def megatron(x, t, w1, w2, to):
+        # column-parallel w1, row-parallel w2: the forward pass, the loss and its gradients
+        def loss(w1, w2):
+            y = jax.numpy.tanh(x.astype(to) @ w1) @ w2
+            return jax.numpy.mean((y - t.astype(to)) ** 2), y
+        (value, y), (g1, g2) = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(
+            w1.astype(to), w2.astype(to))
+        return y, value, g1, g2
+    for name, (model, batch, dtype) in MEGATRON.items():
+        to = converted.get(dtype, jax.numpy.float32)
+        out[name] = (functools.partial(megatron, to=to),
+                     {"x": P(batch), "t": P(batch), "w1": P(None, model), "w2": P(model, None)},
+                     (P(batch), P(), P(None, model), P(model, None)))
     return out
 
 
@@ -90,8 +123,14 @@ def _shards(array) -> list:
             for shard in array.addressable_shards]
 
 
+# Seconds JAX's shutdown barrier waits for the other processes in the fault test: a process
+# that died never arrives, and JAX's default (300 s) would hold the survivor that long.
+FAULT_SHUTDOWN_TIMEOUT_S = 5
+
+
 def main(argv: list) -> int:
     port, out = argv[0], argv[1]
+    leave = argv[2] if len(argv) > 2 else None
     from pjrt.distributed.options import NUM_PROCESSES_ENV, PROCESS_INDEX_ENV
     process, count = int(os.environ[PROCESS_INDEX_ENV]), int(os.environ[NUM_PROCESSES_ENV])
     import frameworks.jax.plugin as plugin
@@ -99,8 +138,11 @@ def main(argv: list) -> int:
     import jax
     from jax.experimental import multihost_utils
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    bounded = {"shutdown_timeout_seconds": FAULT_SHUTDOWN_TIMEOUT_S} if leave else {}
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=count,
-                               process_id=process)
+                               process_id=process, **bounded)
+    if leave:
+        return _leave_before_a_collective(jax, process, count, leave, out)
     with open(os.path.join(out, f"topology.{process}.json"), "w") as f:
         json.dump({"devices": [[d.id, d.process_index] for d in jax.devices()],
                    "local_devices": [d.id for d in jax.local_devices()],
@@ -135,6 +177,28 @@ def main(argv: list) -> int:
     multihost_utils.sync_global_devices("openhlo multiprocess test done")
     with open(os.path.join(out, f"synced.{process}"), "w") as f:
         f.write("ok")
+    return 0
+
+
+def _leave_before_a_collective(jax, process: int, count: int, leave: str, out: str) -> int:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()).reshape(count, -1), ("p", "l"))
+    both = ("p", "l")
+    psum = jax.jit(jax.shard_map(lambda b: jax.lax.psum(b, both), mesh=mesh,
+                                 in_specs=P(both), out_specs=P(both)))
+    x = jax.make_array_from_callback((mesh.devices.size,), NamedSharding(mesh, P(both)),
+                                     lambda index: np.ones(mesh.devices.size, np.float32)[index])
+    psum(x).block_until_ready()  # every process is in the job
+    if process == 1:
+        if leave == "crash":
+            os._exit(0)
+        sys.exit(0)
+    try:
+        psum(x).block_until_ready()
+    except Exception as e:
+        with open(os.path.join(out, f"error.{process}.txt"), "w") as f:
+            f.write(f"{type(e).__name__}: {e}")
+        raise
     return 0
 
 

@@ -157,6 +157,35 @@ def test_data_parallel_step_matches_numpy(job):
     np.testing.assert_allclose(loss, np.mean(error ** 2), rtol=1e-5)
 
 
+def _megatron_expected(values: dict) -> list:
+    """The MLP's output, loss and weight gradients in float64 (the backward pass by hand)."""
+    x, t, w1, w2 = (values[k].astype(np.float64) for k in ("x", "t", "w1", "w2"))
+    a = np.tanh(x @ w1)
+    y = a @ w2
+    dy = 2 * (y - t) / y.size
+    return [y, np.mean((y - t) ** 2), x.T @ (dy @ w2.T * (1 - a ** 2)), a.T @ dy]
+
+
+@pytest.mark.parametrize("name", sorted(worker.MEGATRON))
+def test_megatron_mlp_forward_and_gradients_match_numpy(job, name):
+    """Column-parallel w1, row-parallel w2 over the "model" axis, the batch over the other:
+    the layers' partial sums are all-reduced within each process (model over "l") or across
+    the processes (model over "p")."""
+    got = _assemble(job, name)
+    dtype = name.rsplit(".", 1)[-1]
+    assert [r.dtype.name for r in got] == [RESULT_DTYPES[dtype]] * 4
+    for what, result, expected in zip(("y", "loss", "dw1", "dw2"), got,
+                                      _megatron_expected(worker.inputs(name, job.size))):
+        result = result.astype(np.float64)
+        assert result.shape == np.shape(expected), what
+        if dtype == "f32":
+            np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5, err_msg=what)
+        else:  # bf16 keeps 8 significant bits: within 3% of the largest magnitude
+            scale = np.max(np.abs(expected))
+            np.testing.assert_allclose(result, expected, rtol=0, atol=0.03 * scale,
+                                       err_msg=what)
+
+
 @pytest.mark.parametrize("name", ["process_local_data", "host_local_to_global"])
 def test_arrays_from_process_local_data_span_the_processes(job, name):
     # Process p holds rows of value p + 1; the program doubles them.
