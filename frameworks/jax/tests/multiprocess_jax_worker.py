@@ -123,9 +123,12 @@ def _shards(array) -> list:
             for shard in array.addressable_shards]
 
 
-# Seconds JAX's shutdown barrier waits for the other processes in the fault test: a process
-# that died never arrives, and JAX's default (300 s) would hold the survivor that long.
-FAULT_SHUTDOWN_TIMEOUT_S = 5
+# The fault test's OPENHLO_COLLECTIVE_TIMEOUT_S (the test sets it), and how long JAX's
+# shutdown barrier waits there for the other processes: a process that died never arrives,
+# and JAX's default (300 s) would hold the survivor that long; one that left by sys.exit
+# waits in the barrier for the survivor, which arrives after its collective timed out.
+FAULT_COLLECTIVE_TIMEOUT_S = 4
+FAULT_SHUTDOWN_TIMEOUT_S = FAULT_COLLECTIVE_TIMEOUT_S + 3
 
 
 def main(argv: list) -> int:

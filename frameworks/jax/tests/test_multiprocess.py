@@ -1,12 +1,14 @@
 """jax.distributed on openhlo: 2 and 4 processes x 2 devices, joined by
 ``jax.distributed.initialize`` on the loopback address (the plugin's multi-process client,
 pjrt/c_api), see the global topology and run shard_map collectives over a (process, local)
-mesh (f32, bf16, f16, int32), a jitted data-parallel step and programs on arrays made from
-process-local data; the results, assembled from every process's shards, equal numpy's;
-``multihost_utils`` gathers and syncs, and every process exits 0.
+mesh (f32, bf16, f16, int32), a jitted data-parallel step, Megatron MLPs (forward and
+gradients) and programs on arrays made from process-local data; the results, assembled
+from every process's shards, equal numpy's; ``multihost_utils`` gathers and syncs, and every
+process exits 0. A process that leaves before a collective makes the other raise an error
+naming it, and exit (JAX's shutdown bounded).
 
 The processes are started by pjrt.distributed.launch (bounded in time, all stopped) and
-run multiprocess_jax_worker.py once per process count.
+run multiprocess_jax_worker.py once per process count, and once per fault test.
 """
 from __future__ import annotations
 
@@ -49,21 +51,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pjrt.__file__)))
+
+
+def _environment(collective_timeout_s: int) -> dict:
+    env = dict(os.environ, JAX_PLATFORMS="openhlo", OPENHLO_JAX_NUM_DEVICES=str(DEVICES),
+               OPENHLO_COLLECTIVE_TIMEOUT_S=str(collective_timeout_s),
+               PYTHONPATH=os.pathsep.join(
+                   [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                              if p]))
+    for name in ("XLA_FLAGS", "JAX_ENABLE_X64"):  # this process's settings, not the test's
+        env.pop(name, None)
+    return env
+
+
 @pytest.fixture(scope="module", params=[2, 4], ids=lambda n: f"{n}_processes")
 def job(request, tmp_path_factory):
     from pjrt.distributed.launch import launch
     processes = request.param
     out = tmp_path_factory.mktemp(f"jax_{processes}_processes")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(pjrt.__file__)))
-    env = dict(os.environ, JAX_PLATFORMS="openhlo", OPENHLO_JAX_NUM_DEVICES=str(DEVICES),
-               OPENHLO_COLLECTIVE_TIMEOUT_S="120", PYTHONPATH=os.pathsep.join(
-                   [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                             if p]))
-    for name in ("XLA_FLAGS", "JAX_ENABLE_X64"):  # this process's settings, not the test's
-        env.pop(name, None)
     # launch raises (naming the process and quoting its stderr) unless every process exits 0
     launch([sys.executable, "-m", worker.__name__, str(_free_port()), str(out)], processes,
-           LAUNCH_TIMEOUT_S, env=env, cwd=root)
+           LAUNCH_TIMEOUT_S, env=_environment(collective_timeout_s=120), cwd=_ROOT)
     return Job(out, processes)
 
 
@@ -204,3 +213,29 @@ def test_process_allgather_gives_every_process_contribution(job):
 def test_sync_global_devices_returns_in_every_process(job):
     for process in range(job.processes):
         assert (job.out / f"synced.{process}").read_text() == "ok"
+
+
+# Bounds the whole fault job: start, the collective's timeout, JAX's bounded shutdown
+# (worker.FAULT_SHUTDOWN_TIMEOUT_S); launch raises DeadlineExceededError past it.
+FAULT_LAUNCH_TIMEOUT_S = 90.0
+
+
+@pytest.mark.parametrize("leave", ["exit", "crash"])
+def test_a_process_that_leaves_makes_the_other_fail_naming_it(tmp_path, leave):
+    """Process 1 leaves after a first psum, by sys.exit (JAX's shutdown then waits for process
+    0, keeping its connections open: process 0's psum times out) or by os._exit (its
+    connections break; JAX's shutdown in process 0 waits for it until its bound). Process
+    0's psum raises an error naming the group and process 1, and process 0 exits with a
+    non-zero status within the launch's bound."""
+    from pjrt.distributed.launch import launch
+    from pjrt.errors import ExecutionError
+    with pytest.raises(ExecutionError) as failed:
+        launch([sys.executable, "-m", worker.__name__, str(_free_port()), str(tmp_path), leave],
+               2, FAULT_LAUNCH_TIMEOUT_S,
+               env=_environment(collective_timeout_s=worker.FAULT_COLLECTIVE_TIMEOUT_S), cwd=_ROOT)
+    assert str(failed.value).startswith("process 0 of 2 failed"), str(failed.value)
+    message = (tmp_path / "error.0.txt").read_text()
+    assert "stablehlo.all_reduce" in message and "of instances [0, 1, 2, 3] across processes" \
+        in message, message
+    assert f"process 1 of [0, 1] did not answer within {worker.FAULT_COLLECTIVE_TIMEOUT_S} s" \
+        in message, message
