@@ -1,6 +1,6 @@
 """Held-out sharded programs: ours against XLA's, on 8 virtual devices.
 
-``python -m tools.spmd_heldout [--json OUT] [--keep DIR] [NAME ...]``
+``python -m tools.spmd_heldout [--num-processes P] [--json OUT] [--keep DIR] [NAME ...]``
 
 JAX (in a subprocess on 8 host cpu devices, ``tools.spmd_heldout_jax``) lowers each program
 with its shardings and reports the collectives XLA's SPMD partitioner emitted (before any
@@ -12,6 +12,11 @@ their per-device result bytes, and those our partitioner emitted before combinin
 A program passes when its numerics match and our final collectives use no kind XLA's final
 ones did not, are no more and move no more bytes in total, and our partitioner emitted no
 more than XLA's did. Exit status 1 when any fails.
+
+With ``--num-processes P`` (P dividing 8) the programs run instead on a multi-process cpu
+client of P processes x 8/P devices on this machine (pjrt.distributed.launch starts them,
+each ``tools.spmd_heldout_process``): the same 8 partitions, their collectives crossing the
+processes over gloo, the results compared with the same unsharded ones.
 """
 from __future__ import annotations
 
@@ -49,8 +54,25 @@ def our_collectives(module) -> list:
             for kind, shape, nbytes in collectives(module)]
 
 
-def check(folder: pathlib.Path, num_devices: int = 8) -> dict:
-    """Compile and run one lowered program on our stack; the row of the table."""
+def error_text(e: Exception) -> str:
+    """A program's error as its row shows it: the first line, shortened."""
+    return f"{type(e).__name__}: {e}".splitlines()[0][:300]
+
+
+def run(client, folder: pathlib.Path, num_partitions: int) -> tuple:
+    """Compile one lowered program for ``num_partitions`` on ``client`` and run it with
+    execute_global on its arguments: (results, our collectives)."""
+    import pjrt
+    args = list(np.load(folder / "args.npz").values())
+    exe = client.compile((folder / "lowered.mlir").read_text(),
+                         pjrt.CompileOptions(num_partitions=num_partitions))
+    return exe.execute_global(*args), our_collectives(exe.executable.module)
+
+
+def check(folder: pathlib.Path, num_devices: int = 8, across_processes: bool = False) -> dict:
+    """Compile and run one lowered program on our stack; the row of the table. With
+    ``across_processes`` the outcome of run_across_processes in the folder is checked
+    instead."""
     import pjrt
     import stablehlo
     from xla_core.passes import PassContext, spmd_pipeline
@@ -58,18 +80,23 @@ def check(folder: pathlib.Path, num_devices: int = 8) -> dict:
     xla = json.loads((folder / "xla.json").read_text())
     row["xla"] = theirs = xla["final"]
     emitted = xla["partitioner"] if xla["partitioner"] is not None else theirs
-    args = list(np.load(folder / "args.npz").values())
     want = list(np.load(folder / "ref.npz").values())
     text = (folder / "lowered.mlir").read_text()
     try:
-        client = pjrt.make_client("cpu", num_devices=num_devices)
-        exe = client.compile(text, pjrt.CompileOptions(num_partitions=num_devices))
-        got = exe.execute_global(*args)
-        ours = our_collectives(exe.executable.module)
+        if across_processes:
+            outcome = json.loads((folder / PROCESSES_OUTCOME).read_text())
+            if "error" in outcome:
+                row.update(ok=False, error=outcome["error"])
+                return row
+            got = list(np.load(folder / PROCESSES_RESULTS).values())
+            ours = outcome["collectives"]
+        else:
+            got, ours = run(pjrt.make_client("cpu", num_devices=num_devices), folder,
+                            num_devices)
         uncombined = stablehlo.parse(text)
         spmd_pipeline(num_devices=num_devices, combine=False).run(uncombined, PassContext())
     except Exception as e:  # reported per program, the others still run
-        row.update(ok=False, error=f"{type(e).__name__}: {e}".splitlines()[0][:300])
+        row.update(ok=False, error=error_text(e))
         return row
     row["ours"] = ours
     row["ours_uncombined"], row["xla_uncombined"] = len(our_collectives(uncombined)), len(emitted)
@@ -84,6 +111,36 @@ def check(folder: pathlib.Path, num_devices: int = 8) -> dict:
     row["bytes_ok"] = sum(c["bytes"] for c in ours) <= sum(c["bytes"] for c in theirs)
     row["ok"] = all(row[k] for k in ("numerics_ok", "kinds_ok", "count_ok", "bytes_ok"))
     return row
+
+
+# What process 0 of run_across_processes writes into a program's folder: the results
+# (npz) and {"collectives": ...} or {"error": ...} (json).
+PROCESSES_RESULTS, PROCESSES_OUTCOME = "processes.npz", "processes.json"
+# Bounds of a run across processes: each collective's wait (OPENHLO_COLLECTIVE_TIMEOUT_S),
+# and the whole launch.
+PROCESSES_COLLECTIVE_TIMEOUT_S = 60
+PROCESSES_LAUNCH_TIMEOUT_S = 1800.0
+
+
+def run_across_processes(folders: list, num_processes: int, num_devices: int = 8) -> None:
+    """Run the lowered programs of ``folders`` on a cpu client of ``num_processes`` processes
+    (``tools.spmd_heldout_process``, started by pjrt.distributed.launch) with
+    ``num_devices // num_processes`` devices each; ``check(folder, across_processes=True)``
+    then reads their outcome."""
+    from pjrt.distributed.launch import launch
+    from pjrt.errors import ArgumentError
+    if num_processes < 1 or num_devices % num_processes:
+        raise ArgumentError(f"spmd_heldout: the number of processes must divide "
+                            f"{num_devices}, got {num_processes}")
+    for folder in folders:  # no outcome of an earlier run is taken for this one's
+        for name in (PROCESSES_RESULTS, PROCESSES_OUTCOME):
+            (folder / name).unlink(missing_ok=True)
+    env = dict(os.environ, OPENHLO_COLLECTIVE_TIMEOUT_S=str(PROCESSES_COLLECTIVE_TIMEOUT_S),
+               PYTHONPATH=os.pathsep.join([str(ROOT)] + [
+                   p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    launch([sys.executable, "-m", "tools.spmd_heldout_process",
+            str(num_devices // num_processes), *map(str, folders)],
+           num_processes, PROCESSES_LAUNCH_TIMEOUT_S, env=env, cwd=str(ROOT))
 
 
 def _summary(cs) -> str:
@@ -112,14 +169,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.spmd_heldout", description=__doc__)
     parser.add_argument("--json", help="write the rows as JSON here")
     parser.add_argument("--keep", help="lower into this folder (kept) instead of a temporary one")
+    parser.add_argument("--num-processes", type=int, default=1, metavar="P",
+                        help="run on P processes x 8/P devices (default: 1 process)")
     parser.add_argument("names", nargs="*", help="programs to run (default: all)")
     opts = parser.parse_args(argv)
+    if opts.num_processes < 1 or 8 % opts.num_processes:
+        parser.error(f"--num-processes must divide 8, got {opts.num_processes}")
     with tempfile.TemporaryDirectory() as tmp:
         outdir = pathlib.Path(opts.keep or tmp)
         lower_with_jax(outdir, opts.names)
         folders = [outdir / n for n in opts.names] if opts.names else sorted(
             p for p in outdir.iterdir() if (p / "xla.json").exists())
-        rows = [check(f) for f in folders]
+        if opts.num_processes > 1:
+            run_across_processes(folders, opts.num_processes)
+        rows = [check(f, across_processes=opts.num_processes > 1) for f in folders]
     print(table(rows))
     if opts.json:
         pathlib.Path(opts.json).write_text(json.dumps(rows, indent=1))

@@ -1,7 +1,8 @@
 """``tools.spmd_heldout``: held-out sharded programs lowered by JAX on 8 host devices, run by our
 cpu client on 8 virtual devices: results equal JAX's unsharded ones, and our collectives are no
 more (in count and bytes) than XLA's partitioner emitted, of the same kinds (exactly XLA's, in
-kind and bytes, for the programs whose partitioning XLA settles without choices)."""
+kind and bytes, for the programs whose partitioning XLA settles without choices). A slice also
+runs on 2 processes x 4 devices (``--num-processes 2``) with the same results."""
 from __future__ import annotations
 
 import importlib.util
@@ -78,6 +79,28 @@ def test_conv_batch_matches_xla_exactly(lowered):
     row = spmd_heldout.check(lowered / "conv_batch")
     assert sorted((c["kind"], c["bytes"]) for c in row["ours"]) == \
         sorted((c["kind"], c["bytes"]) for c in row["xla"])
+
+
+# Collectives across the processes: all-gathers, all-to-alls and an all-reduce (fsdp), the
+# all-reduces of a 2-D mesh's step (dp_tp_step), collective-permutes (slice_split).
+ACROSS_PROCESSES = ("fsdp", "dp_tp_step", "slice_split")
+
+
+@pytest.fixture(scope="module")
+def ran_across_processes(lowered):
+    from pjrt.plugins.cpu.native_module import native
+    if not native().HAVE_GLOO:
+        pytest.skip("built without gloo")
+    spmd_heldout.run_across_processes([lowered / n for n in ACROSS_PROCESSES], 2)
+    return lowered
+
+
+@pytest.mark.parametrize("name", ACROSS_PROCESSES)
+def test_heldout_program_across_two_processes(ran_across_processes, name):
+    row = spmd_heldout.check(ran_across_processes / name, across_processes=True)
+    assert "error" not in row, row.get("error")
+    assert row["numerics_ok"], row["max_abs_err"]
+    assert row["ok"], row
 
 
 def test_parse_collectives_counts_tuple_bytes():
