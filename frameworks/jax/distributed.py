@@ -5,7 +5,8 @@ through pjrt.distributed.launch (bounded in time, every process stopped before i
 or raises), each with ``JAX_PLATFORMS=openhlo``, ``devices`` virtual devices and the address
 of a coordinator on the loopback address; in each process, ``initialize()`` joins the job
 (``jax.distributed.initialize``). For tests and benchmarks of multi-process JAX programs
-(frameworks/jax/tests/orbax_checkpoint_worker.py, tools/bench_checkpoint_jax.py).
+(frameworks/jax/tests/multiprocess_jax_worker.py, orbax_checkpoint_worker.py,
+tools/bench_checkpoint_jax.py).
 """
 from __future__ import annotations
 
@@ -41,16 +42,17 @@ def launch(args: list, num_processes: int, devices: int, timeout_s: float,
                            cwd=root)
 
 
-def initialize() -> None:
+def initialize(**options) -> None:
     """Join the job launch() started this process in: ``jax.distributed.initialize`` with
-    the coordinator, this process's index and the process count it was given."""
+    the coordinator, this process's index and the process count it was given, and
+    ``options`` (its other keywords, e.g. ``shutdown_timeout_seconds``)."""
     from pjrt.distributed.options import NUM_PROCESSES_ENV, PROCESS_INDEX_ENV
     from frameworks.jax import plugin
     plugin.initialize()
     import jax
     jax.distributed.initialize(coordinator_address=os.environ[COORDINATOR_ENV],
                                num_processes=int(os.environ[NUM_PROCESSES_ENV]),
-                               process_id=int(os.environ[PROCESS_INDEX_ENV]))
+                               process_id=int(os.environ[PROCESS_INDEX_ENV]), **options)
 
 
 def _free_port() -> int:

@@ -1,10 +1,10 @@
 """One process of the jax.distributed tests (test_multiprocess.py), started by
-pjrt.distributed.launch:
-``python -m frameworks.jax.tests.multiprocess_jax_worker COORDINATOR_PORT OUT [LEAVE]``.
+frameworks.jax.distributed.launch:
+``python -m frameworks.jax.tests.multiprocess_jax_worker OUT [LEAVE]``.
 
-Joins the job with ``jax.distributed.initialize`` (coordinator on 127.0.0.1, this process's
-index and the process count from the launcher's variables) on JAX_PLATFORMS=openhlo, with
-OPENHLO_JAX_NUM_DEVICES devices per process, over a (process, local) mesh. It records what
+Joins the job with frameworks.jax.distributed.initialize (``jax.distributed.initialize``
+on JAX_PLATFORMS=openhlo, OPENHLO_JAX_NUM_DEVICES devices per process) and works over a
+(process, local) mesh. It records what
 JAX sees (``OUT/topology.<i>.json``), runs every program of ``programs()`` in order (every
 process runs the same ones) and pickles, per program, the shards of the result this process
 holds: ``OUT/<name>.<i>.pkl``, a list of (index as (start, stop) per dimension, array). The
@@ -132,18 +132,15 @@ FAULT_SHUTDOWN_TIMEOUT_S = FAULT_COLLECTIVE_TIMEOUT_S + 3
 
 
 def main(argv: list) -> int:
-    port, out = argv[0], argv[1]
-    leave = argv[2] if len(argv) > 2 else None
-    from pjrt.distributed.options import NUM_PROCESSES_ENV, PROCESS_INDEX_ENV
-    process, count = int(os.environ[PROCESS_INDEX_ENV]), int(os.environ[NUM_PROCESSES_ENV])
-    import frameworks.jax.plugin as plugin
-    plugin.initialize()
+    out = argv[0]
+    leave = argv[1] if len(argv) > 1 else None
+    from frameworks.jax import distributed
+    distributed.initialize(**({"shutdown_timeout_seconds": FAULT_SHUTDOWN_TIMEOUT_S}
+                              if leave else {}))
     import jax
     from jax.experimental import multihost_utils
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    bounded = {"shutdown_timeout_seconds": FAULT_SHUTDOWN_TIMEOUT_S} if leave else {}
-    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=count,
-                               process_id=process, **bounded)
+    process, count = jax.process_index(), jax.process_count()
     if leave:
         return _leave_before_a_collective(jax, process, count, leave, out)
     with open(os.path.join(out, f"topology.{process}.json"), "w") as f:

@@ -7,23 +7,20 @@ from every process's shards, equal numpy's; ``multihost_utils`` gathers and sync
 process exits 0. A process that leaves before a collective makes the other raise an error
 naming it, and exit (JAX's shutdown bounded).
 
-The processes are started by pjrt.distributed.launch (bounded in time, all stopped) and
-run multiprocess_jax_worker.py once per process count, and once per fault test.
+The processes are started by frameworks.jax.distributed.launch (bounded in time, all
+stopped) and run multiprocess_jax_worker.py once per process count, and once per fault test.
 """
 from __future__ import annotations
 
 import json
 import os
 import pickle
-import socket
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import pjrt
 from frameworks.jax.tests import jax_subprocess
 from frameworks.jax.tests import multiprocess_jax_worker as worker
 from pjrt.plugins.cpu.native_module import native
@@ -45,34 +42,13 @@ class Job:
         return self.processes * DEVICES
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pjrt.__file__)))
-
-
-def _environment(collective_timeout_s: int) -> dict:
-    env = dict(os.environ, JAX_PLATFORMS="openhlo", OPENHLO_JAX_NUM_DEVICES=str(DEVICES),
-               OPENHLO_COLLECTIVE_TIMEOUT_S=str(collective_timeout_s),
-               PYTHONPATH=os.pathsep.join(
-                   [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                              if p]))
-    for name in ("XLA_FLAGS", "JAX_ENABLE_X64"):  # this process's settings, not the test's
-        env.pop(name, None)
-    return env
-
-
 @pytest.fixture(scope="module", params=[2, 4], ids=lambda n: f"{n}_processes")
 def job(request, tmp_path_factory):
-    from pjrt.distributed.launch import launch
+    from frameworks.jax.distributed import launch
     processes = request.param
     out = tmp_path_factory.mktemp(f"jax_{processes}_processes")
     # launch raises (naming the process and quoting its stderr) unless every process exits 0
-    launch([sys.executable, "-m", worker.__name__, str(_free_port()), str(out)], processes,
-           LAUNCH_TIMEOUT_S, env=_environment(collective_timeout_s=120), cwd=_ROOT)
+    launch(["-m", worker.__name__, str(out)], processes, DEVICES, LAUNCH_TIMEOUT_S)
     return Job(out, processes)
 
 
@@ -227,12 +203,12 @@ def test_a_process_that_leaves_makes_the_other_fail_naming_it(tmp_path, leave):
     connections break; JAX's shutdown in process 0 waits for it until its bound). Process
     0's psum raises an error naming the group and process 1, and process 0 exits with a
     non-zero status within the launch's bound."""
-    from pjrt.distributed.launch import launch
+    from frameworks.jax.distributed import launch
     from pjrt.errors import ExecutionError
+    env = dict(os.environ, OPENHLO_COLLECTIVE_TIMEOUT_S=str(worker.FAULT_COLLECTIVE_TIMEOUT_S))
     with pytest.raises(ExecutionError) as failed:
-        launch([sys.executable, "-m", worker.__name__, str(_free_port()), str(tmp_path), leave],
-               2, FAULT_LAUNCH_TIMEOUT_S,
-               env=_environment(collective_timeout_s=worker.FAULT_COLLECTIVE_TIMEOUT_S), cwd=_ROOT)
+        launch(["-m", worker.__name__, str(tmp_path), leave], 2, DEVICES,
+               FAULT_LAUNCH_TIMEOUT_S, env=env)
     assert str(failed.value).startswith("process 0 of 2 failed"), str(failed.value)
     message = (tmp_path / "error.0.txt").read_text()
     assert "stablehlo.all_reduce" in message and "of instances [0, 1, 2, 3] across processes" \
