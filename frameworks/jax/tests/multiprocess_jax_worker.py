@@ -4,12 +4,11 @@ frameworks.jax.distributed.launch:
 
 Joins the job with frameworks.jax.distributed.initialize (``jax.distributed.initialize``
 on JAX_PLATFORMS=openhlo, OPENHLO_JAX_NUM_DEVICES devices per process) and works over a
-(process, local) mesh. It records what
-JAX sees (``OUT/topology.<i>.json``), runs every program of ``programs()`` in order (every
-process runs the same ones) and pickles, per program, the shards of the result this process
-holds: ``OUT/<name>.<i>.pkl``, a list of (index as (start, stop) per dimension, array). The
-test assembles them and checks them against numpy. Inputs are made by ``inputs(name)``,
-which the test calls too.
+(process, local) mesh. It records what JAX sees (``OUT/topology.<i>.json``), runs every
+program of ``programs()`` in order (every process runs the same ones) and pickles, per
+program, the shards of the result this process holds: ``OUT/<name>.<i>.pkl``, a list of
+(index as (start, stop) per dimension, array). The test assembles them and checks them
+against numpy. Inputs are made by ``inputs(name)``, which the test calls too.
 
 With LEAVE (``exit``: sys.exit, which runs JAX's shutdown; ``crash``: os._exit, which does
 not) the job is the fault test's instead: every process runs one psum, then process 1
@@ -140,7 +139,9 @@ def main(argv: list) -> int:
     import jax
     from jax.experimental import multihost_utils
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    process, count = jax.process_index(), jax.process_count()
+    # the launcher's numbering, which the test checks JAX's against
+    from pjrt.distributed.options import NUM_PROCESSES_ENV, PROCESS_INDEX_ENV
+    process, count = int(os.environ[PROCESS_INDEX_ENV]), int(os.environ[NUM_PROCESSES_ENV])
     if leave:
         return _leave_before_a_collective(jax, process, count, leave, out)
     with open(os.path.join(out, f"topology.{process}.json"), "w") as f:
