@@ -51,6 +51,9 @@ class Fallback:
     op: str
     where: str
     reason: str
+    # The op or one nested in it communicates (a collective, or a call that may hold one): it
+    # meets its peers through the interpreter's process grid, which spans one process only.
+    communicates: bool = False
 
 
 @dataclass
@@ -401,7 +404,10 @@ class Lowering:
     def _add_fallback(self, op, env, ins, outs, b: _ProgramBuilder, reason: str) -> None:
         captured_values = sorted(_captured_values(op), key=lambda v: env[v])
         captured_slots = [env[v] for v in captured_values]
-        self.fallbacks.append(Fallback(op.name, op.where(), reason))
+        communicates = any(o.name == "func.call"
+                           or (o.opdef is not None and o.opdef.has(COLLECTIVE))
+                           for o in op.walk())
+        self.fallbacks.append(Fallback(op.name, op.where(), reason, communicates))
         LOG.info("%s falls back to the interpreter: %s", op.where(), reason)
         callback = _interpreter_callback(op, captured_values, self.module, self.probe_dir)
         b.add("add_callback", op.where(), callback, ins + captured_slots, outs,

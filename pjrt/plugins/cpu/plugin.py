@@ -268,11 +268,16 @@ class CpuExecutable(LoadedExecutable):
         assigned = [d for row in self.device_assignment for d in row]
         instances = [assigned.index(d) for d in devices] if multi else [0]
         groups = self.client._process_groups
-        if groups is not None and (program.fallbacks or program.whole_program_fallback):
-            raise UnimplementedError(
-                f"@{self.entry} has ops that run on the interpreter, which cannot run across "
-                f"processes: {[str(f) for f in program.fallbacks]}")
-        states = self._host_states(len(devices))
+        if groups is not None:
+            # An interpreter fallback that communicates meets its peers in the interpreter's
+            # process grid, which does not reach other processes; local ones run anywhere.
+            talking = [str(f) for f in program.fallbacks if f.communicates]
+            if talking or program.whole_program_fallback:
+                raise UnimplementedError(
+                    f"@{self.entry} has collectives that run on the interpreter, which cannot "
+                    f"run across processes: "
+                    f"{talking or [program.whole_program_fallback]}")
+        states = self._host_states(instances)
         outputs, events = [], []
         # Instances of one execution are queued together, so every device sees executions
         # in the same order and collectives between them cannot deadlock.
@@ -305,17 +310,20 @@ class CpuExecutable(LoadedExecutable):
                 events.append(CpuEvent(done))
         return outputs, events
 
-    def _host_states(self, count: int) -> list:
+    def _host_states(self, instances: list) -> list:
+        """The interpreter fallbacks' state of each of ``instances`` (replica-major indices
+        of this execution's instances that run here)."""
         program = self.program
-        if count == 1 or (not program.fallbacks and program.whole_program_fallback is None):
+        multi = self.num_replicas * self.num_partitions > 1
+        if not multi or (not program.fallbacks and program.whole_program_fallback is None):
             # Native collectives meet in the rendezvous; the Python process grid is only
-            # for interpreter fallbacks.
-            return [program.host_state()] * count
+            # for interpreter fallbacks (replica_id, partition_id and collectives in them).
+            return [program.host_state()] * len(instances)
         from stablehlo.interpreter.collectives import Process, ProcessGrid
         grid = ProcessGrid(self.num_replicas, self.num_partitions)
         return [self.program.host_state(Process(k // self.num_partitions,
                                                 k % self.num_partitions, grid))
-                for k in range(count)]
+                for k in instances]
 
 
 class CpuClient(CompileDriverMixin, Client):

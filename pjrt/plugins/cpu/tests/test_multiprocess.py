@@ -89,6 +89,28 @@ PROGRAMS = {
       replica_groups = dense<[[2, 0, 1, 3]]> : tensor<1x4xi64>}
       : (tensor<2x2xf16>) -> tensor<2x2xf16>
   return %r : tensor<2x2xf16>""", "%x: tensor<2x2xf16>", "tensor<2x2xf16>"),
+    # a local op on the interpreter (argmax: a reduce of two values the native executor
+    # has no kernel for) between native collectives and replica_id across processes
+    "local_fallback.mlir": _replicated(f"""  %i = stablehlo.iota dim = 1 : tensor<3x5xi32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %m:2 = stablehlo.reduce(%x init: %ninf), (%i init: %z) across dimensions = [1]
+      : (tensor<3x5xf32>, tensor<3x5xi32>, tensor<f32>, tensor<i32>)
+        -> (tensor<3xf32>, tensor<3xi32>)
+   reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<i32>, %d: tensor<i32>) {{
+    %gt = stablehlo.compare GT, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %v = stablehlo.select %gt, %a, %c : tensor<i1>, tensor<f32>
+    %j = stablehlo.select %gt, %b, %d : tensor<i1>, tensor<i32>
+    stablehlo.return %v, %j : tensor<f32>, tensor<i32>
+  }}
+  %s = "stablehlo.all_reduce"(%m#0) {_sum("f32")}
+      {{replica_groups = {_groups([[0, 1, 2, 3]])}}} : (tensor<3xf32>) -> tensor<3xf32>
+  %id = stablehlo.replica_id : tensor<ui32>
+  %idi = stablehlo.convert %id : (tensor<ui32>) -> tensor<i32>
+  %idb = stablehlo.broadcast_in_dim %idi, dims = [] : (tensor<i32>) -> tensor<3xi32>
+  %t = stablehlo.add %m#1, %idb : tensor<3xi32>
+  return %s, %t : tensor<3xf32>, tensor<3xi32>""", "%x: tensor<3x5xf32>",
+                                       "tensor<3xf32>, tensor<3xi32>"),
     # partitioned: the contracting dimension is sharded, so the partitioner all-reduces
     "sharded_dot.mlir": f"""module attributes {{mhlo.num_partitions = {INSTANCES} : i32}} {{
 sdy.mesh @mesh = <["x"={INSTANCES}]>
@@ -219,3 +241,17 @@ def test_without_gloo_a_multi_process_client_is_unimplemented(monkeypatch):
                 process_index=0, num_processes=2, store=store))
     finally:
         store.close()
+
+
+@needs_gloo
+def test_a_collective_on_the_interpreter_is_refused_across_processes(tmp_path):
+    """An all-reduce whose region has no native kernel (a subtraction) would meet its peers
+    in the interpreter's process grid, which spans one process: every process refuses it,
+    naming the op, instead of waiting for peers that never come."""
+    from pjrt.errors import ExecutionError
+    subtract = _all_reduce("f32", [[0, 1, 2, 3]]).replace("stablehlo.add", "stablehlo.subtract")
+    with pytest.raises(ExecutionError) as failed:
+        _launch(tmp_path, {"subtract.mlir": subtract}, timeout_s=120.0)
+    message = str(failed.value)
+    assert "collectives that run on the interpreter" in message, message
+    assert "stablehlo.all_reduce" in message, message
