@@ -174,9 +174,18 @@ FoldFn narrow_fold_fn(DType dtype, Comb comb) {
   }
 }
 
+// Complex addition is componentwise: the fold of the parts' type over twice the elements
+// (bit for bit numpy's, as the interpreter adds). Complex multiply has no native fold.
+template <typename Part>
+void fold_complex_add(const void* const* srcs, int64_t members, void* out, int64_t n) {
+  fold<Comb::kAdd, Part>(srcs, members, out, 2 * n);
+}
+
 FoldFn fold_fn(DType dtype, Comb comb) {
   if (dtype == DType::F16) return narrow_fold_fn<f16_t>(dtype, comb);
   if (dtype == DType::BF16) return narrow_fold_fn<bf16_t>(dtype, comb);
+  if (comb == Comb::kAdd && dtype == DType::C64) return &fold_complex_add<float>;
+  if (comb == Comb::kAdd && dtype == DType::C128) return &fold_complex_add<double>;
   return dispatch_real(dtype, [&](auto tag) -> FoldFn {
     using T = typename decltype(tag)::type;
     switch (comb) {

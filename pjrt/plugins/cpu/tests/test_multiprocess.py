@@ -126,6 +126,22 @@ func.func public @main(
 }
 
 
+# Every element type the native runtime holds, across processes: an all-reduce (add; logical
+# or for i1) whose group interleaves the processes, and an all-gather (f8E4M3FN is raw bytes
+# to the runtime: gathered, not reduced).
+EVERY_DTYPE = ("f64", "i1", "i8", "i16", "i64", "ui8", "ui16", "ui32", "ui64", "complex<f32>",
+               "complex<f64>")
+for _type in EVERY_DTYPE:
+    _name = _type.replace("<", "_").replace(">", "")
+    PROGRAMS[f"dtype_all_reduce_{_name}.mlir"] = _all_reduce(_type, [[0, 2, 1, 3]], "2x3")
+for _type in EVERY_DTYPE + ("f8E4M3FN",):
+    _name = _type.replace("<", "_").replace(">", "")
+    PROGRAMS[f"dtype_all_gather_{_name}.mlir"] = _replicated(f"""  %r = "stablehlo.all_gather"(%x)
+      {{all_gather_dim = 0 : i64, replica_groups = {_groups([[3, 1, 0, 2]])}}}
+      : (tensor<2x3x{_type}>) -> tensor<8x3x{_type}>
+  return %r : tensor<8x3x{_type}>""", f"%x: tensor<2x3x{_type}>", f"tensor<8x3x{_type}>")
+
+
 def _launch(tmp_path, programs: dict, *extra: str, timeout_s: float = LAUNCH_TIMEOUT_S):
     from pjrt.distributed.launch import launch
     source, out = tmp_path / "programs", tmp_path / "out"

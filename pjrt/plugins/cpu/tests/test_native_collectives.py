@@ -310,8 +310,33 @@ def test_collectives_in_a_while_loop_run_after_run(cpu):
             np.testing.assert_array_equal(out[0].to_numpy(), want)
 
 
+@pytest.mark.parametrize("ctype,part", [("complex<f32>", np.float32),
+                                         ("complex<f64>", np.float64)])
+def test_complex_sums_are_native_and_componentwise(cpu, reference, ctype, part):
+    """all_reduce and reduce_scatter of complex sums: native folds of the parts, bit for bit
+    the interpreter's (numpy's complex add) in group order."""
+    text = f"""
+func.func @main(%x: tensor<4x3x{ctype}>) -> (tensor<4x3x{ctype}>, tensor<1x3x{ctype}>) {{
+  %s = "stablehlo.all_reduce"(%x) ({{
+    ^bb0(%a: tensor<{ctype}>, %b: tensor<{ctype}>):
+      %c = stablehlo.add %a, %b : tensor<{ctype}>
+      stablehlo.return %c : tensor<{ctype}>
+  }}) {{replica_groups = {_groups([[3, 0, 2, 1], [4, 5, 6, 7]])}}}
+      : (tensor<4x3x{ctype}>) -> tensor<4x3x{ctype}>
+  %t = "stablehlo.reduce_scatter"(%x) ({{
+    ^bb0(%a: tensor<{ctype}>, %b: tensor<{ctype}>):
+      %c = stablehlo.add %a, %b : tensor<{ctype}>
+      stablehlo.return %c : tensor<{ctype}>
+  }}) {{scatter_dimension = 0 : i64, replica_groups = {_groups([[0, 1, 2, 3], [7, 6, 5, 4]])}}}
+      : (tensor<4x3x{ctype}>) -> tensor<1x3x{ctype}>
+  return %s, %t : tensor<4x3x{ctype}>, tensor<1x3x{ctype}>
+}}"""
+    xs = [a + 1j * b for a, b in zip(_inputs((4, 3), part, 21), _inputs((4, 3), part, 22))]
+    check(cpu, reference, text, [[x.astype(np.result_type(part, np.complex64))] for x in xs])
+
+
 def test_native_and_fallback_collectives_in_one_program(cpu, reference):
-    # complex sums have no native combiner: that all_reduce meets in the interpreter's grid
+    # complex products have no native combiner: that all_reduce meets in the interpreter's grid
     text = """
 func.func @main(%x: tensor<3xf32>, %z: tensor<2xcomplex<f32>>)
     -> (tensor<3xf32>, tensor<2xcomplex<f32>>) {
@@ -323,7 +348,7 @@ func.func @main(%x: tensor<3xf32>, %z: tensor<2xcomplex<f32>>)
       : (tensor<3xf32>) -> tensor<3xf32>
   %t = "stablehlo.all_reduce"(%z) ({
     ^bb0(%a: tensor<complex<f32>>, %b: tensor<complex<f32>>):
-      %c = stablehlo.add %a, %b : tensor<complex<f32>>
+      %c = stablehlo.multiply %a, %b : tensor<complex<f32>>
       stablehlo.return %c : tensor<complex<f32>>
   }) {replica_groups = dense<[[0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>}
       : (tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>>
