@@ -3,9 +3,10 @@
 A value's sharding is a tuple with one entry per dimension: the mesh axes splitting that
 dimension, major to minor (``(("x",), ())`` = dimension 0 split over ``x``). Every sharded
 value of one program lives on one mesh (``MeshInfo``): the module's single ``sdy.mesh``, or,
-for a GSPMD-spelled program (``mhlo.sharding`` strings), a one-axis mesh ``@mesh <["gspmd"=N]>``
-that this module adds, since the GSPMD tile assignments JAX emits for a 1-D mesh
-(``{devices=[1,8]<=[8]}``) are exactly shardings over one axis of size N.
+for a GSPMD-spelled program (``mhlo.sharding`` strings), the mesh ``@mesh`` that this module
+adds: the coarsest one all its tile assignments line up with (``<["gspmd"=8]>`` for a 1-D
+program, ``<["gspmd_0"=2, "gspmd_1"=4]>`` for one on a 2x4 mesh; see gspmd.py), its shard_map
+regions rewritten into ``sdy.manual_computation``s.
 
 On the entry function the annotations are, per op, ``sdy.sharding =
 #sdy.sharding_per_value<[...]>`` (one sharding per result) and ``openhlo.sharding_origin``
@@ -24,12 +25,12 @@ from stablehlo.ir.attributes import DictAttr, IntegerAttr, OpaqueAttr, StringAtt
 from stablehlo.ir.core import Func, Module, Operation
 from stablehlo.ir.sharding import ManualAxesAttr, MeshAttr, ShardingAttr
 
+from xla_core.spmd import gspmd
 from xla_core.spmd.sharding import (Mesh, ShardingError, SpmdUnsupportedError, TensorSharding,
-                                    module_meshes, parse_manual_axes, parse_mhlo_sharding,
+                                    module_meshes, parse_manual_axes,
                                     parse_sdy_sharding, parse_sdy_sharding_list,
                                     supported_sharding)
 
-GSPMD_AXIS = "gspmd"
 PER_VALUE = "sdy.sharding"
 ORIGIN = "openhlo.sharding_origin"
 CONSTRAINT = "sdy.sharding_constraint"
@@ -112,12 +113,13 @@ def module_mesh(module: Module, func: Func, num_devices: int) -> MeshInfo:
         name, mesh = next(iter(meshes.items()))
         info = MeshInfo(name, mesh)
     else:
-        info = MeshInfo("mesh", Mesh(((GSPMD_AXIS, _gspmd_size(module, func, num_devices)),)))
+        info = MeshInfo("mesh", _gspmd_mesh(module, func, num_devices))
         mesh_op = Operation("sdy.mesh", attributes={
             "sym_name": StringAttr("mesh"),
             "mesh": MeshAttr.of(info.mesh)})
         mesh_op.parent = module.body
         module.body.operations.insert(0, mesh_op)
+        gspmd.rewrite_manual_regions(func, info.name, info.mesh)
     expected = num_devices or _num_partitions(module)
     if expected and info.mesh.size != expected:
         raise ShardingError(f"mesh @{info.name} {info.mesh} has {info.mesh.size} device(s) but "
@@ -130,39 +132,26 @@ def _num_partitions(module: Module) -> int:
     return attr.value if isinstance(attr, IntegerAttr) else 0
 
 
-def _gspmd_size(module: Module, func: Func, num_devices: int) -> int:
-    sizes = set()
+def _gspmd_mesh(module: Module, func: Func, num_devices: int) -> Mesh:
+    """The mesh every ``mhlo.sharding`` of ``func`` lines up with (see gspmd.py)."""
+    found = []
     for op in func.op.walk():
-        text = _mhlo_text(op.attributes)
-        if text is not None and op.results:
-            sizes.add(_tile_count(text, op.results[0].type.shape))
-    for i, t in enumerate(func.type.inputs):
-        text = _mhlo_text(func.arg_attrs(i))
-        if text is not None:
-            sizes.add(_tile_count(text, t.shape))
-    for i, t in enumerate(func.type.results):
-        text = _mhlo_text(func.result_attrs(i))
-        if text is not None:
-            sizes.add(_tile_count(text, t.shape))
-    sizes.discard(1)
-    if len(sizes) > 1:
-        raise SpmdUnsupportedError(f"mhlo.sharding annotations over different device counts "
-                                   f"{sorted(sizes)}")
-    if sizes:
-        return sizes.pop()
-    return num_devices or _num_partitions(module) or 1
-
-
-def _mhlo_text(attrs) -> str | None:
-    attr = attrs.get("mhlo.sharding")
-    if attr is None:
-        return None
-    return attr.value if isinstance(attr, StringAttr) else str(attr)
-
-
-def _tile_count(text: str, shape) -> int:
-    tiles = parse_mhlo_sharding(text, len(shape))
-    return 1 if tiles.replicated else int(tiles.devices.size)
+        attr = op.attributes.get("mhlo.sharding")
+        if attr is not None and op.results:
+            sharding = gspmd.read(attr, op.where())
+            if sharding.kind == "tuple":
+                found += [(s, len(r.type.shape), f"{op.where()} result {r.index}")
+                          for s, r in zip(sharding.elements, op.results)]
+            else:
+                found.append((sharding, len(op.results[0].type.shape), op.where()))
+    for kind, types, attrs in (("argument", func.type.inputs, func.arg_attrs),
+                               ("result", func.type.results, func.result_attrs)):
+        for i, t in enumerate(types):
+            attr = attrs(i).get("mhlo.sharding")
+            if attr is not None:
+                where = f"@{func.name} {kind} {i}"
+                found.append((gspmd.read(attr, where), len(t.shape), where))
+    return gspmd.infer_mesh(found, num_devices or _num_partitions(module) or 1)
 
 
 def read_dims(info: MeshInfo, attrs, shape, where: str):
@@ -175,10 +164,10 @@ def read_dims(info: MeshInfo, attrs, shape, where: str):
         else:
             sharding = parse_sdy_sharding(sdy.text if isinstance(sdy, OpaqueAttr) else str(sdy))
         return _checked(info, sharding, shape, where)
-    text = _mhlo_text(attrs)
-    if text is None:
+    attr = attrs.get("mhlo.sharding")
+    if attr is None:
         return None
-    return _checked(info, gspmd_sharding(info, text, len(shape), where), shape, where)
+    return _checked(info, gspmd_sharding(info, attr, len(shape), where), shape, where)
 
 
 def _checked(info: MeshInfo, sharding: TensorSharding, shape, where: str) -> tuple:
@@ -189,19 +178,16 @@ def _checked(info: MeshInfo, sharding: TensorSharding, shape, where: str) -> tup
     return tuple(sharding.dims)
 
 
-def gspmd_sharding(info: MeshInfo, text: str, rank: int, where: str) -> TensorSharding:
-    """A GSPMD tile assignment as a sharding on the one-axis mesh: replicated, or one
-    dimension split over all devices in order."""
-    tiles = parse_mhlo_sharding(text, rank)
-    if tiles.replicated:
-        return TensorSharding(info.name, replicated(rank))
-    split = [d for d, n in enumerate(tiles.tile_dims) if n > 1]
-    if (tiles.replicate_on_last_tile_dim or len(split) != 1
-            or tiles.devices.ravel().tolist() != list(range(info.mesh.size))):
-        raise SpmdUnsupportedError(f"{where}: mhlo.sharding {text!r} (only replicated and one "
-                                   f"dimension split over devices 0..N-1 in order)")
-    dims = tuple((GSPMD_AXIS,) if d == split[0] else () for d in range(rank))
-    return TensorSharding(info.name, dims)
+def gspmd_sharding(info: MeshInfo, attr, rank: int, where: str) -> TensorSharding:
+    """A GSPMD sharding (``mhlo.sharding`` attribute) as a sharding on the program's mesh;
+    a manual subgroup only exists inside a shard_map region (rewritten before)."""
+    sharding = gspmd.read(attr, where)
+    dims, manual = gspmd.tensor_sharding(info.name, info.mesh, sharding, rank, where)
+    if manual:
+        raise SpmdUnsupportedError(f"{where}: mhlo.sharding \"{sharding}\": a manual subgroup "
+                                   f"(last_tile_dims={{manual}}) outside a shard_map region "
+                                   f"(@SPMDFullToShardShape ... @SPMDShardToFullShape)")
+    return dims
 
 
 def op_dims(info: MeshInfo, op: Operation) -> list:

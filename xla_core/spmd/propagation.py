@@ -133,8 +133,8 @@ class _Propagation:
             if op.name != "stablehlo.custom_call" or getattr(target, "value", None) != "Sharding":
                 continue
             shape = op.results[0].type.shape
-            text = op.attributes["mhlo.sharding"].value
-            sharding = gspmd_sharding(self.info, text, len(shape), op.where())
+            sharding = gspmd_sharding(self.info, op.attributes["mhlo.sharding"], len(shape),
+                                      op.where())
             constraint = Operation(CONSTRAINT, op.operands, op.result_types,
                                    {"sharding": ShardingAttr.of(sharding)}, (), op.location)
             constraint.results = op.results
