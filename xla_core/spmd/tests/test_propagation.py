@@ -182,15 +182,20 @@ func.func public @main(%a: tensor<6x8xf32> {arg}) -> tensor<6x8xf32> {{
         _propagate(text, **options)
 
 
-def test_unsupported_gspmd_tilings_are_refused():
-    text = """
+def test_partially_replicated_gspmd_tiles_get_a_mesh_of_two_axes():
+    module = _propagate("""
 func.func public @main(%a: tensor<8x8xf32>
     {mhlo.sharding = "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"}) -> tensor<8x8xf32> {
-  return %a : tensor<8x8xf32>
+  %0 = stablehlo.custom_call @Sharding(%a)
+      {mhlo.sharding = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"} :
+      (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
 }
-"""
-    with pytest.raises(SpmdUnsupportedError, match="argument 0: mhlo.sharding"):
-        _propagate(text)
+""")
+    text = print_module(module)
+    assert 'sdy.mesh @mesh = <["gspmd_0"=2, "gspmd_1"=4]>' in text
+    assert '@mesh, [{"gspmd_0"}, {}]' in text
+    assert _dims(module) == [((), ("gspmd_1",))]
 
 
 def test_tokens_are_refused_naming_the_op():
