@@ -2,7 +2,7 @@
 
 ``python -m tools.spmd_heldout_jax OUTDIR [NAME ...]`` writes, per held-out program, a folder
 ``OUTDIR/NAME`` with ``lowered.mlir`` (``jax.jit(...).lower(...).as_text()``, Shardy
-shardings), ``args.npz`` and ``ref.npz`` (the inputs and the unsharded results: the same
+shardings, or GSPMD's for the programs named ``*_gspmd``), ``args.npz`` and ``ref.npz`` (the inputs and the unsharded results: the same
 function jitted without shardings on one device) and ``xla.json``: the collectives XLA's SPMD
 partitioner emitted (read from the HLO dumped right after its ``spmd-partitioning`` pass, so
 before any combiner merged them) and those in its final optimized program.
@@ -45,6 +45,11 @@ def parse_collectives(hlo_text: str) -> list:
 
 
 # ---- the programs ---------------------------------------------------------------------------
+
+# Programs whose name ends so are lowered (and compiled by XLA) with Shardy off: their
+# shardings are GSPMD's mhlo.sharding strings, their shard_maps @SPMDFullToShardShape regions.
+GSPMD = "_gspmd"
+
 
 def _programs():
     import jax
@@ -226,11 +231,27 @@ def _programs():
         a, b = jnp.split(x, 2, axis=1)
         return jnp.tanh(a) * b
 
+    def mesh3d(x, w):
+        # a 3-D mesh, the batch split over two axes in transposed order (GSPMD: iota tile
+        # assignments with transposes, partial replication): partial sums over the third
+        return jnp.tanh(x @ w)
+
+    def partial_manual_out(x, w):
+        # a partially manual shard_map whose result stays split over its manual axis
+        def inner(xs, ws):
+            return jnp.tanh(xs @ ws)
+        y = jax.shard_map(inner, mesh=mesh2, in_specs=(P(), P(None, "model")),
+                          out_specs=P(None, "model"), axis_names={"model"})(x, w)
+        return y * 2.0
+
+    mesh3 = jax.make_mesh((2, 2, 2), ("a", "b", "c"))
     d, m = "data", "model"
     ids = np.random.default_rng(1).integers(0, 64, size=(16,)).astype(np.int32)
     # the unsharded math of a program whose jitted form needs the mesh
-    refs = {"partial_manual": lambda x, w: jnp.tanh(x @ w)}
-    return refs, {
+    refs = {"partial_manual": lambda x, w: jnp.tanh(x @ w),
+            "partial_manual_gspmd": lambda x, w: jnp.tanh(x @ w),
+            "partial_manual_out_gspmd": lambda x, w: jnp.tanh(x @ w) * 2.0}
+    programs = {
         "mlp_2d": (mlp_2d, (normal(16, 32), normal(32, 64, scale=0.2), normal(64, 32, scale=0.2)),
                    (on(mesh2, d, None), on(mesh2, None, m), on(mesh2, m, None)),
                    on(mesh2, d, None)),
@@ -312,12 +333,24 @@ def _programs():
         "some_in": (some_in, (normal(16, 32), normal(32, 32, scale=0.2)),
                     (on(mesh1, d), None), None),
     }
+    # lowered with Shardy off (GSPMD's mhlo.sharding strings, see GSPMD)
+    programs["mlp_2d_gspmd"] = programs["mlp_2d"]
+    programs["dp_tp_step_gspmd"] = programs["dp_tp_step"]
+    programs["partial_manual_gspmd"] = programs["partial_manual"]
+    programs["partial_manual_out_gspmd"] = (
+        partial_manual_out, (normal(16, 32), normal(32, 24, scale=0.2)),
+        (on(mesh2, d, None), on(mesh2, None, m)), on(mesh2, d, m))
+    programs["mesh3d"] = programs["mesh3d_gspmd"] = (
+        mesh3d, (normal(16, 32), normal(32, 24, scale=0.2)),
+        (on(mesh3, ("c", "a"), "b"), on(mesh3, "b", None)), on(mesh3, ("c", "a"), None))
+    return refs, programs
 
 
 def build(outdir: pathlib.Path, names, dump: pathlib.Path) -> None:
     import jax
 
     refs, programs = _programs()
+    shardy = jax.config.jax_use_shardy_partitioner
     for name in names or list(programs):
         fn, args, in_sh, out_sh = programs[name]
         folder = outdir / name
@@ -326,9 +359,13 @@ def build(outdir: pathlib.Path, names, dump: pathlib.Path) -> None:
         def step(*a, _fn=fn):
             return _fn(*a)
         step.__name__ = step.__qualname__ = f"heldout_{name}"
-        lowered = jax.jit(step, in_shardings=in_sh, out_shardings=out_sh).lower(*args)
-        (folder / "lowered.mlir").write_text(lowered.as_text())
-        compiled = lowered.compile()
+        jax.config.update("jax_use_shardy_partitioner", not name.endswith(GSPMD))
+        try:
+            lowered = jax.jit(step, in_shardings=in_sh, out_shardings=out_sh).lower(*args)
+            (folder / "lowered.mlir").write_text(lowered.as_text())
+            compiled = lowered.compile()
+        finally:
+            jax.config.update("jax_use_shardy_partitioner", shardy)
         final = parse_collectives(compiled.as_text())
         partitioned = sorted(dump.glob(f"*jit_heldout_{name}.*after_spmd-partitioning*"))
         emitted = parse_collectives(partitioned[-1].read_text()) if partitioned else None

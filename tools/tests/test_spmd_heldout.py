@@ -2,7 +2,8 @@
 cpu client on 8 virtual devices: results equal JAX's unsharded ones, and our collectives are no
 more (in count and bytes) than XLA's partitioner emitted, of the same kinds (exactly XLA's, in
 kind and bytes, for the programs whose partitioning XLA settles without choices). A slice also
-runs on 2 processes x 4 devices (``--num-processes 2``) with the same results."""
+runs on 2 processes x 4 devices (``--num-processes 2``) with the same results. Programs named
+``*_gspmd`` are lowered with Shardy off (GSPMD spellings)."""
 from __future__ import annotations
 
 import importlib.util
@@ -30,8 +31,14 @@ NAMES = ("mlp_2d", "conv_batch", "conv_spatial_step", "reduce_scatter", "fsdp",
 # loop still runs on pieces), one before a cumsum along a split dim, two of the partial
 # (value, index) pairs of an argmax over a split dim; none for split_rows (halves of a dim that
 # is not split: local slices); two collective-permutes and an all-gather for slice_split (a
-# slice of a split dim: each device fetches its part).
-EXACT = ("scan_carry", "scan_gathered", "scan_seq", "scan_grad", "train_loop", "while_norm",
+# slice of a split dim: each device fetches its part). Lowered with Shardy off (GSPMD's
+# strings: partial replication over 2-D tiles, transposed iotas, @SPMDFullToShardShape regions
+# with manual subgroups): the 2-D-mesh MLP and training step, a 3-D-mesh contraction (and its
+# Shardy twin), and partially manual shard_maps whose result is whole (an all-gather in, an
+# all-reduce inside) or split over the manual axis (one all-gather in).
+EXACT = ("mlp_2d_gspmd", "dp_tp_step_gspmd", "mesh3d", "mesh3d_gspmd", "partial_manual_gspmd",
+         "partial_manual_out_gspmd",
+         "scan_carry", "scan_gathered", "scan_seq", "scan_grad", "train_loop", "while_norm",
          "branch", "embed_batch", "embed_hidden", "embed_grad", "embed_vocab", "embed_vocab_grad",
          "some_in", "attention", "dp_tp_step", "layernorm", "conv_channels", "vocab_xent",
          "block_step", "cumsum_split", "argmax_split", "split_rows", "slice_split")
