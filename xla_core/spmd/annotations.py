@@ -23,7 +23,7 @@ import numpy as np
 
 from stablehlo.ir.attributes import DictAttr, IntegerAttr, OpaqueAttr, StringAttr
 from stablehlo.ir.core import Func, Module, Operation
-from stablehlo.ir.sharding import ManualAxesAttr, MeshAttr, ShardingAttr
+from stablehlo.ir.sharding import GspmdShardingAttr, ManualAxesAttr, MeshAttr, ShardingAttr
 
 from xla_core.spmd import gspmd
 from xla_core.spmd.sharding import (Mesh, ShardingError, SpmdUnsupportedError, TensorSharding,
@@ -188,6 +188,30 @@ def gspmd_sharding(info: MeshInfo, attr, rank: int, where: str) -> TensorShardin
                                    f"(last_tile_dims={{manual}}) outside a shard_map region "
                                    f"(@SPMDFullToShardShape ... @SPMDShardToFullShape)")
     return dims
+
+
+def gspmd_result_dims(info: MeshInfo, op: Operation) -> list:
+    """The dims of each result of an op carrying an ``mhlo.sharding``: one sharding for a
+    single result, a tuple sharding (``{{...}, {...}}``) one element per result."""
+    attr = op.attributes["mhlo.sharding"]
+    sharding = gspmd.read(attr, op.where())
+    if sharding.kind != "tuple":
+        if len(op.results) != 1:
+            raise ShardingError(f"{op.where()}: mhlo.sharding \"{sharding}\" is one sharding "
+                                f"for {len(op.results)} results (a tuple sharding gives one "
+                                f"per result)")
+        return [read_dims(info, op.attributes, op.results[0].type.shape, op.where())]
+    if len(sharding.elements) != len(op.results):
+        raise ShardingError(f"{op.where()}: tuple mhlo.sharding \"{sharding}\" has "
+                            f"{len(sharding.elements)} element(s) for {len(op.results)} "
+                            f"result(s)")
+    out = []
+    for element, r in zip(sharding.elements, op.results):
+        where = f"{op.where()} result {r.index}"
+        attr = GspmdShardingAttr(str(element), element)
+        out.append(_checked(info, gspmd_sharding(info, attr, len(r.type.shape), where),
+                            r.type.shape, where))
+    return out
 
 
 def op_dims(info: MeshInfo, op: Operation) -> list:

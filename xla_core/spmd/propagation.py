@@ -59,7 +59,8 @@ from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd import rules
 from xla_core.spmd.op_rules import DIM_MAPPED, Split, spmd_rule
 from xla_core.spmd.annotations import (CONSTRAINT, MANUAL_COMPUTATION, ORIGIN, PER_VALUE,
-                                       MeshInfo, automatic_target, gspmd_sharding, manual_dims,
+                                       MeshInfo, automatic_target, gspmd_result_dims,
+                                       gspmd_sharding, manual_dims,
                                        op_dims, read_dims, replicated, with_sharding)
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
@@ -173,10 +174,9 @@ class _Propagation:
             elif PER_VALUE in op.attributes:  # a sharding written on the op by the user
                 for r, dims in zip(op.results, op_dims(self.info, op)):
                     self.decided[r] = _Decision(dims, "annotation on the op", True)
-            elif "mhlo.sharding" in op.attributes and len(op.results) == 1:
-                shape = op.results[0].type.shape
-                dims = read_dims(self.info, op.attributes, shape, op.where())
-                self.decided[op.results[0]] = _Decision(dims, "annotation on the op", True)
+            elif "mhlo.sharding" in op.attributes and op.results:
+                for r, dims in zip(op.results, gspmd_result_dims(self.info, op)):
+                    self.decided[r] = _Decision(dims, "annotation on the op", True)
             elif spmd_rule(op).split is Split.REPLICATED:
                 self.decided[op.results[0]] = _Decision(
                     replicated(len(op.results[0].type.shape)), f"{op.name}: replicated", True)

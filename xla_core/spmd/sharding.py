@@ -97,9 +97,13 @@ def parse_mhlo_sharding(text: str, rank: int) -> TileAssignment:
 def gspmd_tiles(sharding: GspmdSharding, text: str, rank: int) -> TileAssignment:
     """The tiles of a GSPMD sharding of a value of ``rank``: replicated or tiled (with at
     most a replication subgroup); maximal, manual and tuple shardings are not supported."""
-    if sharding.kind not in ("replicated", "tiled") \
-            or sharding.last_tile_dims not in ((), ("replicated",)):
-        raise SpmdUnsupportedError(f"mhlo.sharding {text!r}")
+    if sharding.kind not in ("replicated", "tiled"):
+        raise SpmdUnsupportedError(f"mhlo.sharding {text!r}: a {sharding.kind} sharding has no "
+                                   f"tile assignment (only replicated and tiled ones do)")
+    if sharding.last_tile_dims not in ((), ("replicated",)):
+        raise SpmdUnsupportedError(
+            f"mhlo.sharding {text!r}: last_tile_dims={{{', '.join(sharding.last_tile_dims)}}} "
+            f"has no tile assignment (a manual subgroup only exists inside a shard_map region)")
     return sharding.tile_assignment(rank)
 
 

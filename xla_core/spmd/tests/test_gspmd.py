@@ -205,3 +205,20 @@ func.func public @main(%a: tensor<8x8xf32>
 """)
     with pytest.raises(SpmdUnsupportedError, match=r"@main argument 0: .*manual subgroup"):
         _run("sharding-propagation", module)
+
+
+def test_a_tuple_sharding_gives_each_result_its_element():
+    from stablehlo.text import print_module as show
+    module = stablehlo.parse("""
+func.func public @main(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>)
+    -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %0:2 = "stablehlo.optimization_barrier"(%a, %b) {mhlo.sharding =
+      "{{devices=[2,1,2]<=[4] last_tile_dim_replicate}, {devices=[1,4]<=[2,2]T(1,0)}}"} :
+      (tensor<8x8xf32>, tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>)
+  return %0#0, %0#1 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+""")
+    _run("sharding-propagation", module)
+    text = show(module)
+    assert '<["gspmd_0"=2, "gspmd_1"=2]>' in text
+    assert '[<@mesh, [{"gspmd_0"}, {}]>, <@mesh, [{}, {"gspmd_1", "gspmd_0"}]>]' in text
