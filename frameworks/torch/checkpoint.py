@@ -14,14 +14,16 @@ Our parameters are ordinary CPU tensors, full-size and equal in every process; t
 holds which device (distributed.py). ``ShardedSavePlanner`` cuts each tensor into the distinct
 pieces of its sharding (one, the whole tensor, when it has none) and lets each process offer
 only the pieces its own devices hold; the coordinator then keeps one writer per piece across
-replicas (the offering process with the fewest bytes so far), so nothing is written twice, and
-DCP's metadata lists every piece as a chunk (offsets, sizes) of the global tensor.
+replicas (``assign_writers``: a deterministic rule, the holder with the fewest bytes so far),
+so nothing is written twice, and DCP's metadata lists every piece as a chunk (offsets, sizes)
+of the global tensor.
 ``ShardedLoadPlanner`` fills each target tensor from the saved chunks, whatever the sharding,
 mesh or process count of the save and of the target: since every process holds its tensors
 full-size, each process reads every chunk, and the target keeps its own sharding (the copy is in
 place), so a different sharding on load is a reshard. ``ShardedStager`` is async_save's
-snapshot: copies that keep their originals' shardings (the training loop may change the
-originals as soon as async_save returns).
+snapshot (the training loop may change the originals as soon as async_save returns): since
+every process computes ``assign_writers`` the same way, each copies only the pieces it will
+write (StagedTensor), and the planner writes from those copies.
 
 A checkpoint is complete once DCP's ``.metadata`` exists: FileSystemWriter writes it last, by
 rename, after every process's files are written. ``latest_checkpoint(root)`` takes only those,
@@ -57,9 +59,8 @@ from stablehlo.errors import OpenHLOError
 
 __all__ = [
     "CheckpointError", "IncompleteCheckpointError", "ShardedLoadPlanner", "ShardedSavePlanner",
-    "ShardedStager", "apply_training_state", "async_save", "checkpoint_path", "flatten_state",
-    "is_complete",
-    "latest_checkpoint", "load", "require_complete", "save", "training_state",
+    "ShardedStager", "StagedTensor", "apply_training_state", "assign_writers", "async_save",
+    "checkpoint_path", "flatten_state", "is_complete", "latest_checkpoint", "load", "require_complete", "save", "training_state",
 ]
 
 # DCP's FileSystemWriter writes this file last (a rename), once every process's data is written.
@@ -210,10 +211,68 @@ def _narrow(t: torch.Tensor, offsets, sizes) -> torch.Tensor:
     return t
 
 
+# ---- who writes which piece ---------------------------------------------------------------
+
+def assign_writers(offers) -> dict:
+    """One writer per piece: ``offers`` is ``(key, nbytes, holders)`` per piece (key: ``(fqn,
+    offsets)``); the result maps each key to the holder with the fewest bytes so far, the
+    largest pieces placed first (then by key), ties to the lower rank. Deterministic, so
+    every process computes the same writers locally (the stager copies only its own pieces)
+    and the coordinator's plan, computed from the offers it gathers, agrees with them."""
+    load: dict = {}
+    writers = {}
+    for key, nbytes, holders in sorted(offers, key=lambda offer: (-offer[1], offer[0])):
+        writer = min(holders, key=lambda rank: (load.get(rank, 0), rank))
+        load[writer] = load.get(writer, 0) + nbytes
+        writers[key] = writer
+    return writers
+
+
+def _tensor_offers(layouts: dict) -> list:
+    """``assign_writers``' offers for every piece of every tensor of a flat state, from its
+    layouts (``{fqn: _layout(value)}``): the same in every process."""
+    offers = []
+    for fqn, layout in layouts.items():
+        if layout is not None:
+            itemsize = layout.properties.dtype.itemsize
+            offers.extend(((fqn, piece.offsets), int(np.prod(piece.sizes)) * itemsize,
+                           piece.processes) for piece in layout.pieces)
+    return offers
+
+
+@dataclass(frozen=True)
+class _Layout:
+    size: torch.Size
+    properties: TensorProperties
+    pieces: tuple
+
+
+def _layout(value) -> Optional[_Layout]:
+    """A tensor's (or a staged tensor's) global size, properties and pieces; None for other
+    values."""
+    if isinstance(value, StagedTensor):
+        return value.layout
+    if isinstance(value, torch.Tensor):
+        return _Layout(value.size(), TensorProperties.create_from_tensor(value),
+                       tuple(pieces(value)))
+    return None
+
+
+@dataclass
+class StagedTensor:
+    """async_save's snapshot of one tensor in one process: copies of only the pieces this
+    process writes (``copies``: offsets -> tensor), with the layout of the whole tensor
+    (the save plan offers every piece the process holds)."""
+    layout: _Layout
+    copies: dict
+
+
 # ---- saving --------------------------------------------------------------------------------
 
 class ShardedSavePlanner(SavePlanner):
-    """Each process writes only the pieces its devices hold, each piece once across replicas."""
+    """Each process writes only the pieces its devices hold, each piece once across replicas
+    (``assign_writers``). The state's tensors are live ones (dcp.save) or StagedTensors
+    (async_save with ShardedStager), which hold the pieces this process writes."""
 
     def set_up_planner(self, state_dict, storage_meta=None, is_coordinator: bool = False):
         _refuse_complete(storage_meta)
@@ -224,37 +283,36 @@ class ShardedSavePlanner(SavePlanner):
         me = distributed.process_index()
         items = []
         for fqn, value in self._leaves.items():
-            if isinstance(value, torch.Tensor):
-                properties = TensorProperties.create_from_tensor(value)
-                for piece in pieces(value):
+            layout = _layout(value)
+            if layout is not None:
+                for piece in layout.pieces:
                     if me in piece.processes:
-                        whole = piece.sizes == tuple(value.shape)
+                        whole = piece.sizes == tuple(layout.size)
                         items.append(WriteItem(
                             index=MetadataIndex(fqn, piece.offsets),
                             type=WriteItemType.TENSOR if whole else WriteItemType.SHARD,
                             tensor_data=TensorWriteData(
                                 chunk=ChunkStorageMetadata(torch.Size(piece.offsets),
                                                            torch.Size(piece.sizes)),
-                                properties=properties, size=value.size())))
+                                properties=layout.properties, size=layout.size)))
             elif self._is_coordinator:  # other values: small, written by the coordinator
                 items.append(WriteItem(index=MetadataIndex(fqn), type=WriteItemType.BYTE_IO))
         return SavePlan(items, planner_data=self._paths)
 
     def create_global_plan(self, all_plans: list) -> tuple:
-        """One writer per piece: of the processes offering it, the one with the fewest bytes
-        so far (largest pieces placed first, ties to the lower rank)."""
-        offers: dict = {}
+        """Each piece kept in the plan of the process ``assign_writers`` chooses among the
+        processes offering it (the values that are no tensors: the coordinator's)."""
+        holders: dict = {}
+        nbytes = {}
         for rank, plan in enumerate(all_plans):
             for item in plan.items:
-                offers.setdefault(item.index, []).append((rank, item))
-        load = [0] * len(all_plans)
-        kept = set()
-        for index, offered in sorted(offers.items(), key=lambda entry:
-                                     -(entry[1][0][1].tensor_storage_size() or 0)):
-            rank, item = min(offered, key=lambda offer: (load[offer[0]], offer[0]))
-            load[rank] += item.tensor_storage_size() or 0
-            kept.add((rank, index))
-        deduped = [SavePlan([item for item in plan.items if (rank, item.index) in kept])
+                key = (item.index.fqn, tuple(item.index.offset or ()))
+                holders.setdefault(key, set()).add(rank)
+                nbytes[key] = item.tensor_storage_size() or 0
+        writers = assign_writers((key, nbytes[key], frozenset(ranks))
+                                 for key, ranks in holders.items())
+        deduped = [SavePlan([item for item in plan.items
+                             if writers[(item.index.fqn, tuple(item.index.offset or ()))] == rank])
                    for rank, plan in enumerate(all_plans)]
         global_plan, metadata = create_default_global_save_plan(deduped)
         paths = {}
@@ -273,28 +331,39 @@ class ShardedSavePlanner(SavePlanner):
             torch.save(value, buffer)
             return buffer
         chunk = write_item.tensor_data.chunk
+        if isinstance(value, StagedTensor):
+            return value.copies[tuple(chunk.offsets)]
         return _narrow(value.detach(), chunk.offsets, chunk.sizes)
 
 
 class ShardedStager(AsyncStager):
-    """async_save's snapshot of a state dict: every tensor copied (with its sharding), every
-    other value deep-copied, synchronously, before async_save returns.
+    """async_save's snapshot of a state dict, taken synchronously before async_save returns:
+    each tensor becomes a StagedTensor holding copies of only the pieces this process will
+    write (``assign_writers``, computed here without a collective: about 1/P of the state in
+    each of P processes instead of all of it); every other value is deep-copied.
 
-    ``reuse_buffers``: copy into the previous snapshot's tensors when the state has the same
-    entries, shapes and dtypes (fresh memory costs page faults, often more than the copy);
-    the previous save must be finished (its future's result taken) before the next one."""
+    ``reuse_buffers``: copy into the previous snapshot's pieces when the state has the same
+    entries, shapes, dtypes and shardings (fresh memory costs page faults, often more than
+    the copy); the previous save must be finished (its future's result taken) before the
+    next one."""
     _synchronize_after_execute = False
 
     def __init__(self, reuse_buffers: bool = False):
         self.reuse_buffers = reuse_buffers
-        self._previous = None
+        self._previous = None  # ((layouts, key paths) of the state it was taken from, snapshot)
 
     def stage(self, state_dict):
-        if self._previous is not None and _same_layout(state_dict, self._previous):
-            return _snapshot_into(state_dict, self._previous)
-        snapshot = _snapshot(state_dict)
+        leaves, paths = flatten_state(state_dict)
+        layouts = ({fqn: _layout(value) for fqn, value in leaves.items()}, paths)
+        previous = None
+        if self._previous is not None and self._previous[0] == layouts:
+            previous = self._previous[1]
+        me = distributed.process_index()
+        mine = {key for key, writer in
+                assign_writers(_tensor_offers(layouts[0])).items() if writer == me}
+        snapshot = _snapshot(state_dict, (), layouts[0], mine, previous)
         if self.reuse_buffers:
-            self._previous = snapshot
+            self._previous = (layouts, snapshot)
         return snapshot
 
     def synchronize_staging(self) -> None:
@@ -304,38 +373,27 @@ class ShardedStager(AsyncStager):
         """Nothing held between saves."""
 
 
-def _snapshot(value):
+def _snapshot(value, path: tuple, layouts: dict, mine: set, previous):
+    """``value`` (at key path ``path`` of the state) staged: its pieces in ``mine`` copied
+    into ``previous`` (the earlier snapshot of the same layout) when given, else into new
+    memory."""
     if isinstance(value, Mapping):
-        return {key: _snapshot(item) for key, item in value.items()}
-    if isinstance(value, torch.Tensor):
-        copied = value.detach().clone()
-        placement = xs.get_sharding(value)
-        if placement is not None:
-            xs.mark_sharding(copied, placement.mesh, placement.dims)
-        return copied
-    return copy.deepcopy(value)
-
-
-def _same_layout(state, snapshot) -> bool:
-    if isinstance(state, Mapping):
-        return (isinstance(snapshot, dict) and state.keys() == snapshot.keys()
-                and all(_same_layout(state[k], snapshot[k]) for k in state))
-    if isinstance(state, torch.Tensor):
-        return (isinstance(snapshot, torch.Tensor) and state.shape == snapshot.shape
-                and state.dtype == snapshot.dtype
-                and xs.get_sharding(state) == xs.get_sharding(snapshot))
-    return not isinstance(snapshot, torch.Tensor)
-
-
-def _snapshot_into(state, snapshot):
-    """``snapshot`` (of the same layout) with ``state``'s current values."""
-    if isinstance(state, Mapping):
-        for key, value in state.items():
-            snapshot[key] = _snapshot_into(value, snapshot[key])
-        return snapshot
-    if isinstance(state, torch.Tensor):
-        return snapshot.copy_(state.detach())
-    return copy.deepcopy(state)
+        return {key: _snapshot(item, path + (key,), layouts, mine,
+                               None if previous is None else previous[key])
+                for key, item in value.items()}
+    if not isinstance(value, torch.Tensor):
+        return copy.deepcopy(value)
+    fqn = ".".join(map(str, path))
+    layout = layouts[fqn]
+    copies = {} if previous is None else previous.copies
+    for piece in layout.pieces:
+        if (fqn, piece.offsets) in mine:
+            source = _narrow(value.detach(), piece.offsets, piece.sizes)
+            if previous is None:
+                copies[piece.offsets] = source.clone(memory_format=torch.contiguous_format)
+            else:
+                copies[piece.offsets].copy_(source)
+    return StagedTensor(layout, copies) if previous is None else previous
 
 
 def save(state: dict, path, process_group=None):

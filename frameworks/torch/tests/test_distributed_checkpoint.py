@@ -232,15 +232,67 @@ def check_each_process_wrote_its_own_pieces_once(path: str) -> None:
     assert set(written_by.values()) == {0, 1}
 
 
-def test_the_stager_snapshots_with_shardings_and_reuses_its_buffers():
+def staged_tensors(staged: dict) -> dict:
+    """``{(fqn, offsets): copy}`` of a ShardedStager snapshot."""
+    leaves, _ = ckpt.flatten_state(staged)
+    return {(fqn, offsets): copy for fqn, value in leaves.items()
+            if isinstance(value, ckpt.StagedTensor) for offsets, copy in value.copies.items()}
+
+
+def test_each_process_stages_only_the_pieces_the_global_plan_has_it_write(monkeypatch):
     model, _, state = sharded_state()
+    for per_parameter in state["optim"]["state"].values():
+        per_parameter["momentum_buffer"].normal_()
+    live = tensors(state)
+    staged, local_plans = [], []
+    for rank in (0, 1):
+        as_process(monkeypatch, rank)
+        staged.append(ckpt.ShardedStager().stage(state))
+        planner = ckpt.ShardedSavePlanner()
+        planner.set_up_planner(staged[rank], is_coordinator=rank == 0)
+        local_plans.append(planner.create_local_plan())
+        # a snapshot offers what the live state offers: every piece this process holds
+        planner_live = ckpt.ShardedSavePlanner()
+        planner_live.set_up_planner(state, is_coordinator=rank == 0)
+        assert local_plans[rank].items == planner_live.create_local_plan().items
+    plans, _ = planner.create_global_plan(local_plans)
+    everything = set()
+    for rank in (0, 1):
+        copies = staged_tensors(staged[rank])
+        written = {(item.index.fqn, tuple(item.index.offset)) for item in plans[rank].items
+                   if item.type != dcp.planner.WriteItemType.BYTE_IO}
+        assert set(copies) == written  # no collective, yet the coordinator's choice
+        for (fqn, offsets), copy in copies.items():
+            piece = live[fqn][tuple(slice(o, o + n) for o, n in zip(offsets, copy.shape))]
+            assert torch.equal(copy, piece) and copy.data_ptr() != live[fqn].data_ptr()
+            everything.add((fqn, offsets))
+        assert copies and staged[rank]["optim"]["param_groups"] == state["optim"]["param_groups"]
+    assert len(everything) == sum(len(staged_tensors(s)) for s in staged)  # each piece once
+    with torch.no_grad():  # the staged pieces of both processes make up the whole state
+        for fqn, value in live.items():
+            value.zero_()
+        for s in staged:
+            for (fqn, offsets), copy in staged_tensors(s).items():
+                live[fqn][tuple(slice(o, o + n) for o, n in zip(offsets, copy.shape))] += copy
+    for fqn, value in tensors(state).items():
+        assert torch.equal(live[fqn], value), fqn
+
+
+def test_the_stager_copies_into_its_previous_snapshot():
+    model, _, state = sharded_state()  # one process: it writes every piece
     stager = ckpt.ShardedStager(reuse_buffers=True)
-    first = stager.stage(state)
-    weight = first["model"]["fc1.weight"]
-    assert weight.data_ptr() != model.fc1.weight.data_ptr()
-    assert xs.get_sharding(weight) == xs.get_sharding(model.fc1.weight)
+    first = stager.stage(state)["model"]["fc1.weight"]
+    assert sorted(first.copies) == [(0, 0), (16, 0)]
+    top = first.copies[(0, 0)]
+    assert torch.equal(top, model.fc1.weight[:16]) and top.data_ptr() != \
+        model.fc1.weight.data_ptr()
     with torch.no_grad():
         model.fc1.weight.add_(1.0)  # training goes on: the snapshot must not see it
-    assert not torch.equal(weight, model.fc1.weight)
-    second = stager.stage(state)
-    assert second["model"]["fc1.weight"] is weight and torch.equal(weight, model.fc1.weight)
+    assert not torch.equal(top, model.fc1.weight[:16])
+    second = stager.stage(state)["model"]["fc1.weight"]
+    assert second is first and second.copies[(0, 0)] is top
+    assert torch.equal(top, model.fc1.weight[:16])
+    xs.mark_sharding(model.fc1.weight, distributed_checkpoint_worker.make_mesh(),
+                     (None, "model"))
+    third = stager.stage(state)["model"]["fc1.weight"]  # another layout: new pieces
+    assert third is not first and sorted(third.copies) == [(0, 0), (0, 8)]
