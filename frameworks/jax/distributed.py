@@ -11,7 +11,6 @@ tools/bench_checkpoint_jax.py).
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from typing import Optional
 
@@ -35,7 +34,7 @@ def launch(args: list, num_processes: int, devices: int, timeout_s: float,
         child_env.pop(name, None)
     paths = [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
     child_env.update({"JAX_PLATFORMS": "openhlo", "OPENHLO_JAX_NUM_DEVICES": str(devices),
-                      COORDINATOR_ENV: f"127.0.0.1:{_free_port()}",
+                      COORDINATOR_ENV: f"127.0.0.1:{launcher.free_loopback_port()}",
                       "PYTHONPATH": os.pathsep.join([root] + paths)})
     child_env.setdefault("OPENHLO_COLLECTIVE_TIMEOUT_S", COLLECTIVE_TIMEOUT_S)
     return launcher.launch([sys.executable, *args], num_processes, timeout_s, env=child_env,
@@ -53,9 +52,3 @@ def initialize(**options) -> None:
     jax.distributed.initialize(coordinator_address=os.environ[COORDINATOR_ENV],
                                num_processes=int(os.environ[NUM_PROCESSES_ENV]),
                                process_id=int(os.environ[PROCESS_INDEX_ENV]), **options)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

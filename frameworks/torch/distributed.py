@@ -25,6 +25,7 @@ from typing import Optional
 
 import torch.distributed as dist
 
+from pjrt.distributed.launch import free_loopback_port
 from pjrt.distributed.options import DistributedOptions
 from pjrt.distributed.store import KeyValueStore, PrefixStore
 from pjrt.errors import ArgumentError, DeadlineExceededError
@@ -149,13 +150,6 @@ def client(num_devices: int):
                             distributed=joined)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on now (for MASTER_PORT)."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
-
 def torchrun(args: list, nproc_per_node: int, timeout_s: float,
              env: Optional[dict] = None) -> subprocess.CompletedProcess:
     """Run ``torchrun --nproc-per-node N ARGS`` on the loopback address and wait; its output is
@@ -164,7 +158,7 @@ def torchrun(args: list, nproc_per_node: int, timeout_s: float,
     its own, so torchrun is the one that can)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
                str(nproc_per_node), "--master-addr", "127.0.0.1", "--master-port",
-               str(free_port()), *args]
+               str(free_loopback_port()), *args]
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     try:

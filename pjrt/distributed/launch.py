@@ -4,12 +4,14 @@
 starts ``command`` once per process with the variables options.from_environment reads
 (``OPENHLO_STORE``, ``OPENHLO_PROCESS_INDEX``, ``OPENHLO_NUM_PROCESSES``), and waits. A
 child that fails stops the others; so do the timeout and Ctrl-C. ``openhlo run
---num-processes`` and the multi-process tests use it.
+--num-processes`` and the multi-process tests use it. ``free_loopback_port()`` gives a port
+for a job's other servers (a JAX coordinator, torchrun's ``MASTER_PORT``).
 """
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -87,6 +89,15 @@ def launch(command: list[str], num_processes: int, timeout_s: float,
     finally:
         _stop(children)
         store.close()
+
+
+def free_loopback_port() -> int:
+    """A TCP port of the loopback address that nothing listens on now (the system's choice;
+    another program may take it before the caller binds it, which a job then reports as a
+    failed start)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _drain(stream, captured: list, slot: int) -> None:
