@@ -6,7 +6,7 @@ or raises), each with ``JAX_PLATFORMS=openhlo``, ``devices`` virtual devices and
 of a coordinator on the loopback address; in each process, ``initialize()`` joins the job
 (``jax.distributed.initialize``). For tests and benchmarks of multi-process JAX programs
 (frameworks/jax/tests/multiprocess_jax_worker.py, orbax_checkpoint_worker.py,
-tools/bench_checkpoint_jax.py).
+tools/bench_checkpoint.py).
 """
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ COLLECTIVE_TIMEOUT_S = "120"
 
 
 def launch(args: list, num_processes: int, devices: int, timeout_s: float,
-           env: Optional[dict] = None) -> list:
+           env: Optional[dict] = None, on_stderr_line=None) -> list:
     """Run ``python ARGS`` as ``num_processes`` JAX processes of ``devices`` devices each
     and return their ``pjrt.distributed.launch.Finished`` records once all exited 0;
     raises as pjrt.distributed.launch does (ExecutionError naming the first process that
-    failed, DeadlineExceededError after ``timeout_s``)."""
+    failed, DeadlineExceededError after ``timeout_s``); ``on_stderr_line(index, line)``
+    sees the processes' stderr as it comes."""
     from pjrt.distributed import launch as launcher
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     child_env = dict(os.environ if env is None else env)
@@ -38,7 +39,7 @@ def launch(args: list, num_processes: int, devices: int, timeout_s: float,
                       "PYTHONPATH": os.pathsep.join([root] + paths)})
     child_env.setdefault("OPENHLO_COLLECTIVE_TIMEOUT_S", COLLECTIVE_TIMEOUT_S)
     return launcher.launch([sys.executable, *args], num_processes, timeout_s, env=child_env,
-                           cwd=root)
+                           cwd=root, on_stderr_line=on_stderr_line)
 
 
 def initialize(**options) -> None:

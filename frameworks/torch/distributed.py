@@ -19,13 +19,14 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
-from typing import Optional
+from typing import Callable, Optional
 
 import torch.distributed as dist
 
-from pjrt.distributed.launch import free_loopback_port
+from pjrt.distributed.launch import drain_lines, free_loopback_port
 from pjrt.distributed.options import DistributedOptions
 from pjrt.distributed.store import KeyValueStore, PrefixStore
 from pjrt.errors import ArgumentError, DeadlineExceededError
@@ -151,9 +152,12 @@ def client(num_devices: int):
 
 
 def torchrun(args: list, nproc_per_node: int, timeout_s: float,
-             env: Optional[dict] = None) -> subprocess.CompletedProcess:
+             env: Optional[dict] = None,
+             on_stderr_line: Optional[Callable[[str], None]] = None
+             ) -> subprocess.CompletedProcess:
     """Run ``torchrun --nproc-per-node N ARGS`` on the loopback address and wait; its output is
-    captured. Raises DeadlineExceededError after ``timeout_s``, once torchrun has stopped its
+    captured (``on_stderr_line`` sees each line of its stderr, the workers' included, as it
+    comes). Raises DeadlineExceededError after ``timeout_s``, once torchrun has stopped its
     workers (SIGTERM: torchrun stops them before it exits; each worker runs in a session of
     its own, so torchrun is the one that can)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
@@ -161,15 +165,24 @@ def torchrun(args: list, nproc_per_node: int, timeout_s: float,
                str(free_loopback_port()), *args]
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
+    captured = ["", ""]
+    readers = [threading.Thread(target=drain_lines, args=(stream, captured, slot, relay),
+                                daemon=True)
+               for slot, (stream, relay) in enumerate(((child.stdout, None),
+                                                       (child.stderr, on_stderr_line)))]
+    for reader in readers:
+        reader.start()
     try:
-        stdout, stderr = child.communicate(timeout=timeout_s)
+        child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _stop(child)
         raise DeadlineExceededError(f"torchrun {' '.join(args)} still ran after {timeout_s:g} s: "
                                     f"stopped") from None
     finally:
         _stop(child)  # interrupted while waiting: stop it all the same
-    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+    for reader in readers:  # a worker torchrun left behind may hold the pipes open
+        reader.join(timeout=TORCHRUN_STOP_GRACE_S)
+    return subprocess.CompletedProcess(command, child.returncode, *captured)
 
 
 def _stop(child: subprocess.Popen) -> None:
@@ -177,7 +190,7 @@ def _stop(child: subprocess.Popen) -> None:
         return
     child.terminate()
     try:
-        child.communicate(timeout=TORCHRUN_STOP_GRACE_S)
+        child.wait(timeout=TORCHRUN_STOP_GRACE_S)
     except subprocess.TimeoutExpired:
         child.kill()
-        child.communicate()
+        child.wait()

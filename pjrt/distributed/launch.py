@@ -9,6 +9,7 @@ for a job's other servers (a JAX coordinator, torchrun's ``MASTER_PORT``).
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
@@ -16,7 +17,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from pjrt.distributed.options import NUM_PROCESSES_ENV, PROCESS_INDEX_ENV, STORE_ENV
 from pjrt.distributed.store import TcpStore
@@ -38,11 +39,14 @@ class Finished:
 
 
 def launch(command: list[str], num_processes: int, timeout_s: float,
-           env: Optional[dict] = None, cwd: Optional[str] = None) -> list[Finished]:
+           env: Optional[dict] = None, cwd: Optional[str] = None,
+           on_stderr_line: Optional[Callable[[int, str], None]] = None) -> list[Finished]:
     """Run ``command`` as processes 0..num_processes-1 and return them, in order, once all
     exited with status 0. Raises ExecutionError naming the first process that failed (with
     the end of its stderr), DeadlineExceededError after ``timeout_s``; every child is
-    stopped before either is raised (and on KeyboardInterrupt)."""
+    stopped before either is raised (and on KeyboardInterrupt). ``on_stderr_line(index,
+    line)`` sees each line of a child's stderr as it comes (progress while the job runs);
+    the lines are captured all the same."""
     store = TcpStore.serve()
     children: list[subprocess.Popen] = []
     outputs: list[list[str]] = []
@@ -58,8 +62,11 @@ def launch(command: list[str], num_processes: int, timeout_s: float,
             captured = ["", ""]
             outputs.append(captured)
             for slot, stream in enumerate((child.stdout, child.stderr)):
-                reader = threading.Thread(target=_drain, args=(stream, captured, slot),
-                                          daemon=True)
+                relay = None
+                if slot == 1 and on_stderr_line is not None:
+                    relay = functools.partial(on_stderr_line, index)
+                reader = threading.Thread(target=drain_lines,
+                                          args=(stream, captured, slot, relay), daemon=True)
                 reader.start()
                 readers.append(reader)
         deadline = time.monotonic() + timeout_s
@@ -100,9 +107,15 @@ def free_loopback_port() -> int:
         return probe.getsockname()[1]
 
 
-def _drain(stream, captured: list, slot: int) -> None:
+def drain_lines(stream, captured: list, slot: int,
+                on_line: Optional[Callable[[str], None]] = None) -> None:
+    """Read a child's text ``stream`` to its end into ``captured[slot]`` (a reader thread's
+    work: a pipe nobody reads stops the child once full), passing each line to
+    ``on_line``."""
     for line in stream:
         captured[slot] += line
+        if on_line is not None:
+            on_line(line)
 
 
 def _stop(children: list) -> None:
