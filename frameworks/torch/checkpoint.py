@@ -45,7 +45,7 @@ import numpy as np
 import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.default_planner import create_default_global_save_plan
-from torch.distributed.checkpoint.metadata import (BytesStorageMetadata, ChunkStorageMetadata,
+from torch.distributed.checkpoint.metadata import (ChunkStorageMetadata,
                                                    Metadata, MetadataIndex, TensorProperties,
                                                    TensorStorageMetadata)
 from torch.distributed.checkpoint.planner import (LoadItemType, LoadPlan, LoadPlanner, ReadItem,
@@ -58,9 +58,11 @@ from frameworks.torch import sharding as xs
 from stablehlo.errors import OpenHLOError
 
 __all__ = [
-    "CheckpointError", "IncompleteCheckpointError", "ShardedLoadPlanner", "ShardedSavePlanner",
-    "ShardedStager", "StagedTensor", "apply_training_state", "assign_writers", "async_save",
-    "checkpoint_path", "flatten_state", "is_complete", "latest_checkpoint", "load", "require_complete", "save", "training_state",
+    "CheckpointError", "IncompleteCheckpointError", "Piece", "ShardedLoadPlanner",
+    "ShardedSavePlanner", "ShardedStager", "StagedTensor", "TensorLayout",
+    "apply_training_state", "assign_writers", "async_save", "checkpoint_path", "flatten_state",
+    "is_complete", "latest_checkpoint", "load", "pieces", "require_complete", "save",
+    "training_state",
 ]
 
 # DCP's FileSystemWriter writes this file last (a rename), once every process's data is written.
@@ -241,20 +243,21 @@ def _tensor_offers(layouts: dict) -> list:
 
 
 @dataclass(frozen=True)
-class _Layout:
+class TensorLayout:
+    """A tensor's global size, DCP properties and pieces."""
     size: torch.Size
     properties: TensorProperties
     pieces: tuple
 
 
-def _layout(value) -> Optional[_Layout]:
+def _layout(value) -> Optional[TensorLayout]:
     """A tensor's (or a staged tensor's) global size, properties and pieces; None for other
     values."""
     if isinstance(value, StagedTensor):
         return value.layout
     if isinstance(value, torch.Tensor):
-        return _Layout(value.size(), TensorProperties.create_from_tensor(value),
-                       tuple(pieces(value)))
+        return TensorLayout(value.size(), TensorProperties.create_from_tensor(value),
+                            tuple(pieces(value)))
     return None
 
 
@@ -263,7 +266,7 @@ class StagedTensor:
     """async_save's snapshot of one tensor in one process: copies of only the pieces this
     process writes (``copies``: offsets -> tensor), with the layout of the whole tensor
     (the save plan offers every piece the process holds)."""
-    layout: _Layout
+    layout: TensorLayout
     copies: dict
 
 
@@ -350,20 +353,23 @@ class ShardedStager(AsyncStager):
 
     def __init__(self, reuse_buffers: bool = False):
         self.reuse_buffers = reuse_buffers
-        self._previous = None  # ((layouts, key paths) of the state it was taken from, snapshot)
+        # (signature, layouts, pieces of this process, snapshot) of the previous stage
+        self._previous = None
 
     def stage(self, state_dict):
         leaves, paths = flatten_state(state_dict)
-        layouts = ({fqn: _layout(value) for fqn, value in leaves.items()}, paths)
-        previous = None
-        if self._previous is not None and self._previous[0] == layouts:
-            previous = self._previous[1]
-        me = distributed.process_index()
-        mine = {key for key, writer in
-                assign_writers(_tensor_offers(layouts[0])).items() if writer == me}
-        snapshot = _snapshot(state_dict, (), layouts[0], mine, previous)
+        signature = ({fqn: _signature(value) for fqn, value in leaves.items()}, paths)
+        if self._previous is not None and self._previous[0] == signature:
+            _, layouts, mine, previous = self._previous  # no pieces to cut again
+        else:
+            layouts = {fqn: _layout(value) for fqn, value in leaves.items()}
+            me = distributed.process_index()
+            mine = {key for key, writer in assign_writers(_tensor_offers(layouts)).items()
+                    if writer == me}
+            previous = None
+        snapshot = _snapshot(state_dict, (), layouts, mine, previous)
         if self.reuse_buffers:
-            self._previous = (layouts, snapshot)
+            self._previous = (signature, layouts, mine, snapshot)
         return snapshot
 
     def synchronize_staging(self) -> None:
@@ -371,6 +377,15 @@ class ShardedStager(AsyncStager):
 
     def close(self) -> None:
         """Nothing held between saves."""
+
+
+def _signature(value):
+    """What a value's layout depends on (cheap to take; None for values that are no
+    tensors)."""
+    if isinstance(value, torch.Tensor):
+        return (value.shape, value.dtype, value.layout, value.requires_grad,
+                xs.get_sharding(value))
+    return None
 
 
 def _snapshot(value, path: tuple, layouts: dict, mine: set, previous):
