@@ -77,8 +77,8 @@ class CollectiveCombinerPass(Pass):
     combine_while_loops: bool = True
 
     def kind_key(self, op: Operation) -> Optional[tuple]:
-        """What this kind's ops must share beyond ``_common_key``, or None for an op that is
-        never combined."""
+        """What this kind's ops must share besides what every kind's must (``_key``), or None
+        for an op that is never combined."""
         raise NotImplementedError
 
     def run(self, module: Module, ctx: PassContext) -> bool:
@@ -91,6 +91,8 @@ class CollectiveCombinerPass(Pass):
         return changed
 
     def _blocks(self, block: Block) -> Iterator[Block]:
+        """``block`` and the blocks nested in it, less a while's own blocks with
+        ``combine-while-loops=false`` (blocks nested deeper in those still count)."""
         yield block
         for op in block.operations:
             for region in op.regions:
@@ -112,8 +114,7 @@ class CollectiveCombinerPass(Pass):
         if kind is None:
             return None
         attrs = op.attributes
-        groups = attrs.get("replica_groups")
-        return kind + (str(groups) if groups is not None else "", "channel_handle" in attrs,
+        return kind + (_groups_key(attrs.get("replica_groups")), "channel_handle" in attrs,
                        str(attrs.get("use_global_device_ids", "")), PIPELINED in attrs)
 
     def _combine_block(self, block: Block, root: Operation) -> bool:
@@ -200,6 +201,15 @@ def _waits_for(mask: int, target: int, members: list, reads: list) -> bool:
                 seen |= group_members | group_reads
                 grew = True
     return bool(seen & target)
+
+
+def _groups_key(groups) -> tuple:
+    """The replica groups by value, ids in the order written (an array's text elides the
+    middle of a large one)."""
+    array = getattr(groups, "array", None)
+    if array is None:
+        return (str(groups) if groups is not None else "",)
+    return (array.shape, np.ascontiguousarray(array).tobytes())
 
 
 def _reducer_key(op: Operation) -> Optional[tuple]:

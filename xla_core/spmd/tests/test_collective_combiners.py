@@ -10,7 +10,7 @@ import stablehlo
 from pjrt.api import CompileOptions
 from stablehlo.ir.ops.base import COLLECTIVE, OPS
 from stablehlo.text import print_module
-from xla_core.passes import PassContext, make_pass
+from xla_core.passes import PassContext, make_pass, spmd_pipeline
 from xla_core.spmd.combiner import PIPELINED
 from xla_core.spmd.summary import collectives
 
@@ -72,7 +72,7 @@ def combine(text: str, name: str, **options):
 
 def operand_counts(module, kind: str) -> list:
     """The number of operands of each collective of ``kind`` in program order."""
-    return [1 if isinstance(shape[0], int) or shape == () else len(shape)
+    return [len(shape) if shape and isinstance(shape[0], tuple) else 1
             for k, shape, _ in collectives(module) if k == kind]
 
 
@@ -83,9 +83,6 @@ def _collective_ops(module):
 
 # ---------------------------------------------------------------------------------------
 # all-gather-combiner
-
-F32x2 = ("f32", (2, 2))
-
 
 def _gathers(dims, elements=None, **kw) -> str:
     elements = elements or ["f32"] * len(dims)
@@ -313,7 +310,6 @@ def test_pipelined_and_other_reduce_scatters_never_merge():
 
 
 def test_the_spmd_pipeline_runs_every_combiner():
-    from xla_core.passes import spmd_pipeline
     names = [p.name for p in spmd_pipeline().passes]
     assert names[-3:] == ["all-reduce-combiner", "all-gather-combiner",
                           "reduce-scatter-combiner"]
