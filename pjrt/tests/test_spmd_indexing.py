@@ -159,13 +159,14 @@ func.func public @main(%v: tensor<4x32xf32> {_sdy((), ("x",))}) -> (tensor<4xf32
 
 def test_argmax_over_a_split_dim_gathers_the_partial_pairs():
     # a variadic reduce: each device reduces its part (global indices), the (value, index)
-    # partials are all-gathered and reduced again, as XLA does; numpy's argmax is the judge
+    # partials are all-gathered (one combined all_gather: all-gather-combiner merges XLA's
+    # two) and reduced again; numpy's argmax is the judge
     x = np.random.default_rng(3).standard_normal((4, 32)).astype(np.float32)
     got, exe = run_partitioned(ARGMAX, [x], 8)
     np.testing.assert_array_equal(got[1], x.argmax(1))
     np.testing.assert_array_equal(got[0], x.max(1))
-    assert [(kind, nbytes) for kind, _, nbytes in collectives(exe.executable.module)] == [
-        ("all-gather", 8 * 4 * 4), ("all-gather", 8 * 4 * 4)]
+    assert [(kind, shape, nbytes) for kind, shape, nbytes in collectives(exe.executable.module)
+            ] == [("all-gather", ((8, 4), (8, 4)), 2 * 8 * 4 * 4)]
 
 
 def test_a_variadic_reduce_whose_init_is_no_identity_runs_whole():

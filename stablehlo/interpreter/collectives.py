@@ -429,11 +429,11 @@ def all_gather(ctx, op, *operands):
 
 
 @kernel("stablehlo.reduce_scatter", multi=True)
-def reduce_scatter(ctx, op, operand):
+def reduce_scatter(ctx, op, *operands):
     group, index = _my_groups(ctx, op)
     if group is None:
         raise InterpreterError(f"process {ctx.process.id} is in no replica group")
-    values = _exchange(ctx, op, group, [operand])
+    values = _exchange(ctx, op, group, list(operands))
     return reduce_scatter_values(values, _int(op, "scatter_dimension"), _combiner(ctx, op),
                                  index)
 

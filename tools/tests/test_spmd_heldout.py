@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                                 reason="jax is not installed (it lowers the held-out programs)")
 
 NAMES = ("mlp_2d", "conv_batch", "conv_spatial_step", "reduce_scatter", "fsdp",
-         "partial_manual", "pad_split", "fused_qkv")
+         "partial_manual", "pad_split", "fused_qkv", "argmax_split")
 # Programs whose collectives equal XLA's exactly. XLA emits none for scan_carry (a batch-split
 # carry), scan_seq (a scan over batch-split sequences), branch, embed_batch (batch-split ids),
 # embed_hidden (a table split along the hidden dim), embed_vocab_grad, some_in (an
@@ -28,20 +28,22 @@ NAMES = ("mlp_2d", "conv_batch", "conv_spatial_step", "reduce_scatter", "fsdp",
 # two for a layer norm over a split hidden dim and for a vocabulary-parallel cross-entropy,
 # and two for the 2-D-mesh training step dp_tp_step, four for a transformer block's step;
 # one all-gather after the loop for scan_gathered (scan_carry with a replicated result: the
-# loop still runs on pieces), one before a cumsum along a split dim, two of the partial
-# (value, index) pairs of an argmax over a split dim; none for split_rows (halves of a dim that
-# is not split: local slices); two collective-permutes and an all-gather for slice_split (a
-# slice of a split dim: each device fetches its part). Lowered with Shardy off (GSPMD's
-# strings: partial replication over 2-D tiles, transposed iotas, @SPMDFullToShardShape regions
-# with manual subgroups): the 2-D-mesh MLP and training step, a 3-D-mesh contraction (and its
-# Shardy twin), and partially manual shard_maps whose result is whole (an all-gather in, an
-# all-reduce inside) or split over the manual axis (one all-gather in).
+# loop still runs on pieces), one before a cumsum along a split dim; none for split_rows (halves
+# of a dim that is not split: local slices); two collective-permutes and an all-gather for
+# slice_split (a slice of a split dim: each device fetches its part). argmax_split (NAMES) has
+# XLA's two all-gathers of the partial (value, index) pairs, which all-gather-combiner merges
+# into one of the same bytes (XLA's cpu pipeline leaves them apart). Lowered with Shardy off
+# (GSPMD's strings: partial replication over 2-D tiles, transposed iotas,
+# @SPMDFullToShardShape regions with manual subgroups): the 2-D-mesh MLP and training step, a
+# 3-D-mesh contraction (and its Shardy twin), and partially manual shard_maps whose result is
+# whole (an all-gather in, an all-reduce inside) or split over the manual axis (one all-gather
+# in).
 EXACT = ("mlp_2d_gspmd", "dp_tp_step_gspmd", "mesh3d", "mesh3d_gspmd", "partial_manual_gspmd",
          "partial_manual_out_gspmd",
          "scan_carry", "scan_gathered", "scan_seq", "scan_grad", "train_loop", "while_norm",
          "branch", "embed_batch", "embed_hidden", "embed_grad", "embed_vocab", "embed_vocab_grad",
          "some_in", "attention", "dp_tp_step", "layernorm", "conv_channels", "vocab_xent",
-         "block_step", "cumsum_split", "argmax_split", "split_rows", "slice_split")
+         "block_step", "cumsum_split", "split_rows", "slice_split")
 
 
 @pytest.fixture(scope="module")

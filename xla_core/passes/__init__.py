@@ -20,6 +20,8 @@ PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
 PASSES.register("sharding-propagation", "xla_core.spmd.propagation:ShardingPropagationPass")
 PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")
 PASSES.register("all-reduce-combiner", "xla_core.spmd.combiner:AllReduceCombinerPass")
+PASSES.register("all-gather-combiner", "xla_core.spmd.combiner:AllGatherCombinerPass")
+PASSES.register("reduce-scatter-combiner", "xla_core.spmd.combiner:ReduceScatterCombinerPass")
 
 
 def _default_pipeline() -> Pipeline:
@@ -50,14 +52,16 @@ def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = Tru
     """Global sharded program -> per-device program: shard_map/pmap programs by spmd-manual;
     the others are inlined (propagation and partitioning see one function), propagated and
     partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
-    skips a module an earlier one partitioned. Independent all-reduces are then combined
-    (unless ``combine`` is false), as XLA's pipeline does after partitioning. The compile
-    driver (xla_core/compile) partitions with this too."""
+    skips a module an earlier one partitioned. Independent all-reduces, all-gathers and
+    reduce-scatters are then combined (unless ``combine`` is false), in the order XLA's
+    pipeline runs its combiners after partitioning. The compile driver (xla_core/compile)
+    partitions with this too."""
+    combiners = ",all-reduce-combiner,all-gather-combiner,reduce-scatter-combiner"
     return Pipeline("spmd", parse_pass_list(
         f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
         f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"
         f"spmd-partition{{entry={entry} num-devices={num_devices}}}"
-        + (",all-reduce-combiner" if combine else "")))
+        + (combiners if combine else "")))
 
 
 PIPELINES.register("default", _default_pipeline)

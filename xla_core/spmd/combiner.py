@@ -1,26 +1,49 @@
-"""all-reduce-combiner: merge independent all-reduces into one variadic all_reduce.
+"""Collective combiners: merge independent collectives of one kind into one variadic op.
 
 Each collective pays a fixed cost (a rendezvous of every device, a launch on accelerators)
-besides its bytes, so XLA merges all-reduces that could run together into one. After
+besides its bytes, so XLA merges collectives that could run together into one. After
 partitioning, a data-parallel training step has one all-reduce per gradient (and one for the
-loss); combined they are one collective moving the same bytes.
+loss), an FSDP step one all-gather per weight and one reduce-scatter per gradient; combined
+they are one collective per kind moving the same bytes.
 
-Candidates share a key: the reducer (a region applying one binary op, see
-``region_monoid``), its element type, the replica groups, whether a channel is used and
-``use_global_device_ids``. Walking each block in program order, an all-reduce joins the
-open group of its key unless it depends on a member of it (a combined op cannot run before
-its own input), or the group would pass ``threshold-bytes`` or ``max-count`` members; it
-then starts a new group. XLA's defaults are kept (30 MiB + 7 bytes, 256 members).
+One framework serves three passes, as XLA's combiners share their grouping:
 
-A group of two or more becomes one all_reduce at the place of its last member; ops that
-used an earlier member's result and stood before that place move after it (a stable
-topological order of the block, so everything else keeps its order).
+* ``all-reduce-combiner``: key = the reducer (a region applying one binary op, see
+  ``region_monoid``) and its element type;
+* ``all-gather-combiner``: key = ``all_gather_dim`` and, with
+  ``combine-different-dtypes=false``, the element type (XLA's default merges element types:
+  a variadic all_gather gives each operand its own);
+* ``reduce-scatter-combiner``: key = the reducer, its element type and
+  ``scatter_dimension``.
+
+Every kind adds the replica groups (as written: ``[[0,1]]`` and ``[[1,0]]`` differ), whether
+a channel is used, ``use_global_device_ids`` and the pipelined marker. Ops of other
+dimensions stay apart: XLA can merge them through layout bitcasts (``combine_by_dim=false``),
+which here would be transposes that copy, so the dimension is always part of the key.
+
+The pipelined marker is the unit attribute ``openhlo.pipelined`` (``PIPELINED``): a
+collective-pipelining pass sets it on the collectives it moved across loop iterations. A
+pipelined op never merges with one that is not (openxla/xla#21966: combining them
+serialized the pipelined op behind the others and undid the overlap).
+
+Walking each block in program order, a candidate joins the open group of its key unless the
+merged op could not run where the group's last member stands, or the group would pass
+``threshold-bytes`` (result bytes) or ``max-count`` members; it then starts a new group. An
+op larger than the threshold by itself is left alone and leaves its key's group open, as in
+XLA. XLA's defaults are kept (30 MiB + 7 bytes, 256 members). With
+``combine-while-loops=false`` the blocks of ``stablehlo.while`` regions are skipped (XLA's
+option of that name; deeper regions still combine).
+
+A group of two or more becomes one op at the place of its last member; ops that used an
+earlier member's result and stood before that place move after it (a stable topological
+order of the block, so everything else keeps its order).
 """
 from __future__ import annotations
 
 import heapq
 import math
 from dataclasses import dataclass
+from typing import ClassVar, Iterator, Optional
 
 import numpy as np
 
@@ -28,31 +51,74 @@ from stablehlo.ir.core import Block, Module, Operation
 from stablehlo.ir.regions import region_monoid
 from stablehlo.ir.types import numpy_dtype
 
-from xla_core.ir_utils import blocks_of, replace_uses
+from xla_core.ir_utils import replace_uses
 from xla_core.passes.base import Pass, PassContext
 
 ALL_REDUCE = "stablehlo.all_reduce"
+ALL_GATHER = "stablehlo.all_gather"
+REDUCE_SCATTER = "stablehlo.reduce_scatter"
+WHILE = "stablehlo.while"
+
+# Set by collective pipelining on the collectives it moved across iterations; see above.
+PIPELINED = "openhlo.pipelined"
+
+# XLA's kDefault{AllReduce,AllGather,ReduceScatter}CombineThreshold and its count cap.
+DEFAULT_THRESHOLD_BYTES = 30 * 1024 * 1024 + 7
+DEFAULT_MAX_COUNT = 256
 
 
 @dataclass(frozen=True)
-class AllReduceCombinerPass(Pass):
-    name = "all-reduce-combiner"
-    threshold_bytes: int = 30 * 1024 * 1024 + 7
-    max_count: int = 256
+class CollectiveCombinerPass(Pass):
+    """The shared part: grouping by key, the dependency check, the thresholds, placing the
+    combined op and rewiring users. A kind sets ``op_name`` and ``kind_key``."""
+    op_name: ClassVar[str] = ""
+    threshold_bytes: int = DEFAULT_THRESHOLD_BYTES
+    max_count: int = DEFAULT_MAX_COUNT
+    combine_while_loops: bool = True
+
+    def kind_key(self, op: Operation) -> Optional[tuple]:
+        """What this kind's ops must share besides what every kind's must (``_key``), or None
+        for an op that is never combined."""
+        raise NotImplementedError
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         changed = False
         for func in module.functions():
             if func.body is None:
                 continue
-            blocks = [func.body] + [b for op in func.body.operations for b in blocks_of(op)]
-            for block in blocks:
+            for block in list(self._blocks(func.body)):
                 changed |= self._combine_block(block, func.op)
         return changed
 
+    def _blocks(self, block: Block) -> Iterator[Block]:
+        """``block`` and the blocks nested in it, less a while's own blocks with
+        ``combine-while-loops=false`` (blocks nested deeper in those still count)."""
+        yield block
+        for op in block.operations:
+            for region in op.regions:
+                for inner in region.blocks:
+                    if op.name == WHILE and not self.combine_while_loops:
+                        yield from (b for o in inner.operations for b in self._nested(o))
+                    else:
+                        yield from self._blocks(inner)
+
+    def _nested(self, op: Operation) -> Iterator[Block]:
+        for region in op.regions:
+            for block in region.blocks:
+                yield from self._blocks(block)
+
+    def _key(self, op: Operation) -> Optional[tuple]:
+        if op.name != self.op_name or not op.results:
+            return None
+        kind = self.kind_key(op)
+        if kind is None:
+            return None
+        attrs = op.attributes
+        return kind + (_groups_key(attrs.get("replica_groups")), "channel_handle" in attrs,
+                       str(attrs.get("use_global_device_ids", "")), PIPELINED in attrs)
+
     def _combine_block(self, block: Block, root: Operation) -> bool:
-        groups = self._groups(block)
-        merged = [g for g in groups if len(g) > 1]
+        merged = [g for g in self._groups(block) if len(g) > 1]
         if not merged:
             return False
         replacements, placed = {}, {}
@@ -80,43 +146,119 @@ class AllReduceCombinerPass(Pass):
         return True
 
     def _groups(self, block: Block) -> list:
-        """Groups of combinable all-reduces of ``block``, in program order."""
-        groups = []
-        open_group: dict = {}  # key -> (members, bytes, bit mask of member ids)
-        depends: dict = {}  # value -> bit mask of the all-reduces it depends on
+        """Groups of combinable ops of ``block``, in program order.
+
+        Dependencies are bit masks over op positions. A member's result carries only its own
+        bit; what its group reads is kept per group, because once merged, reading any member
+        means waiting for every member's inputs. ``_waits_for`` follows those edges, so two
+        groups never each wait for the other (a cycle no placement could order)."""
+        groups: list = []
+        sizes: list = []
+        members: list = []  # per group: mask of its members
+        reads: list = []  # per group: mask of what its members read
+        open_group: dict = {}  # key -> group index
+        depends: dict = {}  # value -> mask of the members it depends on
         for index, op in enumerate(block.operations):
             mask = 0
             for inner in op.walk():
                 for v in inner.operands:
                     mask |= depends.get(v, 0)
-            key = _key(op) if op.name == ALL_REDUCE else None
-            if key is not None:
-                size = sum(_nbytes(r.type) for r in op.results)
-                members, total, member_mask = open_group.get(key, ([], 0, 0))
-                if (not members or mask & member_mask or total + size > self.threshold_bytes
-                        or len(members) >= self.max_count):
-                    members, total, member_mask = [], 0, 0
-                    groups.append(members)
-                members.append(op)
-                open_group[key] = (members, total + size, member_mask | 1 << index)
-                mask |= 1 << index
+            key = self._key(op)
+            size = sum(_nbytes(r.type) for r in op.results) if key is not None else 0
+            if key is None or size > self.threshold_bytes:
+                for r in op.results:
+                    depends[r] = mask
+                continue
+            g = open_group.get(key)
+            if g is not None and (sizes[g] + size > self.threshold_bytes
+                                  or len(groups[g]) >= self.max_count
+                                  or _waits_for(mask, members[g], members, reads)):
+                g = None
+            if g is None:
+                g = open_group[key] = len(groups)
+                groups.append([])
+                sizes.append(0)
+                members.append(0)
+                reads.append(0)
+            groups[g].append(op)
+            sizes[g] += size
+            members[g] |= 1 << index
+            reads[g] |= mask
             for r in op.results:
-                depends[r] = mask
+                depends[r] = 1 << index
         return groups
 
 
-def _key(op: Operation):
-    """What all-reduces must share to be combined, or None for one that is not combined."""
-    if len(op.regions) != 1 or not op.results:
+def _waits_for(mask: int, target: int, members: list, reads: list) -> bool:
+    """Whether an op reading ``mask`` would wait, through merged groups, for a member in
+    ``target``."""
+    seen = mask
+    grew = True
+    while grew and not seen & target:
+        grew = False
+        for group_members, group_reads in zip(members, reads):
+            if seen & group_members and (group_members | group_reads) & ~seen:
+                seen |= group_members | group_reads
+                grew = True
+    return bool(seen & target)
+
+
+def _groups_key(groups) -> tuple:
+    """The replica groups by value, ids in the order written (an array's text elides the
+    middle of a large one)."""
+    array = getattr(groups, "array", None)
+    if array is None:
+        return (str(groups) if groups is not None else "",)
+    return (array.shape, np.ascontiguousarray(array).tobytes())
+
+
+def _reducer_key(op: Operation) -> Optional[tuple]:
+    """The reducer's binary op and element type, or None when the region is not one
+    binary op of its two arguments."""
+    if len(op.regions) != 1:
         return None
     monoid = region_monoid(op.regions[0])
     block = op.regions[0].blocks[0]
     if monoid is None or len(block.arguments) != 2:
         return None
-    attrs = op.attributes
-    groups = attrs.get("replica_groups")
-    return (monoid.op, str(block.arguments[0].type), str(groups) if groups is not None else "",
-            "channel_handle" in attrs, str(attrs.get("use_global_device_ids", "")))
+    return (monoid.op, str(block.arguments[0].type))
+
+
+def _dimension(op: Operation, name: str) -> int:
+    attr = op.attributes.get(name)
+    return int(getattr(attr, "value", attr))
+
+
+@dataclass(frozen=True)
+class AllReduceCombinerPass(CollectiveCombinerPass):
+    name = "all-reduce-combiner"
+    op_name = ALL_REDUCE
+
+    def kind_key(self, op: Operation) -> Optional[tuple]:
+        return _reducer_key(op)
+
+
+@dataclass(frozen=True)
+class AllGatherCombinerPass(CollectiveCombinerPass):
+    name = "all-gather-combiner"
+    op_name = ALL_GATHER
+    combine_different_dtypes: bool = True
+
+    def kind_key(self, op: Operation) -> Optional[tuple]:
+        dim = _dimension(op, "all_gather_dim")
+        if self.combine_different_dtypes:
+            return (dim,)
+        return (dim, tuple(str(r.type.element_type) for r in op.results))
+
+
+@dataclass(frozen=True)
+class ReduceScatterCombinerPass(CollectiveCombinerPass):
+    name = "reduce-scatter-combiner"
+    op_name = REDUCE_SCATTER
+
+    def kind_key(self, op: Operation) -> Optional[tuple]:
+        reducer = _reducer_key(op)
+        return None if reducer is None else reducer + (_dimension(op, "scatter_dimension"),)
 
 
 def _nbytes(t) -> int:
@@ -124,15 +266,15 @@ def _nbytes(t) -> int:
 
 
 def _combined(group: list) -> Operation:
-    """One all_reduce over every member's operands, with the first member's attributes (its
-    channel) and reducer."""
+    """One op over every member's operands, its results in member order, with the first
+    member's attributes (its channel, dimension, marker) and reducer, if any."""
     first = group[0]
     operands = [v for m in group for v in m.operands]
     types = [r.type for m in group for r in m.results]
-    op = Operation(ALL_REDUCE, operands, types, dict(first.attributes), location=first.location)
-    region = first.regions[0]
-    region.parent = None
-    op.add_region(region)
+    op = Operation(first.name, operands, types, dict(first.attributes), location=first.location)
+    for region in first.regions:
+        region.parent = None
+        op.add_region(region)
     return op
 
 
@@ -158,5 +300,5 @@ def _stable_topological(ops: list) -> list:
             waiting[j] -= 1
             if not waiting[j]:
                 heapq.heappush(ready, j)
-    assert len(order) == len(ops), "combining all-reduces made a cycle"
+    assert len(order) == len(ops), "combining collectives made a cycle"
     return order

@@ -9,12 +9,13 @@ import time
 import numpy as np
 import pytest
 
-from stablehlo.errors import CheckFailure, InterpreterError
+from stablehlo.errors import CheckFailure, InterpreterError, VerificationError
 from stablehlo.interpreter import TOKEN, collectives, evaluate
 from stablehlo.interpreter.collectives import (all_to_all_values, collective_broadcast_values,
                                                process_groups, reduce_scatter_values,
                                                strategy_for)
 from stablehlo.text import parse_module
+from stablehlo.verify import verify_module
 
 
 def run(text, *args):
@@ -137,6 +138,42 @@ def test_all_gather_cross_replica_and_partition_2x2():
     # orders processes partition-major: (0,0), (1,0), (0,1), (1,1).
     for out in outs:
         assert out.tolist() == [0, 10, 1, 11]
+
+
+_TWO_OPERAND_REDUCE_SCATTER = """
+    func.func @rs(%x: tensor<4xi64>, %y: tensor<2x{n}xi64>) -> (tensor<2xi64>, tensor<1x{n}xi64>) {{
+      %r:2 = "stablehlo.reduce_scatter"(%x, %y) ({{
+        ^bb0(%a: tensor<i64>, %b: tensor<i64>):
+          %s = stablehlo.add %a, %b : tensor<i64>
+          stablehlo.return %s : tensor<i64>
+      }}) {{scatter_dimension = 0 : i64, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}}
+          : (tensor<4xi64>, tensor<2x{n}xi64>) -> (tensor<2xi64>, tensor<1x{n}xi64>)
+      return %r#0, %r#1 : tensor<2xi64>, tensor<1x{n}xi64>
+    }}
+    func.func @main() -> (tensor<2xi64>, tensor<1x{n}xi64>, tensor<2xi64>, tensor<1x{n}xi64>) {{
+      %x0 = stablehlo.constant dense<[1, 2, 3, 4]> : tensor<4xi64>
+      %x1 = stablehlo.constant dense<[10, 20, 30, 40]> : tensor<4xi64>
+      %y0 = stablehlo.iota dim = 1 : tensor<2x{n}xi64>
+      %y1 = stablehlo.iota dim = 0 : tensor<2x{n}xi64>
+      %r:4 = "interpreter.run_parallel"(%x0, %y0, %x1, %y1) {{programs = [[@rs], [@rs]]}}
+          : (tensor<4xi64>, tensor<2x{n}xi64>, tensor<4xi64>, tensor<2x{n}xi64>)
+          -> (tensor<2xi64>, tensor<1x{n}xi64>, tensor<2xi64>, tensor<1x{n}xi64>)
+      return %r#0, %r#1, %r#2, %r#3
+          : tensor<2xi64>, tensor<1x{n}xi64>, tensor<2xi64>, tensor<1x{n}xi64>
+    }}"""
+
+
+def test_reduce_scatter_of_two_operands_scatters_each():
+    # XLA's variadic reduce-scatter (what xla_core's reduce-scatter-combiner makes)
+    outs = run(_TWO_OPERAND_REDUCE_SCATTER.format(n=3))
+    assert [o.tolist() for o in outs] == [[11, 22], [[0, 1, 2]], [33, 44], [[1, 2, 3]]]
+
+
+def test_reduce_scatter_checks_every_operand_against_the_group_size():
+    text = _TWO_OPERAND_REDUCE_SCATTER.format(n=3).replace("tensor<2x3xi64>", "tensor<3x3xi64>")
+    with pytest.raises(VerificationError, match=r"operand #1 dimension 0 has size 3, which is "
+                                                r"not a multiple of the replica group size 2"):
+        verify_module(parse_module(text, "t.mlir"))
 
 
 def test_collective_permute_cross_replica():

@@ -100,18 +100,24 @@ def _infer_all_reduce(op):
 
 
 def _infer_reduce_scatter(op):
-    expect_num_operands(op, 1)
-    t = tensor_operand(op, 0)
+    """StableHLO's reduce_scatter takes one operand; more are read as XLA's variadic
+    reduce-scatter (what reduce-scatter-combiner makes): each operand is scattered alike."""
+    types = tensor_operands(op)
+    if not types:
+        raise op_error(op, "expected at least 1 operand, got 0")
     dim = int_attr(op, "scatter_dimension")
-    check_in_range(op, "attribute 'scatter_dimension'", [dim], 0, t.rank)
     group = _process_group_size(op)
-    if group is not None and t.shape[dim] is not None and t.shape[dim] % group:
-        raise op_error(op, f"operand dimension {dim} has size {t.shape[dim]}, which is not "
-                           f"a multiple of the replica group size {group}")
-    elem = _binary_reducer(op, [t])
-    shape = list(t.shape)
-    shape[dim] = _scaled(shape[dim], group, divide=True)
-    return [t.with_shape(shape).with_element_type(elem)]
+    elem = _binary_reducer(op, types)
+    results = []
+    for i, t in enumerate(types):
+        check_in_range(op, "attribute 'scatter_dimension'", [dim], 0, t.rank)
+        if group is not None and t.shape[dim] is not None and t.shape[dim] % group:
+            raise op_error(op, f"operand #{i} dimension {dim} has size {t.shape[dim]}, which "
+                               f"is not a multiple of the replica group size {group}")
+        shape = list(t.shape)
+        shape[dim] = _scaled(shape[dim], group, divide=True)
+        results.append(t.with_shape(shape).with_element_type(elem))
+    return results
 
 
 def _infer_all_to_all(op):

@@ -426,43 +426,58 @@ Step make_all_gather(const OpSpec& spec) {
   };
 }
 
-// reduce_scatter: member i reduces block i of the scatter dimension over all members.
+// reduce_scatter: member i reduces block i of the scatter dimension over all members, for
+// each operand (a combined reduce_scatter, xla_core/spmd/combiner.py, has several).
 Step make_reduce_scatter(const OpSpec& spec) {
   const ReduceScatterAttrs a = ReduceScatterAttrs::decode(spec);
   auto g = parse_groups(spec, a, true);
-  require(spec.operands.size() == 1, "reduce_scatter takes one operand");
   require_same_types(spec);
   const int64_t size = common_group_size(*g);
   const int64_t dim = a.scatter_dimension;
-  const Shape& in = spec.operands[0].shape;
-  require(dim >= 0 && dim < static_cast<int64_t>(in.size()), "scatter_dimension is out of range");
-  require(in[dim] % size == 0, "scatter dimension is not divisible by the group size");
-  Shape want = in;
-  want[dim] /= size;
-  require(spec.results[0].shape == want, "result shape does not match the process group size");
-  const FoldFn fold = fold_fn(spec.operands[0].dtype, parse_combiner(a.combiner));
-  int64_t outer = 1;
-  for (int64_t d = 0; d < dim; ++d) outer *= in[d];
-  const int64_t block = num_elements(want) / std::max<int64_t>(outer, 1);  // my part per row
-  const DType dtype = spec.results[0].dtype;
-  const Shape out_shape = want;
-  return [g, fold, outer, block, dtype, out_shape](ExecContext& ctx, const Array* operands,
-                                                   Array* results) {
+  const Comb comb = parse_combiner(a.combiner);
+  struct Part {
+    FoldFn fold;
+    int64_t outer;  // elements before the scatter dimension
+    int64_t block;  // my part per row
+    TensorSpec result;
+  };
+  std::vector<Part> parts;
+  for (size_t j = 0; j < spec.operands.size(); ++j) {
+    const Shape& in = spec.operands[j].shape;
+    require(dim >= 0 && dim < static_cast<int64_t>(in.size()),
+            "scatter_dimension is out of range");
+    require(in[dim] % size == 0, "scatter dimension is not divisible by the group size");
+    Shape want = in;
+    want[dim] /= size;
+    require(spec.results[j].shape == want,
+            "result shape does not match the process group size");
+    int64_t outer = 1;
+    for (int64_t d = 0; d < dim; ++d) outer *= in[d];
+    parts.push_back({fold_fn(spec.operands[j].dtype, comb), outer,
+                     num_elements(want) / std::max<int64_t>(outer, 1), spec.results[j]});
+  }
+  return [g, parts](ExecContext& ctx, const Array* operands, Array* results) {
     const int64_t k = instance_of(ctx, *g);
     const int64_t size = static_cast<int64_t>(g->members[k].size());
+    const size_t n = parts.size();
     if (size == 1) {
-      results[0] = operands[0];
+      for (size_t j = 0; j < n; ++j) results[j] = operands[j];
       return;
     }
     const int64_t pos = g->position[k];
-    const auto values = exchange(ctx, *g, k, {operands[0]});
-    Array out = allocate(dtype, out_shape);
+    const auto values = exchange(ctx, *g, k, std::vector<Array>(operands, operands + n));
     std::vector<const void*> srcs(size);
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t m = 0; m < size; ++m) srcs[m] = at(values[m][0], (o * size + pos) * block);
-      fold(srcs.data(), size, at_mut(out, o * block), block);
+    for (size_t j = 0; j < n; ++j) {
+      const Part& p = parts[j];
+      Array out = allocate(p.result.dtype, p.result.shape);
+      for (int64_t o = 0; o < p.outer; ++o) {
+        for (int64_t m = 0; m < size; ++m) {
+          srcs[m] = at(values[m][j], (o * size + pos) * p.block);
+        }
+        p.fold(srcs.data(), size, at_mut(out, o * p.block), p.block);
+      }
+      results[j] = std::move(out);
     }
-    results[0] = std::move(out);
   };
 }
 

@@ -76,6 +76,14 @@ PROGRAMS = {
       {{scatter_dimension = 0 : i64, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}}
       : (tensor<8x3xf32>) -> tensor<2x3xf32>
   return %r : tensor<2x3xf32>""", "%x: tensor<8x3xf32>", "tensor<2x3xf32>"),
+    # two operands, as reduce-scatter-combiner makes them (xla_core/spmd/combiner.py)
+    "reduce_scatter_variadic.mlir": _replicated(f"""  %r:2 = "stablehlo.reduce_scatter"(%x, %y)
+      {_sum("f32")} {{scatter_dimension = 0 : i64,
+      replica_groups = dense<[[2, 0, 3, 1]]> : tensor<1x4xi64>}}
+      : (tensor<8x3xf32>, tensor<4x2xf32>) -> (tensor<2x3xf32>, tensor<1x2xf32>)
+  return %r#0, %r#1 : tensor<2x3xf32>, tensor<1x2xf32>""",
+                                                "%x: tensor<8x3xf32>, %y: tensor<4x2xf32>",
+                                                "tensor<2x3xf32>, tensor<1x2xf32>"),
     "all_to_all.mlir": _replicated("""  %r = "stablehlo.all_to_all"(%x) {split_dimension = 0 : i64,
       concat_dimension = 1 : i64, split_count = 4 : i64,
       replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}
