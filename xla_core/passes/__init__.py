@@ -20,6 +20,9 @@ PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
 PASSES.register("sharding-propagation", "xla_core.spmd.propagation:ShardingPropagationPass")
 PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")
 PASSES.register("all-reduce-combiner", "xla_core.spmd.combiner:AllReduceCombinerPass")
+PASSES.register("async-collective-creator",
+                "xla_core.spmd.async_collectives:AsyncCollectiveCreatorPass")
+PASSES.register("convert-async-to-sync", "xla_core.spmd.async_collectives:ConvertAsyncToSyncPass")
 
 
 def _default_pipeline() -> Pipeline:
@@ -51,13 +54,16 @@ def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = Tru
     the others are inlined (propagation and partitioning see one function), propagated and
     partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
     skips a module an earlier one partitioned. Independent all-reduces are then combined
-    (unless ``combine`` is false), as XLA's pipeline does after partitioning. The compile
-    driver (xla_core/compile) partitions with this too."""
+    (unless ``combine`` is false), as XLA's pipeline does after partitioning. Last, each
+    collective that has independent work after it becomes an async start/done pair around
+    that work (the creator splits every one, convert-async-to-sync joins those with nothing
+    between). The compile driver (xla_core/compile) partitions with this too."""
     return Pipeline("spmd", parse_pass_list(
         f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
         f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"
         f"spmd-partition{{entry={entry} num-devices={num_devices}}}"
-        + (",all-reduce-combiner" if combine else "")))
+        + (",all-reduce-combiner" if combine else "")
+        + ",async-collective-creator,convert-async-to-sync"))
 
 
 PIPELINES.register("default", _default_pipeline)
