@@ -130,3 +130,20 @@ def test_spmd_pipeline_overlaps_the_partial_sum_all_reduce_with_independent_work
     start, done = names.index("openhlo.async_start"), names.index("openhlo.async_done")
     assert "stablehlo.dot_general" in names[start + 1:done]  # the replicated dot overlaps
     assert "stablehlo.all_reduce" not in names
+
+
+def test_memory_schedule_keeps_the_work_inside_the_async_window():
+    # Sinking would move the fused work (it defines more than it frees) to its first reader,
+    # past the done, leaving the all-reduce nothing to overlap (liveness.py, Note [async
+    # windows]).
+    text = f"""func.func @main(%x: {T}) -> ({T}, {T}) {{
+  %r = "stablehlo.all_reduce"(%x) {SUM} : ({T}) -> {T}
+  %y = stablehlo.multiply %x, %x : {T}
+  %z = stablehlo.sine %y : {T}
+  return %r, %z : {T}, {T}
+}}"""
+    module = _run(text, "async-collective-creator", "fusion", "memory-schedule")
+    names = _names(module)
+    assert names[0] == "openhlo.async_start" and names[-2:] == ["openhlo.async_done",
+                                                                 "func.return"]
+    assert len(names) == 4  # the fused multiply and sine in between
