@@ -3,7 +3,7 @@
 ``verify_module(module)`` checks, for every op, in this order:
 
 1. structure: an op of a registered dialect (stablehlo, chlo, func, builtin,
-   check, interpreter) must be known to the op registry; it has the declared
+   check, interpreter, openhlo) must be known to the op registry; it has the declared
    number of regions; every block of a stablehlo/chlo region ends with
    ``stablehlo.return`` and a function body with ``func.return``, and
    terminators appear only last;
@@ -34,7 +34,7 @@ from stablehlo.ir.ops.shape_inference import check_fits_int64
 from stablehlo.ir.types import FunctionType
 
 REGISTERED_DIALECTS = frozenset({"stablehlo", "chlo", "func", "builtin", "check",
-                                 "interpreter"})
+                                 "interpreter", "openhlo"})
 
 # which terminator closes the regions of ops of a dialect / of a given op
 _FUNC_TERMINATOR = "func.return"

@@ -12,7 +12,7 @@ from stablehlo.interpreter.evaluator import EvalContext, evaluate
 from stablehlo.interpreter import (  # noqa: F401,E402
     elementwise, chlo, data_movement, indexing, sort, reductions, windows, linalg,
     convolution, batch_norm, factorization, fft, random, control_flow, checks, collectives, io,
-    quantization,
+    quantization, async_collectives,
 )
 
 __all__ = ["evaluate", "EvalContext", "KERNELS", "kernel", "TOKEN"]

@@ -237,6 +237,16 @@ class TokenType(Type):
 
 
 @dataclass(frozen=True)
+class FutureType(Type):
+    """``!openhlo.future<T, ...>``: the handle an ``openhlo.async_start`` returns and its
+    ``openhlo.async_done`` consumes; ``types`` are the wrapped collective's result types."""
+    types: tuple
+
+    def __str__(self) -> str:
+        return "!openhlo.future<" + ", ".join(str(t) for t in self.types) + ">"
+
+
+@dataclass(frozen=True)
 class FunctionType(Type):
     inputs: tuple
     results: tuple

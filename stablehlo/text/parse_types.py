@@ -13,6 +13,7 @@ from stablehlo.ir.types import (
     ComplexType,
     FloatType,
     FunctionType,
+    FutureType,
     IndexType,
     IntegerType,
     OpaqueType,
@@ -250,6 +251,10 @@ class TypeParser(Cursor):
         if text == "!stablehlo.token":
             self.i += 1
             return TokenType()
+        if text == "!openhlo.future":
+            self.i += 1
+            self.expect("<", "after '!openhlo.future'")
+            return FutureType(tuple(self.parse_type_list(">")))
         if text == "!quant.uniform":
             self.enter("quantized type")
             try:

@@ -8,7 +8,8 @@ and records, per op (program order, ``index`` 0..N-1):
   while body is used by the while op;
 * ``defs[i]``: the values it defines; ``preds[i]``: the ops it must follow
   (defining ops of its uses, plus the previous op with an effect when the op
-  has one, see Note [ordered ops]); the terminator must come last besides;
+  has one, see Note [ordered ops], plus the ops of an async window, see Note
+  [async windows]); the terminator must come last besides;
 * ``scratch[i]``: bytes its nested computations need while it runs (the peak
   of a while/if/case body, of a called function), added at this op only.
 
@@ -24,6 +25,12 @@ An op with an effect (``dce``'s ``Purity`` says it is not pure: side effects,
 collectives, custom calls, rng, ...) or one that touches a token keeps its
 place relative to every other such op: each depends on the one before it.
 The terminator stays last.
+
+Note [async windows]
+The ops between an ``openhlo.async_start`` and its ``openhlo.async_done`` are the work
+that overlaps the collective (xla_core/spmd/async_collectives.py placed them there): each
+follows the start, and the done follows each, so a memory schedule never moves work out
+of the window (which would leave the collective nothing to overlap).
 """
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ from functools import lru_cache
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.attributes import SymbolRefAttr
 from stablehlo.ir.core import Block, Module, Operation, Value
+from stablehlo.ir.ops.async_collectives import ASYNC_DONE, ASYNC_START
 from stablehlo.ir.ops.base import TERMINATOR
 from stablehlo.ir.types import TensorType, TokenType, TupleType, Type
 from xla_core.cost.estimates import CostModelError, type_bytes
@@ -158,6 +166,7 @@ class BlockGraph:
                            and last.opdef.has(TERMINATOR) else None)
         self.users = []
         previous_ordered = None
+        open_starts: list[int] = []  # starts whose done has not come yet (Note [async windows])
         for index, op in enumerate(self.ops):
             used = self._uses_of(op)
             self.uses.append(used)
@@ -169,6 +178,13 @@ class BlockGraph:
                 if previous_ordered is not None:
                     preds.add(previous_ordered)
                 previous_ordered = index
+            preds.update(open_starts)
+            if op.name == ASYNC_DONE and op.operands[0] in self.vid:
+                start = self.def_op[self.vid[op.operands[0]]]
+                preds.update(range(start + 1, index))
+                open_starts.remove(start)
+            elif op.name == ASYNC_START:
+                open_starts.append(index)
             self.preds.append(sorted(preds))
             self.defs.append([self._define(r, index, op) for r in op.results])
             self.scratch.append(self.nested.of_op(op))

@@ -70,6 +70,7 @@ from stablehlo.ir.ops.base import ELEMENTWISE
 from stablehlo.registry import Registry
 from stablehlo.ir.types import (
     ComplexType,
+    FutureType,
     TensorType,
     TokenType,
     TupleType,
@@ -125,8 +126,9 @@ def elements(t: Type) -> int:
 
 
 def type_bytes(t: Type) -> int:
-    """Bytes a value of type ``t`` occupies in memory (tuples: their elements)."""
-    if isinstance(t, TupleType):
+    """Bytes a value of type ``t`` occupies in memory (tuples: their elements; a future: the
+    results its collective writes, held from the start to the done)."""
+    if isinstance(t, (TupleType, FutureType)):
         return sum(type_bytes(e) for e in t.types)
     if isinstance(t, TokenType):
         return 0
@@ -411,7 +413,8 @@ _NO_FORMULA = (
     "stablehlo.dynamic_iota", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape",
     "stablehlo.dynamic_pad", "stablehlo.real_dynamic_slice", "stablehlo.dynamic_gather",
     "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
-    "stablehlo.async_start", "stablehlo.async_done", "stablehlo.all_gather",
+    "stablehlo.async_start", "stablehlo.async_done", "openhlo.async_start",
+    "openhlo.async_done", "stablehlo.all_gather",
     "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_to_all",
     "stablehlo.collective_permute", "stablehlo.collective_broadcast",
     "stablehlo.collective_reduce", "chlo.top_k", "chlo.ragged_dot", "chlo.scan",

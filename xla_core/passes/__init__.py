@@ -22,6 +22,9 @@ PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")
 PASSES.register("all-reduce-combiner", "xla_core.spmd.combiner:AllReduceCombinerPass")
 PASSES.register("all-gather-combiner", "xla_core.spmd.combiner:AllGatherCombinerPass")
 PASSES.register("reduce-scatter-combiner", "xla_core.spmd.combiner:ReduceScatterCombinerPass")
+PASSES.register("async-collective-creator",
+                "xla_core.spmd.async_collectives:AsyncCollectiveCreatorPass")
+PASSES.register("convert-async-to-sync", "xla_core.spmd.async_collectives:ConvertAsyncToSyncPass")
 
 
 def _default_pipeline() -> Pipeline:
@@ -54,14 +57,17 @@ def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = Tru
     partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
     skips a module an earlier one partitioned. Independent all-reduces, all-gathers and
     reduce-scatters are then combined (unless ``combine`` is false), in the order XLA's
-    pipeline runs its combiners after partitioning. The compile driver (xla_core/compile)
-    partitions with this too."""
+    pipeline runs its combiners after partitioning. Last, each collective that has
+    independent work after it becomes an async start/done pair around that work (the creator
+    splits every one, convert-async-to-sync joins those with nothing between). The compile
+    driver (xla_core/compile) partitions with this too."""
     combiners = ",all-reduce-combiner,all-gather-combiner,reduce-scatter-combiner"
     return Pipeline("spmd", parse_pass_list(
         f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
         f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"
         f"spmd-partition{{entry={entry} num-devices={num_devices}}}"
-        + (combiners if combine else "")))
+        + (combiners if combine else "")
+        + ",async-collective-creator,convert-async-to-sync"))
 
 
 PIPELINES.register("default", _default_pipeline)

@@ -112,7 +112,8 @@ _WHOLE = {
     _EFFECT: [
         "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
         "stablehlo.after_all", "stablehlo.create_token", "stablehlo.async_start",
-        "stablehlo.async_done", "check.expect_eq", "check.expect_eq_const",
+        "stablehlo.async_done", "openhlo.async_start", "openhlo.async_done",
+        "check.expect_eq", "check.expect_eq_const",
         "check.expect_almost_eq", "check.expect_almost_eq_const", "check.expect_close",
         "check.expect_serialized_eq", "interpreter.probe", "interpreter.run_parallel",
         "interpreter.print",

@@ -7,6 +7,10 @@ of one frame; each op becomes one instruction (see native/executor.h):
 * ``while``/``if``/``case`` -> control-flow instructions holding nested Programs, so loops
   run in C++ without returning to Python;
 * ``func.call`` -> the callee is lowered inline (StableHLO has no recursion);
+* ``openhlo.async_start`` -> ASYNC_START: the wrapped collective's native kernel, queued on
+  the instance's communication thread; ``openhlo.async_done`` -> ASYNC_DONE, which waits for
+  it. A collective without a native kernel runs at its done instead (synchronously, as the
+  interpreter does), so no future ever crosses into Python;
 * an op with a native kernel -> KERNEL, with the step its factory built;
 * any other op -> CALLBACK into the reference interpreter's kernel for that one op (its
   operands, plus the enclosing values its regions capture). Each such fallback is logged on
@@ -29,8 +33,10 @@ import numpy as np
 
 from stablehlo.errors import InterpreterError, OpenHLOError
 from stablehlo.ir.core import Block, Func, Module, Operation, Value
+from stablehlo.ir.ops.async_collectives import ASYNC_DONE, ASYNC_START, wrapped_collective
 from stablehlo.ir.ops.base import COLLECTIVE
-from stablehlo.ir.types import QuantizedType, TensorType, TokenType, Type, numpy_dtype
+from stablehlo.ir.types import (FutureType, QuantizedType, TensorType, TokenType, Type,
+                                numpy_dtype)
 
 from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
 from pjrt.plugins.cpu.collectives import collective_attrs
@@ -199,6 +205,8 @@ class Lowering:
         self.fusions_generated: list[str] = []
         self.fusions_inlined: list[tuple[str, str]] = []
         self.count = 0
+        # handle -> (start, operand slots) of starts whose collective runs at the done
+        self.run_at_done: dict[Value, tuple[Operation, list[int]]] = {}
 
     def lower(self, func: Func) -> LoweredFunction:
         types = list(func.type.inputs) + list(func.type.results)
@@ -226,7 +234,9 @@ class Lowering:
         seen = set() if seen is None else seen
         for op in block.operations:
             for value in list(op.results):
-                native_type(value.type)
+                for type in (value.type.types if isinstance(value.type, FutureType)
+                             else (value.type,)):
+                    native_type(type)
             for region in op.regions:
                 for inner in region.blocks:
                     for arg in inner.arguments:
@@ -317,8 +327,38 @@ class Lowering:
             b.add("add_token", where, outs[0], outs=outs)
         elif name == "interpreter.run_parallel":
             self._lower_run_parallel(op, ins, outs, b)
+        elif name == ASYNC_START:
+            self._lower_async_start(op, ins, outs, b)
+        elif name == ASYNC_DONE:
+            self._lower_async_done(op, env, outs, b)
         else:
             self._lower_kernel_or_fallback(op, env, ins, outs, b)
+
+    def _lower_async_start(self, op, ins, outs, b: _ProgramBuilder) -> None:
+        collective = wrapped_collective(op)
+        kernel, reason = self._native_kernel(collective)
+        if kernel is not None:
+            try:
+                b.add("add_async_start", op.where(), *kernel, ins, outs[0], uses=ins, outs=outs)
+                return
+            except native().Unsupported as exc:
+                reason = str(exc)
+        LOG.info("%s runs its collective at the done: %s", op.where(), reason)
+        self.run_at_done[op.results[0]] = (op, ins)
+
+    def _lower_async_done(self, op, env, outs, b: _ProgramBuilder) -> None:
+        handle = op.operands[0]
+        deferred = self.run_at_done.pop(handle, None)
+        if deferred is None:
+            b.add("add_async_done", op.where(), env[handle], outs, uses=[env[handle]], outs=outs)
+            return
+        start, ins = deferred
+        collective = wrapped_collective(start)
+        inner = dict(env)
+        inner.update(zip(collective.operands, ins))
+        for result, slot in zip(collective.results, outs):
+            inner[result] = slot
+        self._lower_kernel_or_fallback(collective, inner, ins, outs, b)
 
     def _lower_compiled_while(self, op, env, ins, outs, b: _ProgramBuilder) -> bool:
         """A loop of elementwise math as one generated kernel (codegen/), if it is one."""
@@ -375,27 +415,39 @@ class Lowering:
             env[value] = slot
         return True
 
-    def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
-        reason = None
+    def _native_kernel(self, op) -> tuple:
+        """((name, attribute record, operand types, result types), None) for ``op``'s native
+        kernel, or (None, why there is none); the native side may still refuse the record
+        (``Unsupported``)."""
         region = region_attrs(op)
         if op.regions and not region:
-            reason = "its region is not a simple combiner or comparator"
-        elif op.name not in _kernel_names():
-            reason = "no native kernel"
-        elif any(isinstance(v.type, TokenType) for v in list(op.operands) + list(op.results)):
-            reason = "tokens are handled by the interpreter"
-        elif any(isinstance(getattr(v.type, "element_type", None), QuantizedType)
-                 for v in list(op.operands) + list(op.results)):
-            reason = "quantized ops run on the interpreter (dequantize-compute-quantize)"
-        else:
+            return None, "its region is not a simple combiner or comparator"
+        if op.name not in _kernel_names():
+            return None, "no native kernel"
+        if any(isinstance(v.type, TokenType) for v in list(op.operands) + list(op.results)):
+            return None, "tokens are handled by the interpreter"
+        if any(isinstance(getattr(v.type, "element_type", None), QuantizedType)
+               for v in list(op.operands) + list(op.results)):
+            return None, "quantized ops run on the interpreter (dequantize-compute-quantize)"
+        try:
+            attrs = {**plain_attrs(op), **region}
+            # replica_id and partition_id, the other collectives, were lowered above
+            if op.opdef is not None and op.opdef.has(COLLECTIVE):
+                attrs.update(collective_attrs(op, self.num_replicas, self.num_partitions))
+            record = encode(op.name, op.where(), attrs)
+        except native().Unsupported as exc:
+            return None, str(exc)
+        return (op.name, record, [native_type(v.type) for v in op.operands],
+                [native_type(r.type) for r in op.results]), None
+
+    def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
+        kernel, reason = self._native_kernel(op)
+        if kernel is not None:
             try:
-                attrs = {**plain_attrs(op), **region}
-                # replica_id and partition_id, the other collectives, were lowered above
+                b.add("add_kernel", op.where(), *kernel, ins, outs, uses=ins, outs=outs)
                 if op.opdef is not None and op.opdef.has(COLLECTIVE):
-                    attrs.update(collective_attrs(op, self.num_replicas, self.num_partitions))
-                b.add("add_kernel", op.where(), op.name, encode(op.name, op.where(), attrs),
-                      [native_type(v.type) for v in op.operands],
-                      [native_type(r.type) for r in op.results], ins, outs, uses=ins, outs=outs)
+                    # after the collectives this instance started (native/async_comm.h)
+                    b.native.set_communicates(len(b.records) - 1)
                 return
             except native().Unsupported as exc:
                 reason = str(exc)

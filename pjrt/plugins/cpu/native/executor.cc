@@ -168,6 +168,46 @@ void run_parallel_instr(const Instr& instr, Frame& frame) {
   }
 }
 
+// Queues the instruction's collective on the frame's communication thread. The task holds
+// its own references to the operands (released as soon as it has run) and a copy of the
+// context; the Program outlives the frame, whose destructor joins the thread.
+void start_async(const Instr& instr, Frame& frame) {
+  std::vector<Array> operands;
+  operands.reserve(instr.in.size());
+  for (int32_t s : instr.in) operands.push_back(frame.slots[s]);
+  if (!frame.comm) frame.comm = std::make_unique<CommThread>();
+  const Instr* at = &instr;
+  ExecContext ctx = frame.ctx;
+  frame.started[instr.out[0]] = frame.comm->submit(
+      [at, ctx, operands = std::move(operands)]() mutable {
+        std::vector<Array> results(at->out_specs.size());
+        const bool profiling = profiling_enabled();
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          at->step(ctx, operands.data(), results.data());
+        } catch (...) {
+          rethrow_located(*at);  // the done reports it, naming the start
+        }
+        if (profiling) {
+          profile_record(at->where + " [communication thread]",
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start).count());
+        }
+        operands.clear();
+        return results;
+      });
+}
+
+void finish_async(const Instr& instr, Frame& frame) {
+  auto it = frame.started.find(instr.in[0]);
+  if (it == frame.started.end()) throw ExecError("no started collective to wait for");
+  std::shared_future<std::vector<Array>> pending = std::move(it->second);
+  frame.started.erase(it);
+  // Bounded: the collective itself gives up after its rendezvous timeout (collectives.h).
+  std::vector<Array> results = pending.get();
+  for (size_t i = 0; i < instr.out.size(); ++i) frame.slots[instr.out[i]] = std::move(results[i]);
+}
+
 void run_instr(const Instr& instr, Frame& frame) {
   auto& slots = frame.slots;
   switch (instr.kind) {
@@ -189,6 +229,7 @@ void run_instr(const Instr& instr, Frame& frame) {
       // Slots dead after this instruction are dropped before it runs, so a step holding the
       // last reference to an operand may reuse its storage (generated in-place results).
       for (int32_t s : instr.release) slots[s] = Array();
+      if (instr.communicates && frame.comm) frame.comm->wait_idle();
       instr.step(frame.ctx, operands, results);
       for (size_t i = 0; i < instr.out.size(); ++i) slots[instr.out[i]] = std::move(results[i]);
       break;
@@ -228,6 +269,12 @@ void run_instr(const Instr& instr, Frame& frame) {
       break;
     case InstrKind::RUN_PARALLEL:
       run_parallel_instr(instr, frame);
+      break;
+    case InstrKind::ASYNC_START:
+      start_async(instr, frame);
+      break;
+    case InstrKind::ASYNC_DONE:
+      finish_async(instr, frame);
       break;
   }
 }
@@ -293,7 +340,17 @@ std::vector<Array> run_executable(const Executable& exe, std::vector<Array> args
                     " arguments, got " + std::to_string(args.size()));
   }
   for (size_t i = 0; i < args.size(); ++i) frame.slots[main.params[i]] = std::move(args[i]);
-  run_program(main, frame);
+  try {
+    run_program(main, frame);
+  } catch (...) {
+    // Collectives still queued or running would wait for peers that may now never come:
+    // fail this instance's meetings so the communication thread ends before the frame does.
+    if (frame.comm && !frame.comm->idle() && ctx.rendezvous != nullptr) {
+      ctx.rendezvous->abort(ctx.replica_id * ctx.num_partitions + ctx.partition_id,
+                            std::current_exception());
+    }
+    throw;
+  }
   std::vector<Array> results;
   results.reserve(main.results.size());
   for (int32_t s : main.results) results.push_back(frame.slots[s]);

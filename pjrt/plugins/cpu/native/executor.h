@@ -12,10 +12,13 @@
 
 #include <pybind11/pybind11.h>
 
+#include <future>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "async_comm.h"
 #include "kernel.h"
 
 namespace openhlo::cpu {
@@ -54,6 +57,8 @@ enum class InstrKind : uint8_t {
   PARTITION_ID,
   TOKEN,         // results[0] = a new token
   RUN_PARALLEL,  // run `parallel` executables as a grid of threads (interpreter.run_parallel)
+  ASYNC_START,   // step(operands) queued on the frame's communication thread; out[0]: handle
+  ASYNC_DONE,    // in[0]: a handle; waits for its collective, whose results go to out
 };
 
 struct Program;
@@ -73,6 +78,9 @@ struct Instr {
   std::vector<std::shared_ptr<const Executable>> parallel;  // RUN_PARALLEL, replica-major
   int64_t num_partitions = 1;                               // RUN_PARALLEL
   SharedPyObject make_host_states;                          // RUN_PARALLEL
+  // KERNEL: a collective, which waits for the frame's communication thread to be idle
+  // (async_comm.h: an instance meets its peers in program order).
+  bool communicates = false;
 };
 
 struct Program {
@@ -93,6 +101,12 @@ struct Frame {
   std::vector<Array> slots;
   ExecContext ctx;
   SharedPyObject host_state;  // passed to CALLBACK instructions (None when unset)
+  // Collectives started and not yet done, by handle slot. Each holds its operands until it
+  // has run, so they stay alive (and, being shared, are never written in place) however
+  // early liveness releases their slots.
+  std::unordered_map<int32_t, std::shared_future<std::vector<Array>>> started;
+  std::unique_ptr<CommThread> comm;  // made by the first ASYNC_START; declared last, so
+                                     // it is joined first when the frame goes
 };
 
 // Runs `exe` on `args` in a new frame; returns its results. Throws ExecError (or the Python

@@ -124,6 +124,27 @@ py::list run_sync(const std::shared_ptr<const Executable>& exe, const py::sequen
 // Python and without the GIL; their addresses reach it as integers (Executable.c_entry), so
 // neither library links the other. Only programs that never call back into Python qualify.
 
+// The step of native kernel `name` for these attributes and types (Unsupported when there
+// is none); `result_specs`, when given, receives the result types.
+Step kernel_step(const std::string& name, py::list record, py::list operand_types,
+                 py::list result_types, std::vector<TensorSpec>* result_specs) {
+  const KernelFactory* factory = find_kernel(name);
+  if (factory == nullptr) throw Unsupported("no native kernel");
+  OpSpec spec{name, record_from_python(record), {}, {}};
+  for (auto t : operand_types) spec.operands.push_back(spec_from_python(t));
+  for (auto t : result_types) spec.results.push_back(spec_from_python(t));
+  Step step;
+  try {
+    step = (*factory)(spec);
+  } catch (Unsupported&) {
+    throw;
+  } catch (std::exception& e) {  // e.g. dispatch_real on a type without arithmetic
+    throw Unsupported(e.what());
+  }
+  if (result_specs != nullptr) *result_specs = std::move(spec.results);
+  return step;
+}
+
 bool runs_without_python(const Program& program) {
   for (const Instr& instr : program.instrs) {
     if (instr.kind == InstrKind::CALLBACK || instr.kind == InstrKind::RUN_PARALLEL) return false;
@@ -194,19 +215,8 @@ void bind_executor(py::module_& m) {
       .def("add_kernel", [](Program& p, std::string where, std::string name, py::list record,
                             py::list operand_types, py::list result_types,
                             std::vector<int32_t> in, std::vector<int32_t> out) {
-        const KernelFactory* factory = find_kernel(name);
-        if (factory == nullptr) throw Unsupported("no native kernel");
-        OpSpec spec{name, record_from_python(record), {}, {}};
-        for (auto t : operand_types) spec.operands.push_back(spec_from_python(t));
-        for (auto t : result_types) spec.results.push_back(spec_from_python(t));
-        Step step;
-        try {
-          step = (*factory)(spec);  // on Unsupported nothing is added
-        } catch (Unsupported&) {
-          throw;
-        } catch (std::exception& e) {  // e.g. dispatch_real on a type without arithmetic
-          throw Unsupported(e.what());
-        }
+        // on Unsupported nothing is added
+        Step step = kernel_step(name, record, operand_types, result_types, nullptr);
         add(p, InstrKind::KERNEL, std::move(where), std::move(in), std::move(out)).step =
             std::move(step);
       })
@@ -271,6 +281,25 @@ void bind_executor(py::module_& m) {
         instr.parallel = std::move(executables);
         instr.num_partitions = num_partitions;
         instr.make_host_states = SharedPyObject(std::move(make_host_states));
+      })
+      .def("add_async_start", [](Program& p, std::string where, std::string name,
+                                 py::list record, py::list operand_types,
+                                 py::list result_types, std::vector<int32_t> in,
+                                 int32_t handle) {
+        // The collective's kernel, as add_kernel builds it, run by the frame's
+        // communication thread (async_comm.h); its results wait there for the done.
+        std::vector<TensorSpec> results;
+        Step step = kernel_step(name, record, operand_types, result_types, &results);
+        Instr& instr = add(p, InstrKind::ASYNC_START, std::move(where), std::move(in), {handle});
+        instr.step = std::move(step);
+        instr.out_specs = std::move(results);
+      })
+      .def("add_async_done", [](Program& p, std::string where, int32_t handle,
+                                std::vector<int32_t> out) {
+        add(p, InstrKind::ASYNC_DONE, std::move(where), {handle}, std::move(out));
+      })
+      .def("set_communicates", [](Program& p, size_t index) {
+        p.instrs.at(index).communicates = true;
       })
       .def("set_release", [](Program& p, size_t index, std::vector<int32_t> slots) {
         p.instrs.at(index).release = std::move(slots);

@@ -1,6 +1,6 @@
 """A cpu client over 2 processes x 2 devices (gloo on the loopback address): collectives
-whose groups span processes, and a partitioned program, give the interpreter's results on 4
-devices in one process; large all-reduces give numpy's sums in group order; a process that
+whose groups span processes (async start/done pairs too), and a partitioned program, give the
+interpreter's results on 4 devices in one process; large all-reduces give numpy's sums in group order; a process that
 leaves early makes the other fail, naming it.
 
 The processes are started by pjrt.distributed.launch (bounded in time, all stopped) and
@@ -132,6 +132,30 @@ func.func public @main(
 }}
 }}""",
 }
+
+
+# Async collectives across processes: two pairs in flight (an all-reduce and an all-gather
+# whose groups interleave the processes) with compute between, run on each instance's
+# communication thread.
+PROGRAMS["async_two_in_flight.mlir"] = _replicated(f"""  %h1 = "openhlo.async_start"(%x) ({{
+  ^bb0(%a: tensor<3x5xf32>):
+    %r = "stablehlo.all_reduce"(%a) {_sum("f32")}
+        {{replica_groups = {_groups([[0, 2, 1, 3]])}}} : (tensor<3x5xf32>) -> tensor<3x5xf32>
+    stablehlo.return %r : tensor<3x5xf32>
+  }}) : (tensor<3x5xf32>) -> !openhlo.future<tensor<3x5xf32>>
+  %y = stablehlo.multiply %x, %x : tensor<3x5xf32>
+  %h2 = "openhlo.async_start"(%y) ({{
+  ^bb0(%a: tensor<3x5xf32>):
+    %r = "stablehlo.all_gather"(%a) {{all_gather_dim = 0 : i64,
+        replica_groups = {_groups([[3, 0], [1, 2]])}}} : (tensor<3x5xf32>) -> tensor<6x5xf32>
+    stablehlo.return %r : tensor<6x5xf32>
+  }}) : (tensor<3x5xf32>) -> !openhlo.future<tensor<6x5xf32>>
+  %z = stablehlo.sine %y : tensor<3x5xf32>
+  %d1 = "openhlo.async_done"(%h1) : (!openhlo.future<tensor<3x5xf32>>) -> tensor<3x5xf32>
+  %w = stablehlo.add %d1, %z : tensor<3x5xf32>
+  %d2 = "openhlo.async_done"(%h2) : (!openhlo.future<tensor<6x5xf32>>) -> tensor<6x5xf32>
+  return %w, %d2 : tensor<3x5xf32>, tensor<6x5xf32>""", "%x: tensor<3x5xf32>",
+                                                   "tensor<3x5xf32>, tensor<6x5xf32>")
 
 
 # Every element type the native runtime holds, across processes: an all-reduce (add; logical
