@@ -310,9 +310,11 @@ def test_pipelined_and_other_reduce_scatters_never_merge():
 
 
 def test_the_spmd_pipeline_runs_every_combiner():
+    """After partitioning, in XLA's order, before the collectives become async pairs."""
     names = [p.name for p in spmd_pipeline().passes]
-    assert names[-3:] == ["all-reduce-combiner", "all-gather-combiner",
-                          "reduce-scatter-combiner"]
+    assert names[-5:] == ["all-reduce-combiner", "all-gather-combiner",
+                          "reduce-scatter-combiner", "async-collective-creator",
+                          "convert-async-to-sync"]
 
 
 # ---------------------------------------------------------------------------------------
