@@ -109,7 +109,7 @@ def compile_module(module: Module, request: CompileRequest, backend: Backend, *,
     if request.num_partitions > 1:
         # A Module of the caller's is left as given; one parsed here from text is ours.
         module = partition(module if text is not None else _copy(module), request.entry,
-                           request.num_partitions)
+                           request.num_partitions, collective_pipelining(request.options))
     # Before any backend compiler materializes a value.
     from xla_core.buffers.size_limit import check_buffer_sizes
     check_buffer_sizes(module)
@@ -120,13 +120,29 @@ def compile_module(module: Module, request: CompileRequest, backend: Backend, *,
     return compiled
 
 
-def partition(module: Module, entry: str, num_partitions: int) -> Module:
+def partition(module: Module, entry: str, num_partitions: int,
+              pipeline_collectives: bool = True) -> Module:
     """``module`` (a global sharded program) rewritten in place into its per-device program
     by the ``spmd`` pipeline: shard_map/pmap bodies become the entry, other sharded
-    programs are propagated and partitioned."""
+    programs are propagated and partitioned (``pipeline_collectives``: see
+    ``collective_pipelining``)."""
     from xla_core.passes import PassContext, spmd_pipeline
-    spmd_pipeline(entry, num_partitions).run(module, PassContext())
+    spmd_pipeline(entry, num_partitions,
+                  pipeline_collectives=pipeline_collectives).run(module, PassContext())
     return module
+
+
+def collective_pipelining(options) -> bool:
+    """Whether loops' collectives are pipelined across iterations (the spmd pipeline's
+    collective-pipeliner): ``env_option_overrides["collective_pipelining"]`` of the compile
+    options, a bool, true when not given."""
+    overrides = getattr(options, "env_option_overrides", None) or {}
+    given = overrides.get("collective_pipelining", True)
+    if not isinstance(given, bool):
+        from xla_core.passes import PassError
+        raise PassError(f"env_option_overrides['collective_pipelining'] must be a bool, "
+                           f"got {given!r}")
+    return given
 
 
 def _from_cache(key: str, backend: Backend) -> Optional[Compiled]:

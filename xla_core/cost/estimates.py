@@ -53,6 +53,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -503,8 +504,20 @@ def module_cost(module: Module, function: str | None = None, *,
     return _block_cost(module.lookup(function).body, ctx)
 
 
-def while_trip_count(op: Operation) -> int | None:
-    """Trip count of a recognizable counted ``stablehlo.while``, else None."""
+class CountedWhile(NamedTuple):
+    """A ``stablehlo.while`` that counts: carried value ``index`` starts at ``start``, the
+    body adds ``step`` (> 0) to it, and the condition compares it with the constant
+    ``limit`` (``compare``, LT or LE), so the loop runs ``trips`` times."""
+    index: int
+    start: int
+    step: int
+    limit: int
+    compare: Operation
+    trips: int
+
+
+def counted_while(op: Operation) -> CountedWhile | None:
+    """The counter of a recognizable counted ``stablehlo.while``, else None."""
     cond, body = op.regions[0].block, op.regions[1].block
     predicate = cond.terminator.operands[0] if cond.terminator.operands else None
     compare = _defining(predicate, "stablehlo.compare")
@@ -522,7 +535,14 @@ def while_trip_count(op: Operation) -> int | None:
     if start is None or step is None:
         return None
     end = limit_value + (1 if direction.value == "LE" else 0)
-    return max(0, -(-(end - start) // step))
+    return CountedWhile(iv.index, start, step, limit_value, compare,
+                        max(0, -(-(end - start) // step)))
+
+
+def while_trip_count(op: Operation) -> int | None:
+    """Trip count of a recognizable counted ``stablehlo.while``, else None."""
+    counted = counted_while(op)
+    return None if counted is None else counted.trips
 
 
 def _defining(value: Value | None, name: str) -> Operation | None:

@@ -19,6 +19,8 @@ PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
 PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
 PASSES.register("sharding-propagation", "xla_core.spmd.propagation:ShardingPropagationPass")
 PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")
+PASSES.register("collective-pipeliner",
+                "xla_core.spmd.collective_pipeliner:CollectivePipelinerPass")
 PASSES.register("all-reduce-combiner", "xla_core.spmd.combiner:AllReduceCombinerPass")
 PASSES.register("all-gather-combiner", "xla_core.spmd.combiner:AllGatherCombinerPass")
 PASSES.register("reduce-scatter-combiner", "xla_core.spmd.combiner:ReduceScatterCombinerPass")
@@ -51,11 +53,15 @@ def _cpu_opt_pipeline() -> Pipeline:
         "canonicalize,algebraic-simplifier,cse,transpose-folding,dce"))
 
 
-def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = True) -> Pipeline:
+def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = True,
+                  pipeline_collectives: bool = True) -> Pipeline:
     """Global sharded program -> per-device program: shard_map/pmap programs by spmd-manual;
     the others are inlined (propagation and partitioning see one function), propagated and
     partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
-    skips a module an earlier one partitioned. Independent all-reduces, all-gathers and
+    skips a module an earlier one partitioned. In loops over layers, all-gathers then move one
+    iteration early and gradient reductions one iteration late (collective-pipeliner, unless
+    ``pipeline_collectives`` is false), before the combiners, which keep the moved ones
+    apart. Independent all-reduces, all-gathers and
     reduce-scatters are then combined (unless ``combine`` is false), in the order XLA's
     pipeline runs its combiners after partitioning. Last, each collective that has
     independent work after it becomes an async start/done pair around that work (the creator
@@ -66,6 +72,7 @@ def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = Tru
         f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
         f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"
         f"spmd-partition{{entry={entry} num-devices={num_devices}}}"
+        + (",collective-pipeliner" if pipeline_collectives else "")
         + (combiners if combine else "")
         + ",async-collective-creator,convert-async-to-sync"))
 
