@@ -11,7 +11,10 @@ their per-device result bytes, and those our partitioner emitted before combinin
 
 A program passes when its numerics match and our final collectives use no kind XLA's final
 ones did not, are no more and move no more bytes in total, and our partitioner emitted no
-more than XLA's did. Exit status 1 when any fails.
+more than XLA's did. Exit status 1 when any fails. XLA's partitioner count is taken before
+its collective pipeliner, so ours is too (the spmd pipeline without collective-pipeliner);
+the final counts are of the programs as they run, pipelined: a pipelined loop has one more
+collective op (its prologue gather or epilogue reduction) for as many collectives run.
 
 With ``--num-processes P`` (P dividing 8) the programs run instead on a multi-process cpu
 client of P processes x 8/P devices on this machine (pjrt.distributed.launch starts them,
@@ -94,7 +97,8 @@ def check(folder: pathlib.Path, num_devices: int = 8, across_processes: bool = F
             got, ours = run(pjrt.make_client("cpu", num_devices=num_devices), folder,
                             num_devices)
         uncombined = stablehlo.parse(text)
-        spmd_pipeline(num_devices=num_devices, combine=False).run(uncombined, PassContext())
+        spmd_pipeline(num_devices=num_devices, combine=False,
+                      pipeline_collectives=False).run(uncombined, PassContext())
     except Exception as e:  # reported per program, the others still run
         row.update(ok=False, error=error_text(e))
         return row
