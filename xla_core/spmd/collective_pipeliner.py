@@ -214,7 +214,8 @@ def _pipeline_gathers(loop: Operation, root: Operation) -> tuple:
     epilogue = [clone_operation(op, mapping) for op in block.operations[:-1]
                 if op not in gathers]
     finals = [mapping.get(v, v) for v in block.terminator.operands]
-    epilogue = _drop_dead(epilogue, set(finals))
+    read = {v for op in root.walk() for v in op.operands}
+    epilogue = _drop_dead(epilogue, {f for r, f in zip(loop.results, finals) if r in read})
 
     # the body: the carried gathers replace its own; the next trip's are started at its top
     step = _constant(counter.step, body.iv)
@@ -240,6 +241,8 @@ def _pipeline_gathers(loop: Operation, root: Operation) -> tuple:
     cond.operations.insert(cond.operations.index(counter.compare), limit)
     limit.parent = cond
     counter.compare.operands[1] = limit.results[0]
+    cond.operations[:] = _drop_dead(cond.operations[:-1], set(cond.terminator.operands)) + [
+        cond.terminator]
 
     _splice(loop, prologue, new, epilogue)
     replace_uses(root, dict(zip(loop.results, finals)))
