@@ -39,7 +39,7 @@ from typing import Optional
 import numpy as np
 
 from stablehlo.ir.attributes import UnitAttr, dense
-from stablehlo.ir.core import Block, Module, Operation, Value
+from stablehlo.ir.core import Module, Operation, Value
 from stablehlo.ir.ops.base import Effect, op_effects
 from stablehlo.ir.types import numpy_dtype
 

@@ -18,7 +18,7 @@ STACK = 4  # layers stacked in the carried weights
 def _gather_loop(trips: int, limit: str = "") -> str:
     """h <- tanh(h @ all_gather(w[i])) for i < trips (``limit``: a function argument as the
     bound instead, an unknown trip count)."""
-    bound = "%limit" if limit else f"%n"
+    bound = "%limit" if limit else "%n"
     return f"""
 module attributes {{mhlo.num_replicas = 8 : i32}} {{
 func.func @main(%w: tensor<{STACK}x2x16xf32>, %h: tensor<3x16xf32>{limit})
@@ -67,7 +67,7 @@ def _reduce_loop(trips: int, collective: str = "all_reduce", extra_use: bool = F
         reduce = (f'"stablehlo.reduce_scatter"(%g) {reducer} {{scatter_dimension = 0 : i64, '
                   f'replica_groups = {ALL8}}} : (tensor<8x8xf32>) -> tensor<1x8xf32>')
         rows = 1
-    mixed = (f"%more = stablehlo.add %x, %x : tensor<3x8xf32>" if not extra_use else
+    mixed = ("%more = stablehlo.add %x, %x : tensor<3x8xf32>" if not extra_use else
              f"%more = stablehlo.add %x, %x : tensor<3x8xf32>\n"
              f"    %also = stablehlo.reshape %red : (tensor<{rows}x8xf32>) -> "
              f"tensor<{rows}x8xf32>")
@@ -247,11 +247,25 @@ def test_pipelined_reductions_give_the_same_bits(collective):
 
 
 def test_moved_ones_never_merge_with_the_others():
-    module, _ = _pipelined(_gather_loop(3))
+    # an independent gather of h before the loop, not moved: the prologue's could join it
+    text = _gather_loop(3).replace(
+        "  %r:3 = stablehlo.while",
+        f'  %other = "stablehlo.all_gather"(%h) {{all_gather_dim = 0 : i64, '
+        f'replica_groups = {ALL8}}} : (tensor<3x16xf32>) -> tensor<24x16xf32>\n'
+        f"  %r:3 = stablehlo.while")
+    module, _ = _pipelined(text)
+
+    def outside(module):
+        return [op for op in module.lookup("main").body.operations
+                if op.name == "stablehlo.all_gather"]
+    before = outside(module)
+    assert [PIPELINED in op.attributes for op in before] == [False, True]
     make_pass("all-gather-combiner").run(module, PassContext())
-    loop, = _whiles(module)
-    gathers = [op for op in module.lookup("main").walk() if op.name == "stablehlo.all_gather"]
-    assert len(gathers) == 2 and all(PIPELINED in g.attributes for g in gathers)
+    assert [len(op.operands) for op in outside(module)] == [1, 1]
+    # the marker is what keeps them apart
+    del before[1].attributes[PIPELINED]
+    make_pass("all-gather-combiner").run(module, PassContext())
+    assert [len(op.operands) for op in outside(module)] == [2]
 
 
 @pytest.mark.parametrize("text", [
@@ -283,3 +297,14 @@ def test_modes_turn_off_one_by_one():
     assert not _pipelined(_gather_loop(3), **{"all-gather": "false"})[1]
     assert not _pipelined(_reduce_loop(3), reduce="false")[1]
     assert _pipelined(_reduce_loop(3), **{"all-gather": "false"})[1]
+
+
+def test_compile_option_turns_it_off_and_must_be_a_bool():
+    from xla_core.compile.driver import collective_pipelining
+    from xla_core.passes import PassError
+    assert collective_pipelining(pjrt.CompileOptions()) is True
+    off = pjrt.CompileOptions(env_option_overrides={"collective_pipelining": False})
+    assert collective_pipelining(off) is False
+    with pytest.raises(PassError, match=r"env_option_overrides\['collective_pipelining'\]"):
+        collective_pipelining(pjrt.CompileOptions(
+            env_option_overrides={"collective_pipelining": "no"}))
