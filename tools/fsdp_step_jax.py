@@ -5,8 +5,8 @@ sets ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` and ``JAX_PLATFORMS=
 ``OUTDIR/lowered.mlir`` (``jax.jit(step, in_shardings, out_shardings).lower(...).as_text()``)
 and ``OUTDIR/args.npz``. The step: a two-layer transformer (attention and an MLP per layer,
 residuals, layer norm), the mean squared output as loss, ``jax.grad`` and an SGD update;
-every weight is sharded along its first dimension over the 8 devices (FSDP: all-gathered
-for use, gradients reduce-scattered back), the batch along the same axis.
+every weight is sharded along its first dimension over the 8 devices (FSDP's sharding;
+how the partitioner moves the data is its choice), the batch along the same axis.
 This module imports nothing of OpenHLO.
 """
 from __future__ import annotations

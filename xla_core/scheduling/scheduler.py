@@ -21,8 +21,9 @@ ops it emits, in this order of preference:
 1. a done whose collective has already ended (it costs nothing and unblocks its readers);
 2. a start, if fewer than ``max-in-flight`` collectives of its kind are in flight and its
    bytes fit the memory limit (starts go early);
-3. a compute op that fits the limit, preferring those the earliest pending start depends
-   on (so the next collective can start), then the baseline order;
+3. a compute op that fits the limit with room left for the results of the pending dones,
+   preferring those the earliest pending start depends on (so the next collective can
+   start), then the baseline order;
 4. the done that ends first (dones go late: only once there is no compute left to run);
 5. whatever is ready and frees the most bytes (nothing fits the limit: the final check
    decides).
@@ -142,7 +143,9 @@ def _pick(ready, ops, clock: Clock, memory: _Memory, in_flight, max_in_flight,
     if starts:
         return min(starts, key=lambda i: base_pos[i])
     compute = [i for i in ready if ops[i].name not in (ASYNC_START, ASYNC_DONE)]
-    fitting = [i for i in compute if memory.fits(i)]
+    # room for the largest pending done's results, defined while its future is still live
+    reserve = max((memory.graph.def_bytes[i] for i in dones), default=0)
+    fitting = [i for i in compute if memory.need(i) + reserve <= memory.limit]
     if fitting:
         return min(fitting, key=lambda i: (feeds[i], base_pos[i]))
     if dones:
