@@ -77,7 +77,8 @@ def test_without_independent_compute_nothing_moves():
 
 
 # three independent gathers, each read by a dot; plenty of independent compute
-THREE_GATHERS = f"""func.func @main(%x: {M}, %y: {M}, %z: {M}, %w: {M}) -> (tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x64xf32>, {M}) {{
+G = "tensor<128x64xf32>"
+THREE_GATHERS = f"""func.func @main(%x: {M}, %y: {M}, %z: {M}, %w: {M}) -> ({G}, {G}, {G}, {M}) {{
   %a = stablehlo.dot_general %w, %w, {DOT} : ({M}, {M}) -> {M}
   %b = stablehlo.dot_general %a, %w, {DOT} : ({M}, {M}) -> {M}
   %c = stablehlo.dot_general %b, %w, {DOT} : ({M}, {M}) -> {M}
@@ -85,7 +86,7 @@ THREE_GATHERS = f"""func.func @main(%x: {M}, %y: {M}, %z: {M}, %w: {M}) -> (tens
   {gather("%g1", "%x")}
   {gather("%g2", "%y")}
   {gather("%g3", "%z")}
-  return %g1, %g2, %g3, %d : tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x64xf32>, {M}
+  return %g1, %g2, %g3, %d : {G}, {G}, {G}, {M}
 }}"""
 
 
