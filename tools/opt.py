@@ -4,7 +4,10 @@ With ``--passes=a,b{opt=v}`` or ``--pipeline=NAME`` the module goes through
 xla_core passes (verified after each one) before it is printed; without
 either it is printed back as parsed, which makes ``opt`` the round-trip tool.
 ``--memory-report`` writes each public function's buffer assignment (in its
-final op order) to stderr.
+final op order) to stderr. ``--schedule-report OUT.json`` writes the scheduling report
+(xla_core/scheduling/report.py) of the program the cpu backend would run: the ``cpu``
+pipeline (fusion, then the latency-hiding scheduler) runs on a copy of the transformed
+module and the report describes that copy's order; the printed module is unchanged.
 """
 from __future__ import annotations
 
@@ -52,6 +55,13 @@ def add_parser(subparsers) -> None:
     p.add_argument("--num-devices", type=int, metavar="N",
                    help="the device count the SPMD passes partition for (sharding-propagation, "
                         "spmd-partition; default: the module's mhlo.num_partitions)")
+    p.add_argument("--schedule-report", metavar="OUT.json",
+                   help="write the scheduling report (each collective's bytes, estimated and "
+                        "exposed seconds, the ops it overlaps; exposed_fraction) of the "
+                        "module after the cpu backend's pipeline (run on a copy) to OUT.json")
+    p.add_argument("--schedule-hardware", metavar="NAME", default="cpu",
+                   help="the xla_core.cost hardware description the schedule and its report "
+                        "estimate with (default: cpu, this machine, measured once)")
     p.add_argument("-o", "--output", metavar="OUT", help="write the module here, not to stdout")
     p.set_defaults(handler=opt_command)
 
@@ -65,6 +75,8 @@ def opt_command(args: argparse.Namespace) -> int:
         chunks = ["\n" * (line - 1) + chunk for _, line, chunk in split_input_file(text)]
     else:
         chunks = [text]
+    if args.schedule_report and len(chunks) > 1:
+        raise CliError("--schedule-report reports one module: not with --split-input-file")
     outputs = [_process(chunk, filename, pipeline, args) for chunk in chunks]
     _write(args.output, "// -----\n".join(outputs))
     return 0
@@ -85,6 +97,8 @@ def _process(text: str, filename: str, pipeline, args: argparse.Namespace) -> st
             sys.stderr.write(ctx.timing_report() + "\n")
     if args.memory_report:
         _memory_report(module)
+    if args.schedule_report:
+        _schedule_report(module, args.schedule_report, args.schedule_hardware)
     out = print_module(module, generic=args.generic)
     return out if out.endswith("\n") else out + "\n"
 
@@ -94,6 +108,23 @@ def _memory_report(module) -> None:
     for func in module.functions():
         if func.visibility == "public" and func.body is not None:
             sys.stderr.write(assign_buffers(func).report() + "\n")
+
+
+def _schedule_report(module, path: str, hardware_name: str) -> None:
+    import json
+    from xla_core.cost import hardware
+    from xla_core.ir_utils import clone_operation
+    from xla_core.passes import PassContext
+    from xla_core.scheduling import CostModelEstimator, schedule_report
+    from pjrt.plugins.cpu.optimize import cpu_pipeline
+    from stablehlo.ir.core import Module
+    scheduled = Module(clone_operation(module.op, {}))
+    pipeline = cpu_pipeline()
+    pipeline.passes = [dataclasses.replace(p, hardware=hardware_name)
+                       if p.name == "latency-hiding-scheduler" else p for p in pipeline.passes]
+    pipeline.run(scheduled, PassContext())
+    report = schedule_report(scheduled, CostModelEstimator(hardware(hardware_name), scheduled))
+    _write(path, json.dumps(report, indent=1) + "\n")
 
 
 def _pipeline(args):

@@ -30,7 +30,11 @@ Note [async windows]
 The ops between an ``openhlo.async_start`` and its ``openhlo.async_done`` are the work
 that overlaps the collective (xla_core/spmd/async_collectives.py placed them there): each
 follows the start, and the done follows each, so a memory schedule never moves work out
-of the window (which would leave the collective nothing to overlap).
+of the window (which would leave the collective nothing to overlap). A graph built with
+``async_windows=False`` (the latency-hiding scheduler's, xla_core/scheduling) has neither
+rule, and its dones leave the chain of Note [ordered ops] too (a done only waits; the
+starts keep their order, which fixes the order every device's communication thread runs
+the collectives in): the windows are then the scheduler's to choose.
 """
 from __future__ import annotations
 
@@ -143,6 +147,7 @@ class BlockGraph:
     """Values, uses, dependencies and scratch of one block (see the module doc)."""
     block: Block
     nested: NestedPeaks
+    async_windows: bool = True               # Note [async windows]
     ops: list = field(init=False)
     vid: dict = field(init=False)            # Value -> vid
     values: list = field(init=False)         # vid -> Value
@@ -174,21 +179,26 @@ class BlockGraph:
                 self.users[v].append(index)
             preds = {self.def_op[v] for v in used}
             self.ordered.append(self._is_ordered(op))
-            if self.ordered[-1]:
+            if self.ordered[-1] and (self.async_windows or op.name != ASYNC_DONE):
                 if previous_ordered is not None:
                     preds.add(previous_ordered)
                 previous_ordered = index
-            preds.update(open_starts)
-            if op.name == ASYNC_DONE and op.operands[0] in self.vid:
-                start = self.def_op[self.vid[op.operands[0]]]
-                preds.update(range(start + 1, index))
-                open_starts.remove(start)
-            elif op.name == ASYNC_START:
-                open_starts.append(index)
+            if self.async_windows:
+                self._keep_in_windows(op, index, preds, open_starts)
             self.preds.append(sorted(preds))
             self.defs.append([self._define(r, index, op) for r in op.results])
             self.scratch.append(self.nested.of_op(op))
         self.def_bytes = [sum(self.sizes[v] for v in defs) for defs in self.defs]
+
+    def _keep_in_windows(self, op: Operation, index: int, preds: set, open_starts: list) -> None:
+        """Add the dependencies of Note [async windows] to ``preds`` (op ``index``)."""
+        preds.update(open_starts)
+        if op.name == ASYNC_DONE and op.operands[0] in self.vid:
+            start = self.def_op[self.vid[op.operands[0]]]
+            preds.update(range(start + 1, index))
+            open_starts.remove(start)
+        elif op.name == ASYNC_START:
+            open_starts.append(index)
 
     def _define(self, value: Value, index: int, op: Operation) -> int:
         v = len(self.values)

@@ -29,6 +29,13 @@ class HardwareDescription:
     ``step_overhead`` is the fixed cost of launching one kernel or executing one
     step (thread-pool dispatch on a CPU, a kernel launch on a GPU); it is what
     makes fusing many tiny ops worthwhile even when they are memory-bound.
+
+    Collectives cost a fixed latency per collective plus the bytes each device moves over
+    a bandwidth, for two transports: ``collective_*`` between virtual devices of one
+    process (threads meeting in a rendezvous and copying through shared memory) and
+    ``network_*`` across processes (gloo over TCP). These are documented constants, not
+    measured (see Note [collective constants]); the latency-hiding scheduler
+    (xla_core/scheduling) reads them.
     """
     name: str
     peak_flops: float
@@ -38,6 +45,10 @@ class HardwareDescription:
     l1_cache_bytes: int | None = None
     l2_cache_bytes: int | None = None
     l3_cache_bytes: int | None = None
+    collective_latency: float = 20e-6
+    collective_bandwidth: float = 4e9
+    network_latency: float = 100e-6
+    network_bandwidth: float = 1e9
 
     def __post_init__(self):
         if self.peak_flops <= 0 or self.memory_bandwidth <= 0 or self.cores <= 0:
@@ -46,6 +57,10 @@ class HardwareDescription:
                              f"{self.memory_bandwidth}, {self.cores}")
         if self.step_overhead < 0:
             raise ValueError(f"hardware {self.name!r}: step_overhead must be >= 0")
+        if min(self.collective_latency, self.network_latency) < 0 or \
+                min(self.collective_bandwidth, self.network_bandwidth) <= 0:
+            raise ValueError(f"hardware {self.name!r}: collective latencies must be >= 0 and "
+                             f"bandwidths positive")
 
     @property
     def machine_balance(self) -> float:
@@ -91,6 +106,15 @@ def hardware(name: str) -> HardwareDescription:
                             f"{type(description).__name__}, expected a HardwareDescription")
     return description
 
+
+# Note [collective constants]
+# Between virtual devices of one process a collective is a rendezvous of device threads (a
+# condition variable wake-up and a barrier: tens of microseconds under load on a shared
+# machine) and copies through shared memory (a fraction of the memory bandwidth, since
+# each byte is read and written and several devices copy at once): 20 us and 4 GB/s.
+# Across processes gloo adds a TCP round trip per step (loopback or a LAN: ~100 us) and
+# moves bytes at about 1 GB/s (10 GbE-class). Both are deliberately round numbers for
+# ranking schedules; a measured profile replaces them per op (xla_core/scheduling).
 
 # Conservative: 4 cores x AVX2 FMA at ~2.5 GHz would be ~320 GFLOP/s peak, but
 # achieved numpy/BLAS throughput on shared servers is far lower; 50 GFLOP/s and

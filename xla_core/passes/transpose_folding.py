@@ -104,6 +104,10 @@ def _fold_operands(op: Operation, uses: Counter) -> bool:
         transpose = operand.owner
         if not isinstance(transpose, Operation) or transpose.name != _TRANSPOSE:
             continue
+        if transpose.parent is None:
+            # this transpose became a dot itself (_fold_result, earlier in the block): its
+            # operand, that dot's old form, is gone; the use is redirected to the new dot
+            continue
         p = int_list(transpose, "permutation")
         dims = _dims(op)
         batch = dims[f"{side}_batching_dimensions"]

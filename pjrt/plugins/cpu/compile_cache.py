@@ -74,11 +74,11 @@ def _compiler_fingerprint() -> str:
     return _COMPILER_FINGERPRINT
 
 
-def identity(level: int) -> str:
+def identity(level: int, pipeline: str | None = None) -> str:
     """The backend's identity in the compile driver's cache key (``xla_core.compile.cache_key``
-    adds the program and the compile options): the compiler's fingerprint and the
-    optimization level."""
-    return f"cpu {_compiler_fingerprint()} opt_level={level}"
+    adds the program and the compile options): the compiler's fingerprint, the optimization
+    level and the pipeline it runs (``optimize.pipeline_name``)."""
+    return f"cpu {_compiler_fingerprint()} opt_level={level} pipeline={pipeline}"
 
 
 def load(cache_key: str) -> Optional[CachedProgram]:

@@ -6,8 +6,12 @@ variable, else 1):
 
 * 0: the program is lowered as given (op by op on native kernels);
 * 1: the ``cpu`` pipeline (``cpu_pipeline``: xla_core's target-independent ``cpu-opt``
-  cleanup, then priority fusion and the memory scheduler), then the fusions become
+  cleanup, then priority fusion and the latency-hiding scheduler), then the fusions become
   generated C++ kernels (codegen/).
+
+``env_option_overrides={"latency_hiding": False}`` (or ``OPENHLO_CPU_LATENCY_HIDING=0``)
+schedules with the memory scheduler alone (the ``cpu-memory-schedule`` pipeline): the
+collectives keep the windows the spmd pipeline gave them.
 
 The pipeline is registered as ``cpu`` in xla_core's pipeline registry (by pjrt/registry.py,
 lazily, next to the backend itself), so ``openhlo opt --pipeline=cpu`` runs it too. xla_core's
@@ -27,14 +31,43 @@ DEFAULT_OPT_LEVEL = 1
 PIPELINE_OF_LEVEL = {0: None, 1: "cpu"}
 
 
-def cpu_pipeline() -> Pipeline:
+def cpu_pipeline(latency_hiding: bool = True) -> Pipeline:
     """The cpu backend's whole pipeline: cpu-opt, then fusion (constant folding first, so
     constant-only subprograms are folded rather than fused), dce of what fusion left, and
-    the memory scheduler last, on the fused program the executor will run. Fusion forms
-    only what the cpu code generator can emit (codegen/hook.py)."""
-    passes = make_pipeline("cpu-opt").passes + parse_pass_list("fusion,dce,memory-schedule")
-    return Pipeline("cpu", [replace(p, codegen=CPU_CODEGEN) if isinstance(p, FusionPass)
-                            else p for p in passes])
+    the schedule last, on the fused program the executor will run. Fusion forms only what
+    the cpu code generator can emit (codegen/hook.py). The schedule is XLA's sequence:
+    every collective becomes an async pair again (the spmd pipeline joined those with
+    nothing between them), the latency-hiding scheduler (the memory schedule where no pair
+    is) moves starts early and dones late, and the pairs still with nothing between become
+    synchronous. Without ``latency_hiding``: the memory schedule alone."""
+    schedule = ("async-collective-creator,latency-hiding-scheduler,convert-async-to-sync"
+                if latency_hiding else "memory-schedule")
+    passes = make_pipeline("cpu-opt").passes + parse_pass_list(f"fusion,dce,{schedule}")
+    return Pipeline("cpu" if latency_hiding else "cpu-memory-schedule",
+                    [replace(p, codegen=CPU_CODEGEN) if isinstance(p, FusionPass) else p
+                     for p in passes])
+
+
+def cpu_memory_schedule_pipeline() -> Pipeline:
+    """The ``cpu`` pipeline with the memory scheduler in place of the latency-hiding one."""
+    return cpu_pipeline(latency_hiding=False)
+
+
+def latency_hiding(options=None) -> bool:
+    """Whether the compile options (else ``OPENHLO_CPU_LATENCY_HIDING``, default on) ask for
+    the latency-hiding scheduler."""
+    given = options.env_option_overrides.get("latency_hiding") if options is not None else None
+    if given is None:
+        return os.environ.get("OPENHLO_CPU_LATENCY_HIDING", "1") != "0"
+    return bool(given)
+
+
+def pipeline_name(level: int, options=None) -> str | None:
+    """The registered pipeline the cpu backend runs at ``level`` under ``options``."""
+    name = PIPELINE_OF_LEVEL[level]
+    if name is not None and not latency_hiding(options):
+        return "cpu-memory-schedule"
+    return name
 
 
 def opt_level(options=None, client_level=None) -> int:

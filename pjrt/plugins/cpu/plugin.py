@@ -35,7 +35,7 @@ from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
-from pjrt.plugins.cpu.optimize import PIPELINE_OF_LEVEL
+from pjrt.plugins.cpu.optimize import pipeline_name
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 
@@ -428,9 +428,11 @@ class CpuClient(CompileDriverMixin, Client):
         level = opt_level_of(options, self.opt_level)
         compile_now = not async_codegen(options)
         cached = compile_cache.enabled() and level > 0
+        pipeline = pipeline_name(level, options)
         return Backend(
-            identity=compile_cache.identity(level) if cached else f"{PLATFORM} {level}",
-            pipeline=PIPELINE_OF_LEVEL[level],
+            identity=(compile_cache.identity(level, pipeline) if cached
+                      else f"{PLATFORM} {level} {pipeline}"),
+            pipeline=pipeline,
             generate=lambda module, request: self._lower(
                 module, request.entry, request.num_replicas, request.num_partitions,
                 compile_now),

@@ -60,3 +60,18 @@ func.func public @results_kept(%arg0: tensor<3x4xf32>, %arg1: tensor<4x6xf32>, %
   %3 = stablehlo.transpose %2, dims = [0, 2, 1, 3] : (tensor<2x3x4x6xf32>) -> tensor<2x4x3x6xf32>
   func.return %0, %1, %3 : tensor<3x6xf32>, tensor<6x3xf32>, tensor<2x4x3x6xf32>
 }
+
+// -----
+
+// A transpose that became a dot is read by the new dot, not folded into its reader again
+// (whose operand would be the removed dot).
+// CHECK-LABEL: func.func public @result_then_operand
+// CHECK-NEXT: %[[N:[^ ]+]] = stablehlo.dot_general %arg1, %arg0, contracting_dims = [0] x [1]
+// CHECK-NEXT: %[[M:[^ ]+]] = stablehlo.dot_general %[[N]], %arg2, contracting_dims = [1] x [0]
+// CHECK-NEXT: return %[[M]]
+func.func public @result_then_operand(%arg0: tensor<3x4xf32>, %arg1: tensor<4x6xf32>, %arg2: tensor<3x5xf32>) -> tensor<6x5xf32> {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<3x4xf32>, tensor<4x6xf32>) -> tensor<3x6xf32>
+  %1 = stablehlo.transpose %0, dims = [1, 0] : (tensor<3x6xf32>) -> tensor<6x3xf32>
+  %2 = stablehlo.dot_general %1, %arg2, contracting_dims = [1] x [0] : (tensor<6x3xf32>, tensor<3x5xf32>) -> tensor<6x5xf32>
+  func.return %2 : tensor<6x5xf32>
+}

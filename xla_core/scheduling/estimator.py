@@ -1,0 +1,135 @@
+"""Latency estimates for scheduling: how long an op computes and a collective communicates.
+
+One interface, ``LatencyEstimator``: ``op_seconds(op)`` (the time the executing thread spends
+on ``op``) and ``collective_seconds(collective)`` (the time the collective occupies the
+communication, with ``collective`` the op a start wraps or a synchronous collective). The
+scheduler and the schedule report use nothing else, so a measured profile replaces an
+estimate per op by wrapping the model (``MeasuredEstimator``) without the scheduler knowing.
+
+``CostModelEstimator`` is the static model: ``roofline_seconds(op_cost(op))`` on a
+``HardwareDescription`` for compute (zero for ops that cost nothing: reshapes, constants,
+tuples, terminators; ``openhlo.async_start``/``async_done`` themselves), and for a
+collective ``latency + moved bytes / bandwidth`` of one transport (``"shared-memory"``:
+virtual devices of one process; ``"network"``: gloo across processes), where the bytes each
+device moves are those of a ring algorithm over a group of n devices:
+
+=====================  =================================
+all_reduce             2 (n-1)/n x operand bytes
+all_gather             (n-1)/n x result bytes
+reduce_scatter         (n-1)/n x operand bytes
+all_to_all             (n-1)/n x operand bytes
+collective_permute     operand bytes
+collective_broadcast   operand bytes
+=====================  =================================
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from stablehlo.errors import OpenHLOError
+from stablehlo.ir.core import Module, Operation
+from stablehlo.ir.ops.async_collectives import ASYNC_DONE, ASYNC_START
+from stablehlo.ir.ops.base import TERMINATOR
+from xla_core.cost.estimates import op_cost, roofline_seconds, type_bytes
+from xla_core.cost.hardware import HardwareDescription
+
+TRANSPORTS = ("shared-memory", "network")
+
+# fraction of the bytes (operands', or results' for all_gather) each device moves, per group
+# size n (see the module doc)
+_RING_FACTOR: dict[str, Callable[[int], float]] = {
+    "stablehlo.all_reduce": lambda n: 2 * (n - 1) / n,
+    "stablehlo.all_gather": lambda n: (n - 1) / n,
+    "stablehlo.reduce_scatter": lambda n: (n - 1) / n,
+    "stablehlo.all_to_all": lambda n: (n - 1) / n,
+    "stablehlo.collective_permute": lambda n: 1.0,
+    "stablehlo.collective_broadcast": lambda n: 1.0,
+}
+COLLECTIVES = frozenset(_RING_FACTOR)
+
+
+class SchedulingError(OpenHLOError):
+    """A scheduling option or estimate that cannot be used (unknown transport, ...)."""
+
+
+class LatencyEstimator(Protocol):
+    def op_seconds(self, op: Operation) -> float:
+        """Seconds the executing thread spends on ``op``."""
+        ...
+
+    def collective_seconds(self, collective: Operation) -> float:
+        """Seconds ``collective`` (a start's wrapped op, or a synchronous one) communicates."""
+        ...
+
+
+def group_size(collective: Operation) -> int:
+    """Devices in each of ``collective``'s groups (2 for a permute: a sender and a receiver)."""
+    groups = collective.attributes.get("replica_groups")
+    shape = getattr(getattr(groups, "type", None), "shape", None)
+    if shape:
+        return max(int(shape[-1]), 1)
+    return 2
+
+
+def moved_bytes(collective: Operation) -> float:
+    """Bytes each device sends for ``collective`` (see the module doc's table)."""
+    if collective.name not in _RING_FACTOR:
+        raise SchedulingError(f"{collective.where()}: {collective.name} is not a collective")
+    values = collective.results if collective.name == "stablehlo.all_gather" \
+        else collective.operands
+    total = sum(type_bytes(v.type) for v in values)
+    return _RING_FACTOR[collective.name](group_size(collective)) * total
+
+
+class CostModelEstimator:
+    """The static estimates of the module doc, on ``hardware`` over ``transport``."""
+
+    def __init__(self, hardware: HardwareDescription, module: Module | None = None,
+                 transport: str = "shared-memory"):
+        if transport not in TRANSPORTS:
+            raise SchedulingError(f"transport must be one of {list(TRANSPORTS)}, "
+                                  f"got {transport!r}")
+        self.hardware = hardware
+        self.module = module
+        network = transport == "network"
+        self.latency = hardware.network_latency if network else hardware.collective_latency
+        self.bandwidth = hardware.network_bandwidth if network \
+            else hardware.collective_bandwidth
+
+    def op_seconds(self, op: Operation) -> float:
+        if op.name in (ASYNC_START, ASYNC_DONE) or (op.opdef is not None
+                                                    and op.opdef.has(TERMINATOR)):
+            return 0.0
+        cost = op_cost(op, module=self.module)
+        if cost.flops == 0 and cost.bytes_accessed == 0:
+            return 0.0  # aliased or folded: a backend emits no kernel for it
+        return roofline_seconds(cost, self.hardware)
+
+    def collective_seconds(self, collective: Operation) -> float:
+        return self.latency + moved_bytes(collective) / self.bandwidth
+
+
+class MeasuredEstimator:
+    """``base``'s estimates, except where ``measured(op)`` gives seconds (a profile of a
+    run): those replace the estimate for that op. ``replaced`` records the ops whose
+    estimate was replaced, with (estimate, measurement), for a report to show."""
+
+    def __init__(self, base: LatencyEstimator,
+                 measured: Callable[[Operation], float | None]):
+        self.base = base
+        self.measured = measured
+        self.replaced: dict[Operation, tuple[float, float]] = {}
+
+    def _either(self, op: Operation, estimate: float) -> float:
+        seconds = self.measured(op)
+        if seconds is None:
+            return estimate
+        self.replaced[op] = (estimate, seconds)
+        return seconds
+
+    def op_seconds(self, op: Operation) -> float:
+        return self._either(op, self.base.op_seconds(op))
+
+    def collective_seconds(self, collective: Operation) -> float:
+        return self._either(collective, self.base.collective_seconds(collective))

@@ -1,0 +1,85 @@
+"""The timeline and the schedule report with a fixed estimator (every compute op 1 s, every
+collective 2 s, as XLA's scheduler tests fix their latencies): exposed and hidden time,
+overlaps by printed name, the JSON shape; a measured time replacing an estimate."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import stablehlo
+from xla_core.scheduling import MeasuredEstimator, schedule_report
+
+T = "tensor<4xf32>"
+SUM = """({
+    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+      %s = stablehlo.add %p, %q : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}"""
+
+
+def pair(handle: str, operand: str) -> str:
+    return f"""  {handle} = "openhlo.async_start"({operand}) ({{
+  ^bb0(%a: {T}):
+    %r = "stablehlo.all_reduce"(%a) {SUM} : ({T}) -> {T}
+    stablehlo.return %r : {T}
+  }}) : ({T}) -> !openhlo.future<{T}>"""
+
+
+# one compute op under the all-reduce (2 s): 1 s hidden, 1 s exposed; then a synchronous
+# all-reduce: all exposed
+PROGRAM = f"""func.func @main(%x: {T}) -> ({T}, {T}) {{
+{pair("%h", "%x")}
+  %y = stablehlo.multiply %x, %x : {T}
+  %d = "openhlo.async_done"(%h) : (!openhlo.future<{T}>) -> {T}
+  %s = "stablehlo.all_reduce"(%y) {SUM} : ({T}) -> {T}
+  return %d, %s : {T}, {T}
+}}"""
+
+
+class Fixed:
+    """1 s per compute op (0 for the pair's ops and the terminator), 2 s per collective."""
+
+    def op_seconds(self, op):
+        return 0.0 if op.name.startswith("openhlo.") or op.name == "func.return" else 1.0
+
+    def collective_seconds(self, collective):
+        return 2.0
+
+
+def test_report_shape_exposed_time_and_overlaps():
+    module = stablehlo.parse(PROGRAM)
+    report = json.loads(json.dumps(schedule_report(module, Fixed())))
+    assert set(report) == {"collectives", "exposed_fraction"}
+    first, second = report["collectives"]
+    assert {"kind", "bytes", "overlaps", "estimated_s", "exposed_s"} <= set(first)
+    assert first["kind"] == "all-reduce" and first["bytes"] == 16
+    assert first["overlaps"] == ["%1"]  # the multiply, as print_module names it
+    assert (first["estimated_s"], first["exposed_s"]) == (2.0, 1.0)
+    assert (second["estimated_s"], second["exposed_s"], second["overlaps"]) == (2.0, 2.0, [])
+    assert report["exposed_fraction"] == pytest.approx(3.0 / 4.0)
+
+
+def test_a_measured_time_replaces_the_estimate_and_is_recorded():
+    module = stablehlo.parse(PROGRAM)
+    multiply = next(op for op in module.walk() if op.name == "stablehlo.multiply")
+    measured = MeasuredEstimator(Fixed(), lambda op: 2.0 if op is multiply else None)
+    report = schedule_report(module, measured)
+    assert report["collectives"][0]["exposed_s"] == 0.0  # 2 s of compute hide it
+    assert measured.replaced == {multiply: (1.0, 2.0)}
+
+
+def test_cost_model_prices_a_collective_by_transport():
+    from xla_core.cost import hardware
+    from xla_core.scheduling import CostModelEstimator, SchedulingError
+    module = stablehlo.parse(PROGRAM)
+    sync = next(op for op in module.lookup("main").body.operations
+                if op.name == "stablehlo.all_reduce")
+    hw = hardware("generic-cpu")
+    # a ring all-reduce over 2 devices moves 2 (n-1)/n = 1 times its 16 bytes
+    local = CostModelEstimator(hw, module).collective_seconds(sync)
+    assert local == pytest.approx(hw.collective_latency + 16 / hw.collective_bandwidth)
+    remote = CostModelEstimator(hw, module, "network").collective_seconds(sync)
+    assert remote == pytest.approx(hw.network_latency + 16 / hw.network_bandwidth)
+    with pytest.raises(SchedulingError, match="transport"):
+        CostModelEstimator(hw, module, "carrier-pigeon")
