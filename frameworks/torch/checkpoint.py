@@ -36,7 +36,6 @@ from __future__ import annotations
 import copy
 import io
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
@@ -67,7 +66,7 @@ __all__ = [
 
 # DCP's FileSystemWriter writes this file last (a rename), once every process's data is written.
 METADATA_FILE = ".metadata"
-_STEP_DIR = re.compile(r"step_(\d+)$")
+_STEP_PREFIX = "step_"  # checkpoint_path names a step's directory step_<N>
 
 
 class CheckpointError(OpenHLOError):
@@ -82,7 +81,7 @@ class IncompleteCheckpointError(CheckpointError):
 
 def checkpoint_path(root, step: int) -> str:
     """The directory of step ``step``'s checkpoint under ``root`` (``root/step_00000042``)."""
-    return os.path.join(os.fspath(root), f"step_{step:08d}")
+    return os.path.join(os.fspath(root), f"{_STEP_PREFIX}{step:08d}")
 
 
 def is_complete(path) -> bool:
@@ -98,9 +97,10 @@ def latest_checkpoint(root) -> Optional[str]:
         return None
     steps = []
     for name in os.listdir(root):
-        found = _STEP_DIR.match(name)
-        if found and is_complete(os.path.join(root, name)):
-            steps.append((int(found.group(1)), name))
+        step = name[len(_STEP_PREFIX):]
+        if (name.startswith(_STEP_PREFIX) and step.isascii() and step.isdigit()
+                and is_complete(os.path.join(root, name))):
+            steps.append((int(step), name))
     return os.path.join(root, max(steps)[1]) if steps else None
 
 
