@@ -9,13 +9,9 @@ import pytest
 
 import stablehlo
 from xla_core.scheduling import MeasuredEstimator, schedule_report
+from xla_core.testing.collective_text import SUM_OVER_PAIR as SUM
 
 T = "tensor<4xf32>"
-SUM = """({
-    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
-      %s = stablehlo.add %p, %q : tensor<f32>
-      stablehlo.return %s : tensor<f32>
-    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}"""
 
 
 def pair(handle: str, operand: str) -> str:

@@ -8,13 +8,9 @@ import stablehlo
 from stablehlo.ir.ops.async_collectives import start_of
 from stablehlo.verify import verify_module
 from xla_core.passes import PassContext, make_pass, parse_pass_list
+from xla_core.testing.collective_text import SUM_OVER_PAIR as SUM
 
 M = "tensor<64x64xf32>"
-SUM = """({
-    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
-      %s = stablehlo.add %p, %q : tensor<f32>
-      stablehlo.return %s : tensor<f32>
-    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}"""
 DOT = "contracting_dims = [1] x [0]"
 
 

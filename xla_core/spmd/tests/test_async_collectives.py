@@ -6,13 +6,9 @@ import stablehlo
 from stablehlo.text.printer import print_module
 from stablehlo.verify import verify_module
 from xla_core.passes import PassContext, make_pass, make_pipeline
+from xla_core.testing.collective_text import SUM_OVER_PAIR as SUM
 
 T = "tensor<4xf32>"
-SUM = """({
-    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
-      %s = stablehlo.add %p, %q : tensor<f32>
-      stablehlo.return %s : tensor<f32>
-    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}"""
 # the loss all-reduce, then gradient work that does not read it, then its first reader;
 # the gather's only reader is the terminator
 OVERLAP = f"""func.func @main(%x: {T}, %w: {T}) -> ({T}, {T}, tensor<8xf32>) {{
