@@ -8,8 +8,10 @@ random arguments of the right types, then print the results or save them as
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import tempfile
 import zipfile
 
 import numpy as np
@@ -53,6 +55,14 @@ def add_parser(subparsers) -> None:
     add_opt_level_argument(p)
     p.add_argument("--profile", action="store_true",
                    help="cpu backend: print the time of each instruction on stderr")
+    p.add_argument("--trace", metavar="OUT.json",
+                   help="cpu backend: write a Chrome trace of one run (every op and collective "
+                        "on every device; open it in https://ui.perfetto.dev or "
+                        "chrome://tracing), after an unrecorded warm-up run")
+    p.add_argument("--trace-cold", action="store_true",
+                   help="with --trace: record the first run, without a warm-up")
+    # With --num-processes, each process writes its part of --trace here (_launch_processes).
+    p.add_argument("--trace-part", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--metrics", action="store_true",
                    help="print the runtime counters (compiles, executions, transfers, "
                         "fallbacks) on stderr after running")
@@ -74,6 +84,10 @@ def apply_opt_level(args) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from stablehlo.text import parse_module
+    if args.trace and args.profile:
+        raise CliError("--profile and --trace both time the program: choose one")
+    if args.trace_cold and not (args.trace or args.trace_part):
+        raise CliError("--trace-cold needs --trace")
     if args.num_processes is not None:
         return _launch_processes(args)
     text, filename = read_source(args.file, args.sources)
@@ -92,6 +106,8 @@ def run_command(args: argparse.Namespace) -> int:
         inputs = random_arguments(types, args.seed)
     if args.profile:
         results = _profiled(exe, inputs, args.backend)
+    elif args.trace or args.trace_part:
+        results = _traced(exe, inputs, args)
     elif args.num_devices is not None:
         results = exe.execute_global(*inputs)
     else:
@@ -147,11 +163,37 @@ def _launch_processes(args: argparse.Namespace) -> int:
             command += [flag, os.path.abspath(value) if path_like else str(value)]
     if args.metrics:
         command.append("--metrics")
+    if args.trace_cold:
+        command.append("--trace-cold")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    finished = launch(command, args.num_processes, args.launch_timeout, cwd=root)
+    if args.trace is None:
+        finished = launch(command, args.num_processes, args.launch_timeout, cwd=root)
+    else:
+        with tempfile.TemporaryDirectory(prefix="openhlo-trace-") as parts:
+            finished = launch(command + ["--trace-part", parts], args.num_processes,
+                              args.launch_timeout, cwd=root)
+            _merge_trace_parts(parts, args.num_processes, args.trace)
     sys.stdout.write(finished[0].stdout)
     sys.stderr.write(finished[0].stderr)
     return 0
+
+
+def _merge_trace_parts(parts: str, num_processes: int, path: str) -> None:
+    """One trace of every process's part (all on this machine's monotonic clock)."""
+    from xla_core.cost.profile import merge_chrome_traces
+    traces = []
+    for index in range(num_processes):
+        with open(os.path.join(parts, f"process{index}.json"), encoding="utf-8") as f:
+            traces.append(json.load(f))
+    _write_trace(path, merge_chrome_traces(traces))
+
+
+def _write_trace(path: str, trace: dict) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(trace, f)
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def load_inputs(path: str, types: list[Type], entry: str) -> list:
@@ -210,4 +252,28 @@ def _profiled(exe, inputs: list, backend: str) -> list:
     with profile() as prof:
         results = exe(*inputs)
     sys.stderr.write(prof.report() + "\n")
+    return results
+
+
+def _traced(exe, inputs: list, args: argparse.Namespace) -> list:
+    """One run recorded as a Chrome trace (``--trace``, or this process's part of it under
+    ``--num-processes``); a warm-up run first unless ``--trace-cold``."""
+    if args.backend != "cpu":
+        raise CliError("--trace needs the cpu backend")
+    from pjrt.plugins.cpu.profiler import device_names, timeline, timeline_events
+    from xla_core.cost.profile import chrome_trace
+    exe.wait_optimized()  # trace the program with its generated kernels in place
+
+    def run():
+        return exe(*inputs) if args.num_devices is None else exe.execute_global(*inputs)
+
+    if not args.trace_cold:
+        run()  # first-touch and cache effects are not the program's time
+    with timeline() as intervals:
+        results = run()
+    trace = chrome_trace(timeline_events(exe, intervals), device_names(exe))
+    path = args.trace
+    if args.trace_part is not None:
+        path = os.path.join(args.trace_part, f"process{exe.client.process_index}.json")
+    _write_trace(path, trace)
     return results

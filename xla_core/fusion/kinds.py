@@ -110,3 +110,12 @@ def kind_of_fusion(op: Operation) -> FusionKind | None:
     kind = attrs.get("kind") if isinstance(attrs, DictAttr) else None
     name = getattr(kind, "value", None)
     return FUSION_KINDS.lookup(name) if isinstance(name, str) else None
+
+
+def fusion_where(op: Operation) -> str:
+    """A fusion's place for profiles and logs: ``file:1:2: 'stablehlo.composite'
+    @fused_loop_0 (loop)`` (its decomposition's name and its kind)."""
+    callee = op.attributes.get("decomposition")
+    name = getattr(callee, "name", None) or "?"
+    kind = kind_of_fusion(op)
+    return f"{op.where()} @{name} ({kind.name if kind is not None else 'unknown kind'})"

@@ -11,6 +11,14 @@ The executor times every instruction it runs while a profile is open (nested ``w
 bodies too, so a loop's time appears both on the loop and on its body's instructions).
 Profiling is process-wide: executions on other threads during the block are included.
 
+``timeline()`` keeps every instruction's interval, on its device and thread, instead of totals;
+``timeline_events(exe, intervals)`` turns them into the events of a Chrome trace
+(xla_core/cost/profile.py; ``openhlo run --trace``)::
+
+    with timeline() as intervals:
+        exe.execute_global(*args)
+    trace = chrome_trace(timeline_events(exe, intervals), device_names(exe))
+
 Under ``OPENHLO_TRACE`` (stablehlo/instrument/trace.py) the block is a ``profile`` span and each
 instruction an event inside it, with its calls and total time: the executor keeps totals,
 not start times, so the instructions are laid end to end, slowest first, from the block's
@@ -23,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 
 from stablehlo.instrument import trace
+from xla_core.cost.profile import OpEvent, op_event_args, op_keys, profile_keys
 
 from pjrt.plugins.cpu.native_module import native
 
@@ -73,3 +82,62 @@ def _trace_rows(rows: list, start_ns: int, dur_ns: int) -> None:
         ns = int(seconds * 1e9)
         trace.event(where, "instruction", at, ns, calls=calls, aggregated=True)
         at += ns
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One run of one instruction, as the executor recorded it (profiler.h ProfileEvent)."""
+    where: str
+    instr: int      # the instruction's identity within one executable
+    instance: int   # replica-major index of the running instance
+    thread: int
+    role: str       # "executor", "communication"
+    start_ns: int
+    end_ns: int
+
+
+@contextlib.contextmanager
+def timeline():
+    """Every instruction's interval while the block runs, in the list it yields (filled when
+    the block ends). Process-wide, like ``profile``."""
+    lib = native()
+    lib.profile_reset()
+    lib.set_profiling(True, timeline=True)
+    intervals: list[Interval] = []
+    try:
+        yield intervals
+    finally:
+        lib.set_profiling(False)
+        intervals.extend(Interval(*row) for row in lib.profile_timeline())
+        lib.profile_reset()
+
+
+def timeline_events(exe, intervals: list[Interval]) -> list[OpEvent]:
+    """The trace events of ``intervals`` recorded while ``exe`` (a CpuExecutable) ran: each
+    named by its instruction's key (keys count shared places in the order instructions first
+    ran on their device), on the global id of its instance's device, with the op's kind,
+    result types and collective bytes from the program the executable runs."""
+    devices = [d.id for row in exe.device_assignment for d in row]
+    program = exe.program
+    ops = op_keys(program.module, program.func.name)
+    by_instance: dict[int, list[Interval]] = {}
+    for interval in sorted(intervals, key=lambda i: i.start_ns):
+        by_instance.setdefault(interval.instance, []).append(interval)
+    events = []
+    for instance, runs in sorted(by_instance.items()):
+        first_runs = list({run.instr: run.where for run in runs}.items())  # first-run order
+        key_of = dict(zip((instr for instr, _ in first_runs),
+                          profile_keys([where for _, where in first_runs])))
+        for run in runs:
+            key = key_of[run.instr]
+            category, args = op_event_args(ops.get(key), run.where)
+            events.append(OpEvent(key, category, devices[instance], run.thread, run.role,
+                                  run.start_ns, run.end_ns - run.start_ns, args))
+    return events
+
+
+def device_names(exe) -> dict[int, str]:
+    """Trace labels of the devices of ``exe`` in this process: ``device 3 (process 1)``."""
+    here = exe.client.process_index
+    return {d.id: f"device {d.id} (process {d.process_index})"
+            for row in exe.device_assignment for d in row if d.process_index == here}

@@ -20,7 +20,7 @@ from stablehlo.instrument import dump
 from xla_core.buffers import inplace_pairs
 from xla_core.codegen import SYMBOL, NotGeneratable, fusion_kernel, loop_source
 from xla_core.codegen.cpp_mathlib import source as mathlib_source
-from xla_core.fusion.kinds import kind_of_fusion
+from xla_core.fusion.kinds import fusion_where  # noqa: F401 (the lowering's import)
 
 from pjrt.plugins.cpu.codegen import abi, build
 from pjrt.plugins.cpu.codegen.target import CPU_TARGET
@@ -31,15 +31,6 @@ LOG = logging.getLogger("openhlo.cpu")
 def is_fusion(op: Operation) -> bool:
     name = op.attributes.get("name")
     return op.name == "stablehlo.composite" and name is not None and name.value == "openhlo.fusion"
-
-
-def fusion_where(op: Operation) -> str:
-    """A fusion's place for profiles and logs: ``file:1:2: 'stablehlo.composite'
-    @fused_loop_0 (loop)`` (its decomposition's name and its kind)."""
-    callee = op.attributes.get("decomposition")
-    name = getattr(callee, "name", None) or "?"
-    kind = kind_of_fusion(op)
-    return f"{op.where()} @{name} ({kind.name if kind is not None else 'unknown kind'})"
 
 
 def _fusions(module: Module, func: Func) -> tuple[list[Operation], list[Operation]]:

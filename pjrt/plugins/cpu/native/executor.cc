@@ -286,8 +286,7 @@ void run_program(const Program& program, Frame& frame) {
       if (profiling) {
         const auto start = std::chrono::steady_clock::now();
         run_instr(instr, frame);
-        profile_record(instr.where, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now() - start).count());
+        profile_record(instr.where, &instr, frame.ctx, start, std::chrono::steady_clock::now());
       } else {
         run_instr(instr, frame);
       }

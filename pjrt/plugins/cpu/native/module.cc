@@ -81,8 +81,9 @@ PYBIND11_MODULE(_native, m) {
   m.def("live_storage_count", &live_storage_count);
   m.def("live_storage_bytes", &live_storage_bytes);
   m.def("parallel_width", &parallel_width);
-  m.def("set_profiling", &set_profiling, py::arg("on"));
+  m.def("set_profiling", &set_profiling, py::arg("on"), py::arg("timeline") = false);
   m.def("profile_snapshot", &profile_snapshot);
+  m.def("profile_timeline", &profile_timeline);
   m.def("profile_reset", &profile_reset);
   m.def("prepare_exit", [] {
     // From an atexit hook, before finalization: queued executions finish (their fallbacks
