@@ -103,7 +103,9 @@ def op_keys(module: Module, function: str) -> dict[str, Operation]:
 
 
 def is_collective(op: Operation) -> bool:
-    return op.opdef is not None and op.opdef.has(COLLECTIVE)
+    """An op that moves data between devices. replica_id and partition_id carry the
+    collective trait (they depend on the device grid) but exchange nothing: no operands."""
+    return op.opdef is not None and op.opdef.has(COLLECTIVE) and bool(op.operands)
 
 
 # ---- writing --------------------------------------------------------------------------------

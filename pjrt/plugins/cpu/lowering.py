@@ -386,7 +386,8 @@ class Lowering:
         codegen/hook.py; tests/test_fusion_hook.py counts); op by op runs the first tier
         until the kernels are compiled (tiering.py), programs without a C++ compiler, and
         fusions that came in the program as given."""
-        from pjrt.plugins.cpu.codegen.program import fusion_where, is_fusion
+        from pjrt.plugins.cpu.codegen.program import is_fusion
+        from xla_core.fusion.kinds import fusion_where
         if not is_fusion(op):
             return False
         where = fusion_where(op)  # names the fusion and its kind in profiles

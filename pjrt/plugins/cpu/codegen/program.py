@@ -20,7 +20,6 @@ from stablehlo.instrument import dump
 from xla_core.buffers import inplace_pairs
 from xla_core.codegen import SYMBOL, NotGeneratable, fusion_kernel, loop_source
 from xla_core.codegen.cpp_mathlib import source as mathlib_source
-from xla_core.fusion.kinds import fusion_where  # noqa: F401 (the lowering's import)
 
 from pjrt.plugins.cpu.codegen import abi, build
 from pjrt.plugins.cpu.codegen.target import CPU_TARGET
