@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.core import Block, Func, Module, Operation
+from stablehlo.ir.ops.async_collectives import ASYNC_START, wrapped_collective
 from stablehlo.ir.ops.base import COLLECTIVE
 from xla_core.cost.estimates import op_cost, roofline_seconds, type_bytes
 from xla_core.cost.hardware import HardwareDescription
@@ -130,6 +131,8 @@ def op_event_args(op: Operation | None, place: str) -> tuple[str, dict]:
     if op is None:
         found = re.search(r"'([\w.$-]+)'", place)
         return COMPUTE, {"op": found.group(1) if found else "?"}
+    if op.name == ASYNC_START:  # its events are its collective's: issue and transfer
+        op = wrapped_collective(op)
     args = {"op": op.name, "results": [str(r.type) for r in op.results]}
     if is_collective(op):
         args["bytes"] = sum(type_bytes(v.type) for v in op.operands)

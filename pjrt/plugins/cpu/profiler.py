@@ -131,7 +131,10 @@ def timeline_events(exe, intervals: list[Interval]) -> list[OpEvent]:
         for run in runs:
             key = key_of[run.instr]
             category, args = op_event_args(ops.get(key), run.where)
-            events.append(OpEvent(key, category, devices[instance], run.thread, run.role,
+            # Another thread's share of an instruction (an async start's collective on the
+            # communication thread) is measured under a key of its own.
+            name = key if run.role == "executor" else f"{key} [{run.role} thread]"
+            events.append(OpEvent(name, category, devices[instance], run.thread, run.role,
                                   run.start_ns, run.end_ns - run.start_ns, args))
     return events
 

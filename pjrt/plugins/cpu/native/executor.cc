@@ -189,9 +189,8 @@ void start_async(const Instr& instr, Frame& frame) {
           rethrow_located(*at);  // the done reports it, naming the start
         }
         if (profiling) {
-          profile_record(at->where + " [communication thread]",
-                         std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now() - start).count());
+          profile_record(at->where, at, ctx, start, std::chrono::steady_clock::now(),
+                         "communication");
         }
         operands.clear();
         return results;

@@ -30,7 +30,8 @@ struct ProfileEvent {
 };
 
 // Adds one call of `instr` (named `where`) that ran from `start` to `end` on this thread for
-// the instance of `ctx` (thread-safe). `instr` is any pointer that identifies the instruction.
+// the instance of `ctx` (thread-safe). `instr` is any pointer that identifies the instruction;
+// a thread other than the executor's (`role`) totals as "where [role thread]".
 void profile_record(const std::string& where, const void* instr, const ExecContext& ctx,
                     std::chrono::steady_clock::time_point start,
                     std::chrono::steady_clock::time_point end, const char* role = "executor");
