@@ -15,3 +15,12 @@ def _session_cache_root(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_DIR_ENV, str(tmp_path_factory.mktemp("openhlo-cache")))
         yield
+
+
+@pytest.fixture(autouse=True)
+def _cpu_opt_level_restored(monkeypatch):
+    """``openhlo run/opt --opt-level`` set ``OPENHLO_CPU_OPT_LEVEL`` in the calling process,
+    which CLI tests share with every later test: teardown restores the variable as it was
+    (setenv records its state; delenv alone records nothing when it is unset)."""
+    monkeypatch.setenv("OPENHLO_CPU_OPT_LEVEL", "1")
+    monkeypatch.delenv("OPENHLO_CPU_OPT_LEVEL")

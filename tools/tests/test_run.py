@@ -141,8 +141,7 @@ def test_console_command_end_to_end(tmp_path):
 
 @pytest.mark.parametrize("level", ["0", "1"])
 def test_opt_levels_and_profile(capsys, tmp_path, hello_args, monkeypatch, level):
-    # --opt-level goes to the cpu backend through the environment; monkeypatch restores it.
-    monkeypatch.delenv("OPENHLO_CPU_OPT_LEVEL", raising=False)
+    # --opt-level goes to the cpu backend through the environment (conftest.py restores it).
     monkeypatch.setenv("OPENHLO_CACHE_DIR", str(tmp_path / "cache"))
     path, args = hello_args
     out_path = tmp_path / "out.npz"

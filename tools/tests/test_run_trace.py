@@ -70,13 +70,6 @@ def assert_no_overlap_per_thread(events: list[dict]) -> None:
             assert before["ts"] + before["dur"] <= after["ts"] + 1e-3, (before, after)
 
 
-@pytest.fixture(autouse=True)
-def restore_opt_level(monkeypatch):
-    # --opt-level sets OPENHLO_CPU_OPT_LEVEL in this process: setenv records its state before
-    # the test (delenv alone records nothing when it is unset), so teardown restores it.
-    monkeypatch.setenv("OPENHLO_CPU_OPT_LEVEL", "1")
-    monkeypatch.delenv("OPENHLO_CPU_OPT_LEVEL")
-
 
 def test_one_device_trace_names_every_op_once(capsys, tmp_path):
     path = tmp_path / "p.mlir"
