@@ -37,6 +37,8 @@ def test_fsdp_step_is_bit_identical_and_less_exposed_with_the_scheduler(step):
     for off, on in zip(results[False], results[True]):
         np.testing.assert_array_equal(off, on)
     assert fractions[True] < fractions[False]
+    # issue 17's bound: at most a quarter of the collective time exposed
+    assert fractions[True] <= 0.25
 
 
 def test_schedule_report_of_the_fsdp_step(step, capsys, tmp_path):

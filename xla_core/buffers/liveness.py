@@ -11,7 +11,12 @@ and records, per op (program order, ``index`` 0..N-1):
   has one, see Note [ordered ops], plus the ops of an async window, see Note
   [async windows]); the terminator must come last besides;
 * ``scratch[i]``: bytes its nested computations need while it runs (the peak
-  of a while/if/case body, of a called function), added at this op only.
+  of a while/if/case body, of a called function), added at this op only;
+* ``handover[i]``: bytes of its operands whose storage its results take over: an
+  ``openhlo.async_done``'s future, the buffer the collective wrote, is its result,
+  so at the done the two are one buffer, not both live. (Likewise an
+  ``openhlo.async_start``'s region, the collective, writes into the start's future:
+  it adds no scratch.)
 
 Block arguments (function parameters, loop-carried values) and values captured
 from enclosing blocks are not ours to free: they are live throughout and are
@@ -160,6 +165,7 @@ class BlockGraph:
     scratch: list = field(init=False)
     ordered: list = field(init=False)        # op index -> has an effect (Note [ordered ops])
     def_bytes: list = field(init=False)      # op index -> bytes of its results
+    handover: list = field(init=False)       # op index -> operand bytes its results reuse
     terminator: int | None = field(init=False)
 
     def __post_init__(self):
@@ -187,8 +193,12 @@ class BlockGraph:
                 self._keep_in_windows(op, index, preds, open_starts)
             self.preds.append(sorted(preds))
             self.defs.append([self._define(r, index, op) for r in op.results])
-            self.scratch.append(self.nested.of_op(op))
+            # a start's region is the collective writing into the start's future: no more
+            self.scratch.append(0 if op.name == ASYNC_START else self.nested.of_op(op))
         self.def_bytes = [sum(self.sizes[v] for v in defs) for defs in self.defs]
+        self.handover = [self.sizes[self.vid[op.operands[0]]]
+                         if op.name == ASYNC_DONE and op.operands[0] in self.vid else 0
+                         for op in self.ops]
 
     def _keep_in_windows(self, op: Operation, index: int, preds: set, open_starts: list) -> None:
         """Add the dependencies of Note [async windows] to ``preds`` (op ``index``)."""
@@ -264,10 +274,10 @@ class BlockGraph:
             end = max([pos[u] for u in users]) if users else pos[def_op[v]]
             freed[end] += sizes[v]
         current = peak = 0
-        def_bytes, scratch = self.def_bytes, self.scratch
+        def_bytes, scratch, handover = self.def_bytes, self.scratch, self.handover
         for k, i in enumerate(order):
             current += def_bytes[i]
-            peak = max(peak, current + scratch[i])
+            peak = max(peak, current + scratch[i] - handover[i])
             current -= freed[k]
         return peak
 

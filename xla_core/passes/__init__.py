@@ -56,7 +56,7 @@ def _cpu_opt_pipeline() -> Pipeline:
 
 
 def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = True,
-                  pipeline_collectives: bool = True) -> Pipeline:
+                  pipeline_collectives: bool = True, overlap_hardware: str = "generic-cpu") -> Pipeline:
     """Global sharded program -> per-device program: shard_map/pmap programs by spmd-manual;
     the others are inlined (propagation and partitioning see one function), propagated and
     partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
@@ -65,11 +65,15 @@ def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = Tru
     ``pipeline_collectives`` is false), before the combiners, which keep the moved ones
     apart. Independent all-reduces, all-gathers and
     reduce-scatters are then combined (unless ``combine`` is false), in the order XLA's
-    pipeline runs its combiners after partitioning. Last, each collective that has
+    pipeline runs its combiners after partitioning, keeping apart the ones that merged would
+    lose the overlap the scheduler can give them, estimated on ``overlap_hardware`` (a
+    hardware description; empty: XLA's thresholds alone; see xla_core/spmd/combiner.py). Last, each collective that has
     independent work after it becomes an async start/done pair around that work (the creator
     splits every one, convert-async-to-sync joins those with nothing between). The compile
     driver (xla_core/compile) partitions with this too."""
-    combiners = ",all-reduce-combiner,all-gather-combiner,reduce-scatter-combiner"
+    keep = f"{{overlap-hardware={overlap_hardware}}}" if overlap_hardware else ""
+    combiners = "".join(f",{kind}-combiner{keep}"
+                        for kind in ("all-reduce", "all-gather", "reduce-scatter"))
     return Pipeline("spmd", parse_pass_list(
         f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
         f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"

@@ -58,7 +58,8 @@ class _Memory:
         self.live = 0
 
     def need(self, i: int) -> int:
-        return self.live + self.graph.def_bytes[i] + self.graph.scratch[i]
+        graph = self.graph
+        return self.live + graph.def_bytes[i] + graph.scratch[i] - graph.handover[i]
 
     def fits(self, i: int) -> bool:
         return self.need(i) <= self.limit
@@ -153,6 +154,27 @@ def _pick(ready, ops, clock: Clock, memory: _Memory, in_flight, max_in_flight,
     return min(ready, key=lambda i: (-memory.net_freed(i), base_pos[i]))
 
 
+def _sink_free(graph: BlockGraph, order: list[int], estimator: LatencyEstimator) -> list[int]:
+    """``order`` with each op that depends on nothing in the block, takes no time and is
+    read (a constant) moved to just before its first reader: the same timeline, shorter
+    lives."""
+    movable = {i for i, op in enumerate(graph.ops)
+               if not graph.preds[i] and not graph.ordered[i] and i != graph.terminator
+               and any(graph.users[v] for v in graph.defs[i])
+               and estimator.op_seconds(op) == 0}
+    out: list[int] = []
+    placed: set[int] = set()
+    for i in order:
+        if i in movable:
+            continue
+        for p in graph.preds[i]:
+            if p in movable and p not in placed:
+                out.append(p)
+                placed.add(p)
+        out.append(i)
+    return out
+
+
 def _within_limit(graph: BlockGraph, base: list[int], estimator: LatencyEstimator,
                   limit: int, max_in_flight: int, tries: int = 4) -> list[int] | None:
     """A latency schedule whose peak is at most ``limit``, or None. The greedy checks only
@@ -160,12 +182,16 @@ def _within_limit(graph: BlockGraph, base: list[int], estimator: LatencyEstimato
     go). Each schedule is tried as is, then with the expanding ops (constants, broadcasts)
     sunk to their first readers as the memory scheduler does; each retry emits compute in
     the baseline order (which stays within the limit) and lowers the limit the greedy sees
-    by the last overshoot."""
+    by the last overshoot. Before the memory scheduler's sinking, which moves compute and
+    so can undo the overlap, only the ops the clock does not see are sunk (``_sink_free``):
+    the greedy emits constants as soon as they are ready, and a few bytes held from the
+    start to the last reader must not cost the whole schedule."""
     greedy_limit = limit
     for attempt in range(tries):
         candidate = latency_schedule(graph, base, estimator, greedy_limit, max_in_flight,
                                      follow_base=attempt > 0)
-        for order in (candidate, sink(graph, candidate)):
+        for order in (candidate, _sink_free(graph, candidate, estimator),
+                      sink(graph, candidate)):
             graph.check_order(order)
             peak = graph.peak(order)
             if peak <= limit:

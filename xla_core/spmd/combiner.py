@@ -34,6 +34,21 @@ XLA. XLA's defaults are kept (30 MiB + 7 bytes, 256 members). With
 ``combine-while-loops=false`` the blocks of ``stablehlo.while`` regions are skipped (XLA's
 option of that name; deeper regions still combine).
 
+With ``overlap-hardware=NAME`` (a hardware description, ``xla_core.cost.hardware``) the
+combiner also keeps the overlap the latency-hiding scheduler could give each op, as XLA's GPU
+pipeline does by dry-running its scheduler and combining the collectives it leaves
+synchronous. Each op has a window: from the op in the block defining its last operand to its
+first reader. A merged op can start only when all members can and must be done when the
+first is needed, so merging takes from the members the compute between their starts and
+between their first readers (the ops' estimated seconds on NAME less the per-kernel step
+overhead, which fusion mostly removes; collectives not counted). Kept apart, the candidate
+could hide behind that compute, but costs one more collective latency: it joins the group
+unless the compute lost exceeds its own estimated time (latency + moved bytes / bandwidth,
+the scheduler's estimate) plus that latency; otherwise it starts a new group. An FSDP step's
+weight gathers, each needed by another layer's matmuls, so stay apart and each hides behind the
+compute before its use; collectives with no compute between them (or too little to hide
+anything) merge as before.
+
 A group of two or more becomes one op at the place of its last member; ops that used an
 earlier member's result and stood before that place move after it (a stable topological
 order of the block, so everything else keeps its order).
@@ -75,6 +90,7 @@ class CollectiveCombinerPass(Pass):
     threshold_bytes: int = DEFAULT_THRESHOLD_BYTES
     max_count: int = DEFAULT_MAX_COUNT
     combine_while_loops: bool = True
+    overlap_hardware: str = ""
 
     def kind_key(self, op: Operation) -> Optional[tuple]:
         """What this kind's ops must share besides what every kind's must (``_key``), or None
@@ -156,8 +172,10 @@ class CollectiveCombinerPass(Pass):
         sizes: list = []
         members: list = []  # per group: mask of its members
         reads: list = []  # per group: mask of what its members read
+        windows: list = []  # per group: (min, max) of its members' starts and first reads
         open_group: dict = {}  # key -> group index
         depends: dict = {}  # value -> mask of the members it depends on
+        overlap = _Overlap(block, self.overlap_hardware) if self.overlap_hardware else None
         for index, op in enumerate(block.operations):
             mask = 0
             for inner in op.walk():
@@ -170,9 +188,11 @@ class CollectiveCombinerPass(Pass):
                     depends[r] = mask
                 continue
             g = open_group.get(key)
+            window = overlap.window(index) if overlap else None
             if g is not None and (sizes[g] + size > self.threshold_bytes
                                   or len(groups[g]) >= self.max_count
-                                  or _waits_for(mask, members[g], members, reads)):
+                                  or _waits_for(mask, members[g], members, reads)
+                                  or (overlap and overlap.loses(windows[g], window))):
                 g = None
             if g is None:
                 g = open_group[key] = len(groups)
@@ -180,6 +200,9 @@ class CollectiveCombinerPass(Pass):
                 sizes.append(0)
                 members.append(0)
                 reads.append(0)
+                windows.append(window)
+            elif overlap:
+                windows[g] = _merged(windows[g], window)
             groups[g].append(op)
             sizes[g] += size
             members[g] |= 1 << index
@@ -187,6 +210,62 @@ class CollectiveCombinerPass(Pass):
             for r in op.results:
                 depends[r] = 1 << index
         return groups
+
+
+class _Overlap:
+    """The windows of a block's collectives and the compute merging them takes away (see
+    the module doc), with the estimates of one hardware description."""
+
+    def __init__(self, block: Block, hardware_name: str):
+        from xla_core.cost import hardware
+        from xla_core.scheduling.estimator import COLLECTIVES, CostModelEstimator, moved_bytes
+        description = hardware(hardware_name)
+        estimator = CostModelEstimator(description)
+        self.latency, self.bandwidth = estimator.latency, estimator.bandwidth
+        self.moved_bytes = moved_bytes
+        ops = block.operations
+        self.position = {}  # value -> index of the block op defining it
+        for i, op in enumerate(ops):
+            for r in op.results:
+                self.position[r] = i
+        self.first_reader = {}  # block op index -> index of the first block op reading it
+        self.elapsed = [0.0]  # seconds of compute before each block op
+        for i, op in enumerate(ops):
+            for inner in op.walk():
+                for v in inner.operands:
+                    j = self.position.get(v)
+                    if j is not None and j != i:
+                        self.first_reader.setdefault(j, i)
+            # fusion, later, merges most ops into few kernels: their work counts, not the
+            # per-kernel overhead each would pay alone
+            seconds = 0.0 if op.name in COLLECTIVES else max(
+                estimator.op_seconds(op) - description.step_overhead, 0.0)
+            self.elapsed.append(self.elapsed[-1] + seconds)
+        self.ops = ops
+
+    def window(self, index: int) -> tuple:
+        """(start, start, first read, first read, seconds) of the collective at ``index``:
+        the position after its last operand's definition, that of its first reader (the
+        block's end if none), and its estimated seconds (latency + moved bytes/bandwidth)."""
+        op = self.ops[index]
+        defined = [self.position[v] for inner in op.walk()
+                   for v in inner.operands if v in self.position]
+        start = max(defined, default=-1) + 1
+        need = self.first_reader.get(index, len(self.ops))
+        return (start, start, need, need, self.latency + self.moved_bytes(op) / self.bandwidth)
+
+    def loses(self, group: tuple, window: tuple) -> bool:
+        """Whether merging ``window`` into ``group`` takes more compute from their windows
+        than the candidate's own time plus the latency merging saves."""
+        merged = _merged(group, window)
+        lost = (self.elapsed[merged[1]] - self.elapsed[merged[0]]
+                + self.elapsed[merged[3]] - self.elapsed[merged[2]])
+        return lost > self.latency + window[4]
+
+
+def _merged(group: tuple, window: tuple) -> tuple:
+    return (min(group[0], window[0]), max(group[1], window[1]),
+            min(group[2], window[2]), max(group[3], window[3]), group[4] + window[4])
 
 
 def _waits_for(mask: int, target: int, members: list, reads: list) -> bool:

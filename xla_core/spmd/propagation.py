@@ -38,7 +38,11 @@ operand: the partitioner reshards it once, before the loop.
 
 Conflicts, when operands propose different shardings (elementwise) or the same mesh axis for
 two result dims (dot): the proposal splitting the value into more tiles wins, then the one
-from a user annotation, then the larger operand tensor, then the earlier operand.
+from the larger operand tensor, then the one from a user annotation, then the earlier operand.
+Size before annotation: in a dot, the losing operand is the one gathered, so an FSDP weight
+(annotated, small) yields to the activation (batch-split, large) as in XLA, rather than making
+the activation gathered and the rest of the backward split on the weight's dim. Elementwise
+operands have one shape, so there the annotation decides.
 
 Each decision's source is kept in ``openhlo.sharding_origin`` next to the op's
 ``sdy.sharding``; ``explain(module)`` lists them, and the pass logs the same lines to the
@@ -276,10 +280,10 @@ class _Propagation:
         return None
 
     def _rank(self, value: Value, dims, index: int) -> tuple:
-        """Conflict order: more tiles, user annotation, larger tensor, earlier operand."""
+        """Conflict order: more tiles, larger tensor, user annotation, earlier operand."""
         decision = self.decided.get(value)
-        return (self.info.tiles(dims), bool(decision and decision.user),
-                math.prod(value.type.shape), -index)
+        return (self.info.tiles(dims), math.prod(value.type.shape),
+                bool(decision and decision.user), -index)
 
     def _mapped_forward(self, op: Operation, operands, positions):
         """Each operand dim mapping to a result dim proposes its axes; a higher-ranked operand

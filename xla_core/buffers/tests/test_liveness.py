@@ -87,3 +87,29 @@ func.func public @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
 }""")
     with pytest.raises(BuffersError, match="stablehlo.negate.*cannot size"):
         BlockGraph(m.lookup("main").body, NestedPeaks(m))
+
+
+def test_an_async_done_takes_over_its_futures_buffer():
+    # %x (an argument, not ours) gathered into a 32 KiB future (the start's region, the
+    # gather, writes into it: no scratch besides); the done's result is that buffer, so at
+    # the done 32 KiB are live, not 64; the peak is at the reduce (the gathered 32 KiB, the
+    # zero and the 256 B row sums).
+    m = stablehlo.parse("""
+func.func @main(%x: tensor<64x64xf32>) -> tensor<64xf32> {
+  %g = "stablehlo.all_gather"(%x) {all_gather_dim = 0 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<64x64xf32>) -> tensor<128x64xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = stablehlo.reduce(%g init: %z) applies stablehlo.add across dimensions = [0]
+      : (tensor<128x64xf32>, tensor<f32>) -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}""")
+    from xla_core.passes import PassContext, make_pass
+    make_pass("async-collective-creator").run(m, PassContext())
+    graph = BlockGraph(m.lookup("main").body, NestedPeaks(m))
+    names = [op.name for op in graph.ops]
+    assert "openhlo.async_start" in names and "openhlo.async_done" in names
+    size = 128 * 64 * 4
+    assert graph.handover == [size if n == "openhlo.async_done" else 0 for n in names]
+    assert graph.scratch[names.index("openhlo.async_start")] == 0
+    reduce_body = graph.scratch[names.index("stablehlo.reduce")]
+    assert graph.peak(range(len(graph.ops))) == size + 4 + 64 * 4 + reduce_body

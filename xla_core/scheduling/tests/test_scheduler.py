@@ -178,3 +178,40 @@ def test_loop_bodies_are_scheduled_on_their_own():
     body = names(next(op for op in ops if op.name == "stablehlo.while")
                  .regions[1].blocks[0].operations)
     assert body.index("async_start") < body.index("dot_general") < body.index("async_done")
+
+
+def test_constants_the_greedy_emits_early_are_sunk_without_moving_compute():
+    # the greedy emits a ready constant as soon as it can (it takes no time); held from the
+    # start to its reader at the end it can push a schedule past the memory limit, and the
+    # memory scheduler's sinking would also move compute (and the overlap). _sink_free
+    # moves only the constant: same timeline, lower peak.
+    from xla_core.buffers import BlockGraph, NestedPeaks
+    from xla_core.cost import hardware
+    from xla_core.scheduling.estimator import CostModelEstimator
+    from xla_core.scheduling.scheduler import _sink_free
+    from xla_core.scheduling.timeline import simulate
+    row = "tensor<1x64xf32>"
+    module = stablehlo.parse(f"""func.func @main(%x: {row}, %w: {M}) -> ({row}, {M}) {{
+  %c = stablehlo.constant dense<1.0> : {row}
+  %a = stablehlo.dot_general %w, %w, {DOT} : ({M}, {M}) -> {M}
+  %b = stablehlo.dot_general %a, %w, {DOT} : ({M}, {M}) -> {M}
+  %e = stablehlo.add %a, %b : {M}
+  %f = stablehlo.add %e, %a : {M}
+  %r = "stablehlo.all_reduce"(%x) {SUM} : ({row}) -> {row}
+  %y = stablehlo.add %r, %c : {row}
+  return %y, %f : {row}, {M}
+}}""")
+    make_pass("async-collective-creator").run(module, PassContext())
+    body = module.lookup("main").body
+    graph = BlockGraph(body, NestedPeaks(module), async_windows=False)
+    estimator = CostModelEstimator(hardware("generic-cpu"), module)
+    order = list(range(len(graph.ops)))
+    sunk = _sink_free(graph, order, estimator)
+    graph.check_order(sunk)
+    names_of = [graph.ops[i].name.split(".")[-1] for i in sunk]
+    assert names_of.index("constant") == len(names_of) - 3  # just before %y, then return
+    assert [i for i in sunk if graph.ops[i].name != "stablehlo.constant"] == \
+        [i for i in order if graph.ops[i].name != "stablehlo.constant"]
+    assert graph.peak(sunk) < graph.peak(order)
+    assert simulate([graph.ops[i] for i in sunk], estimator).now == \
+        simulate([graph.ops[i] for i in order], estimator).now

@@ -224,6 +224,41 @@ def test_groups_that_would_wait_for_each_other_are_not_both_merged():
     assert changed and sorted(operand_counts(module, "all-gather")) == [1, 1, 2]
 
 
+def _layered(matmuls: int) -> str:
+    """Weight gathers (FSDP): w0's, then w1's and w2's, needed (summed) only after
+    ``matmuls`` 256x256 matmuls that read w0."""
+    mm = "(tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>"
+    lines = [("w0", all_gather("%p0", (32, 256), 0)), ("w1", all_gather("%p1", (32, 256), 0)),
+             ("w2", all_gather("%p2", (32, 256), 0))]
+    h = "x"
+    for i in range(matmuls):
+        lines.append((f"h{i}", f"stablehlo.dot_general %{h}, %w0, contracting_dims = [1] x [0]"
+                               f" : {mm}"))
+        h = f"h{i}"
+    lines.append(("s", "stablehlo.add %w1, %w2 : tensor<256x256xf32>"))
+    lines.append(("z", f"stablehlo.dot_general %{h}, %s, contracting_dims = [1] x [0] : {mm}"))
+    args = [("x", (256, 256), "f32")] + [(f"p{i}", (32, 256), "f32") for i in range(3)]
+    return program(args, lines, [("z", "tensor<256x256xf32>")])
+
+
+def test_overlap_aware_combining_keeps_apart_gathers_needed_a_layer_apart():
+    # merged, the gather of w1 would have to be done before the first matmul, losing the
+    # compute that can hide it; w1 and w2 are first read by one op and merge. Without
+    # overlap-hardware: XLA's rule, everything independent merges.
+    module, _ = combine(_layered(4), "all-gather-combiner", overlap_hardware="generic-cpu")
+    assert operand_counts(module, "all-gather") == [1, 2]
+    module, _ = combine(_layered(4), "all-gather-combiner")
+    assert operand_counts(module, "all-gather") == [3]
+
+
+def test_overlap_aware_combining_merges_what_no_compute_could_hide():
+    # on a tiny program the compute between the first readers (one small matmul) is too
+    # little to hide a collective's latency: they merge as in XLA
+    tiny = _layered(0).replace("256", "8").replace("32x", "1x")
+    module, _ = combine(tiny, "all-gather-combiner", overlap_hardware="generic-cpu")
+    assert operand_counts(module, "all-gather") == [3]
+
+
 # ---------------------------------------------------------------------------------------
 # reduce-scatter-combiner
 

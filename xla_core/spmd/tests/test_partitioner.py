@@ -9,6 +9,7 @@ from xla_core.passes import PassContext, make_pipeline
 from xla_core.spmd import ShardingError, entry_shardings
 from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.reshard import plan, slice_offsets
+from xla_core.spmd.summary import collectives
 
 SIZES = {"x": 4, "y": 2}.__getitem__
 
@@ -85,3 +86,26 @@ def test_spmd_pipeline_checks_the_device_count():
     module = stablehlo.parse(PROGRAM.replace("num_partitions = 4", "num_partitions = 8"))
     with pytest.raises(ShardingError, match=r"has 4 device\(s\) but .* partitioned for 8"):
         make_pipeline("spmd").run(module, PassContext())
+
+
+def test_fsdp_backward_dot_gathers_the_weight_not_the_activation():
+    # dy (batch-split activation) times w^T (weight split on its first dim, FSDP): XLA
+    # gathers the 8 KiB weight; gathering the 32 KiB activation instead would move 4x the
+    # bytes and leave the rest of the backward split on the weight's dim
+    module = stablehlo.parse("""
+module attributes {mhlo.num_partitions = 4 : i32} {
+sdy.mesh @mesh = <["x"=4]>
+func.func public @main(
+    %dy: tensor<16x8x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}, {}]>},
+    %w: tensor<64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+    -> (tensor<16x8x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}, {}]>}) {
+  %0 = stablehlo.tanh %dy : tensor<16x8x32xf32>
+  %1 = stablehlo.dot_general %0, %w, contracting_dims = [2] x [1] :
+      (tensor<16x8x32xf32>, tensor<64x32xf32>) -> tensor<16x8x64xf32>
+  %2 = stablehlo.tanh %1 : tensor<16x8x64xf32>
+  return %2 : tensor<16x8x64xf32>
+}
+}
+""")
+    make_pipeline("spmd").run(module, PassContext())
+    assert collectives(module) == [("all-gather", (64, 32), 64 * 32 * 4)]

@@ -115,6 +115,24 @@ func.func public @main(%a: tensor<8x8xf32> {_sdy(("x",), ())},
     assert _matches_jax(module, dot, P(None, "x"), 2)
 
 
+def test_dot_conflict_keeps_the_larger_operands_split_over_a_user_annotated_weight():
+    # FSDP's backward: dy (the larger activation, split on batch) times w^T (an annotated
+    # weight split on its first dim): both want "x" on different result dims. Keeping the
+    # batch split gathers the weight (what XLA does); the weight's split would gather dy.
+    module = _propagate(MESH + f"""
+func.func public @main(%x: tensor<16x8x32xf32> {_sdy(("x",), (), ())},
+                       %w: tensor<64x32xf32> {_sdy(("x",), ())}) -> tensor<16x8x64xf32> {{
+  %0 = stablehlo.tanh %x : tensor<16x8x32xf32>
+  %1 = stablehlo.dot_general %0, %w, contracting_dims = [2] x [1] :
+      (tensor<16x8x32xf32>, tensor<64x32xf32>) -> tensor<16x8x64xf32>
+  return %1 : tensor<16x8x64xf32>
+}}
+""")
+    _, dot = _dims(module)
+    assert dot == (("x",), (), ())
+    assert _matches_jax(module, dot, P("x", None, None), 3)
+
+
 def test_user_annotations_hold_and_results_keep_their_annotation():
     module = _propagate(MESH + f"""
 func.func public @main(%a: tensor<8x8xf32> {_sdy(("x",), ())})
