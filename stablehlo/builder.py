@@ -19,6 +19,9 @@ Regions are given as Python callables that receive the block arguments as
 Values and return the value(s) to yield (a ``stablehlo.return`` is appended),
 or, for reductions, as the name of a binary op such as ``"stablehlo.add"``.
 
+Each op records where it was built: the caller's frame, or inside ``with b.at(location)``
+the given location (a compiler pass building ops for a program's op passes that op's).
+
 The elementwise, collective and other less common ops live in the mixins of
 builder_ops.py; ``b.op(name, ...)`` builds any op generically.
 """

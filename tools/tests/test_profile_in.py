@@ -134,3 +134,23 @@ def test_cli_profile_in_errors(capsys, tmp_path):
     assert r.code != 0 and "absent.json" in r.err
     r = run_cli(capsys, "opt", program, "--profile-in", tmp_path / "absent.json")
     assert r.code != 0 and "--schedule-report" in r.err
+
+
+def test_check_estimates_pairs_each_collective_with_its_estimate(tmp_path):
+    from tools.check_estimates import compare, report
+    from xla_core.cost import hardware
+    from xla_core.scheduling import CostModelEstimator
+    program = tmp_path / "p.mlir"
+    program.write_text(SHARDED_DOT_PROGRAM)
+    exe = compiled(program)
+    inputs = [np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)]
+    result = compare(exe, inputs, "generic-cpu", repeat=2)
+    model = CostModelEstimator(hardware("generic-cpu"), exe.optimized_module)
+    collectives = [op for op in exe.optimized_module.walk()
+                   if op.name == "stablehlo.all_reduce"]
+    assert len(result["collectives"]) == len(collectives) == 1
+    entry = result["collectives"][0]
+    assert entry["estimated_s"] == model.collective_seconds(collectives[0])
+    assert entry["ratio"] == entry["measured_s"] / entry["estimated_s"] > 0
+    assert result["step"]["measured_s"] > 0 and result["step"]["estimated_s"] > 0
+    assert "within a factor of 2" in report(result)
