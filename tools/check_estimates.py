@@ -83,9 +83,11 @@ def report(result: dict) -> str:
     if ratios:
         geomean = math.exp(statistics.mean(math.log(r) for r in ratios))
         inside = sum(within_factor(r) for r in ratios)
+        total = (sum(c["measured_s"] for c in result["collectives"]) /
+                 sum(c["estimated_s"] for c in result["collectives"]))
         lines.append(f"collectives: {inside}/{len(ratios)} within a factor of 2, "
                      f"geometric mean ratio {geomean:.2f}, total measured/estimated "
-                     f"{sum(c['measured_s'] for c in result['collectives']) / sum(c['estimated_s'] for c in result['collectives']):.2f}")
+                     f"{total:.2f}")
     lines.append(f"step: estimated {step['estimated_s'] * 1e3:.3f} ms, measured "
                  f"{step['measured_s'] * 1e3:.3f} ms, ratio {step['ratio']:.2f} "
                  f"({'within' if within_factor(step['ratio']) else 'NOT within'} a factor of 2)")
