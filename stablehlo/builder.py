@@ -19,6 +19,9 @@ Regions are given as Python callables that receive the block arguments as
 Values and return the value(s) to yield (a ``stablehlo.return`` is appended),
 or, for reductions, as the name of a binary op such as ``"stablehlo.add"``.
 
+Each op records where it was built: the caller's frame, or inside ``with b.at(location)``
+the given location (a compiler pass building ops for a program's op passes that op's).
+
 The elementwise, collective and other less common ops live in the mixins of
 builder_ops.py; ``b.op(name, ...)`` builds any op generically.
 """
@@ -80,6 +83,8 @@ class Builder(ElementwiseOps, LinalgOps, CollectiveOps, MiscOps):
             self.module.op.attributes["sym_name"] = StringAttr(name)
         self._blocks: list[Block] = []
         self.record_locations = True
+        # innermost last: the locations ``at`` gives the ops built inside it
+        self._given_locations: list[Optional[Location]] = []
 
     # -- insertion --------------------------------------------------------------------
 
@@ -152,6 +157,18 @@ class Builder(ElementwiseOps, LinalgOps, CollectiveOps, MiscOps):
             return self.region(scalars * 2, lambda a, b: self.op(name, [a, b]).result)
         return self.region(scalars * 2, body)
 
+    @contextlib.contextmanager
+    def at(self, location: Optional[Location]):
+        """Ops built inside the block take ``location`` (None: none) instead of the caller's
+        frame. A compiler pass building ops in place of a program's op gives them that op's
+        location, so they keep the user's place (as XLA keeps an instruction's metadata),
+        not the pass's source line."""
+        self._given_locations.append(location)
+        try:
+            yield
+        finally:
+            self._given_locations.pop()
+
     # -- generic op -------------------------------------------------------------------
 
     def op(self, name: str, operands: Values = (), result_types: Optional[Sequence] = None,
@@ -180,6 +197,8 @@ class Builder(ElementwiseOps, LinalgOps, CollectiveOps, MiscOps):
         return op.results[0] if len(op.results) == 1 else list(op.results)
 
     def _location(self) -> Optional[Location]:
+        if self._given_locations:
+            return self._given_locations[-1]
         return _caller_location() if self.record_locations else None
 
     # -- constants and shapes -----------------------------------------------------------

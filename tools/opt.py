@@ -8,6 +8,8 @@ final op order) to stderr. ``--schedule-report OUT.json`` writes the scheduling 
 (xla_core/scheduling/report.py) of the program the cpu backend would run: the ``cpu``
 pipeline (fusion, then the latency-hiding scheduler) runs on a copy of the transformed
 module and the report describes that copy's order; the printed module is unchanged.
+``--profile-in TRACE.json`` gives that scheduler and the report the times a trace of a run
+(``openhlo run --trace``) measured (profile-guided latency estimation).
 """
 from __future__ import annotations
 
@@ -62,6 +64,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--schedule-hardware", metavar="NAME", default="cpu",
                    help="the xla_core.cost hardware description the schedule and its report "
                         "estimate with (default: cpu, this machine, measured once)")
+    p.add_argument("--profile-in", metavar="TRACE.json",
+                   help="with --schedule-report: schedule and report with the times this trace "
+                        "of a run (openhlo run --trace) measured instead of the estimates; "
+                        "the report lists the replaced estimates")
     p.add_argument("-o", "--output", metavar="OUT", help="write the module here, not to stdout")
     p.set_defaults(handler=opt_command)
 
@@ -75,6 +81,8 @@ def opt_command(args: argparse.Namespace) -> int:
         chunks = ["\n" * (line - 1) + chunk for _, line, chunk in split_input_file(text)]
     else:
         chunks = [text]
+    if args.profile_in and not args.schedule_report:
+        raise CliError("--profile-in feeds the scheduler of --schedule-report: give both")
     if args.schedule_report and len(chunks) > 1:
         raise CliError("--schedule-report reports one module: not with --split-input-file")
     outputs = [_process(chunk, filename, pipeline, args) for chunk in chunks]
@@ -98,7 +106,8 @@ def _process(text: str, filename: str, pipeline, args: argparse.Namespace) -> st
     if args.memory_report:
         _memory_report(module)
     if args.schedule_report:
-        _schedule_report(module, args.schedule_report, args.schedule_hardware)
+        _schedule_report(module, args.schedule_report, args.schedule_hardware,
+                         args.profile_in)
     out = print_module(module, generic=args.generic)
     return out if out.endswith("\n") else out + "\n"
 
@@ -110,20 +119,25 @@ def _memory_report(module) -> None:
             sys.stderr.write(assign_buffers(func).report() + "\n")
 
 
-def _schedule_report(module, path: str, hardware_name: str) -> None:
+def _schedule_report(module, path: str, hardware_name: str, profile_in: str | None) -> None:
     import json
     from xla_core.cost import hardware
+    from xla_core.cost.profile import read_profile
     from xla_core.ir_utils import clone_operation
     from xla_core.passes import PassContext
-    from xla_core.scheduling import CostModelEstimator, schedule_report
+    from xla_core.scheduling import CostModelEstimator, MeasuredEstimator, schedule_report
     from pjrt.plugins.cpu.optimize import cpu_pipeline
     from stablehlo.ir.core import Module
+    profile = read_profile(profile_in) if profile_in else None  # a bad file fails first
     scheduled = Module(clone_operation(module.op, {}))
-    pipeline = cpu_pipeline()
+    pipeline = cpu_pipeline(profile=profile_in or "")
     pipeline.passes = [dataclasses.replace(p, hardware=hardware_name)
                        if p.name == "latency-hiding-scheduler" else p for p in pipeline.passes]
     pipeline.run(scheduled, PassContext())
-    report = schedule_report(scheduled, CostModelEstimator(hardware(hardware_name), scheduled))
+    estimator = CostModelEstimator(hardware(hardware_name), scheduled)
+    if profile is not None:
+        estimator = MeasuredEstimator.from_profile(estimator, scheduled, profile)
+    report = schedule_report(scheduled, estimator)
     _write(path, json.dumps(report, indent=1) + "\n")
 
 

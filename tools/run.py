@@ -61,6 +61,7 @@ def add_parser(subparsers) -> None:
                         "chrome://tracing), after an unrecorded warm-up run")
     p.add_argument("--trace-cold", action="store_true",
                    help="with --trace: record the first run, without a warm-up")
+    add_profile_in_argument(p)
     # With --num-processes, each process writes its part of --trace here (_launch_processes).
     p.add_argument("--trace-part", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--metrics", action="store_true",
@@ -74,6 +75,20 @@ def add_opt_level_argument(p) -> None:
                    help="cpu backend: 0 runs the program as given, 1 (default) runs the "
                         "compiler pipeline and generated kernels first "
                         "(sets OPENHLO_CPU_OPT_LEVEL)")
+
+
+def add_profile_in_argument(p) -> None:
+    p.add_argument("--profile-in", metavar="TRACE.json",
+                   help="cpu backend: the latency-hiding scheduler uses the times this trace "
+                        "of an earlier run (--trace) measured instead of its estimates "
+                        "(compile option env_option_overrides['profile'])")
+
+
+def compile_options(args, **fields):
+    """The compile options of ``args`` (``--profile-in``) with ``fields``."""
+    from pjrt.api import CompileOptions
+    overrides = {"profile": args.profile_in} if args.profile_in else {}
+    return CompileOptions(env_option_overrides=overrides, **fields)
 
 
 def apply_opt_level(args) -> None:
@@ -94,7 +109,8 @@ def run_command(args: argparse.Namespace) -> int:
     module = parse_module(text, filename)
     apply_opt_level(args)
     if args.num_devices is None:
-        exe = make_client(args.backend).compile(module, entry=args.entry)
+        exe = make_client(args.backend).compile(module, compile_options(args),
+                                                 entry=args.entry)
         types, result_types = exe.parameter_types, exe.result_types
     else:  # the executable's types are a device's pieces: show the global ones
         exe = _partitioned(module, args)
@@ -124,7 +140,6 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _partitioned(module, args):
-    from pjrt.api import CompileOptions
     if args.num_devices < 1:
         raise CliError(f"--num-devices must be positive, got {args.num_devices}")
     if args.profile:
@@ -137,7 +152,7 @@ def _partitioned(module, args):
     else:
         client = make_client(args.backend, num_devices=args.num_devices,
                              distributed=distributed)
-    return client.compile(module, CompileOptions(num_partitions=len(client.devices())),
+    return client.compile(module, compile_options(args, num_partitions=len(client.devices())),
                           entry=args.entry)
 
 
@@ -157,9 +172,10 @@ def _launch_processes(args: argparse.Namespace) -> int:
                "--backend", args.backend, "--num-devices", str(args.num_devices),
                "--seed", str(args.seed)]
     for flag, value in (("--inputs", args.inputs), ("--output", args.output),
-                        ("--entry", args.entry), ("--opt-level", args.opt_level)):
+                        ("--entry", args.entry), ("--opt-level", args.opt_level),
+                        ("--profile-in", args.profile_in)):
         if value is not None:
-            path_like = flag in ("--inputs", "--output")
+            path_like = flag in ("--inputs", "--output", "--profile-in")
             command += [flag, os.path.abspath(value) if path_like else str(value)]
     if args.metrics:
         command.append("--metrics")

@@ -13,7 +13,8 @@ The runtime contract (``pjrt``) resolves what to compile (the entry, replica and
 counts: a ``CompileRequest``) and binds the result to devices; it does no compiler work. A
 backend describes itself with a ``Backend``: its identity (keyed into the cache), the name
 of its pipeline (registered in ``xla_core.passes.PIPELINES``; None: the program is
-generated as given), its code generator and its persistent cache. The program handed in is
+generated as given; or a function building it with this compile's settings), its code
+generator and its persistent cache. The program handed in is
 never rewritten: partitioning and the pipeline work on copies, and a Module is never printed
 back to text (the cache key is its structural fingerprint).
 
@@ -28,10 +29,13 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from stablehlo.ir.core import Module
 from xla_core.compile.fingerprint import cache_key
+
+if TYPE_CHECKING:
+    from xla_core.passes import Pipeline
 
 LOG = logging.getLogger("openhlo.compile")
 
@@ -53,14 +57,15 @@ class Backend:
     """The hooks a backend fills in for the driver.
 
     ``identity``: the backend's name, version and every setting that changes what it
-    generates (part of the cache key). ``pipeline``: a registered pipeline name, or None.
+    generates (part of the cache key). ``pipeline``: a registered pipeline name, a function
+    returning the ``Pipeline`` to run (one with options of this compile), or None.
     ``generate(module, request)``: the optimized module -> the backend's executable payload
     (None: the payload is the module itself). ``load_cached(key)``: ``(module, payload)`` of
     an earlier compile from the backend's persistent cache, or None; without it nothing is
     keyed. The backend stores entries itself, under ``Compiled.cache_key``, once it knows
     the payload is worth keeping."""
     identity: str
-    pipeline: Optional[str] = None
+    pipeline: Union[str, Callable[[], "Pipeline"], None] = None
     generate: Optional[Callable[[Module, CompileRequest], object]] = None
     load_cached: Optional[Callable[[str], Optional[tuple]]] = None
 
@@ -153,14 +158,16 @@ def _from_cache(key: str, backend: Backend) -> Optional[Compiled]:
     return Compiled(module, module, payload, cache_key=key, cache_hit=True)
 
 
-def _optimize(module: Module, pipeline_name: Optional[str]) -> Compiled:
-    """``module`` through the named pipeline, on a copy (``Compiled.payload`` left unset)."""
-    if pipeline_name is None:
+def _optimize(module: Module, spec: Union[str, Callable[[], "Pipeline"], None]) -> Compiled:
+    """``module`` through the pipeline ``spec`` names or builds, on a copy
+    (``Compiled.payload`` left unset)."""
+    if spec is None:
         return Compiled(module, module, None)
     from xla_core.passes import PassContext, make_pipeline
     copy = _copy(module)
     ctx = PassContext(verify=os.environ.get("OPENHLO_VERIFY_PASSES") == "1")
-    pipeline = make_pipeline(pipeline_name)
+    pipeline = make_pipeline(spec) if isinstance(spec, str) else spec()
+    pipeline_name = pipeline.name
     start = time.perf_counter()
     try:
         pipeline.run(copy, ctx)

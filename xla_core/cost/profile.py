@@ -35,12 +35,14 @@ from dataclasses import dataclass, field
 
 from stablehlo.errors import OpenHLOError
 from stablehlo.ir.core import Block, Func, Module, Operation
-from stablehlo.ir.ops.async_collectives import ASYNC_START, wrapped_collective
+from stablehlo.ir.ops.async_collectives import ASYNC_DONE, ASYNC_START, wrapped_collective
 from stablehlo.ir.ops.base import COLLECTIVE
 from xla_core.cost.estimates import op_cost, roofline_seconds, type_bytes
 from xla_core.cost.hardware import HardwareDescription
 
 COMPUTE = "compute"
+# the suffix of the key of a started collective's run on the communication thread
+COMMUNICATION = " [communication thread]"
 COLLECTIVE_CATEGORY = "collective"
 CATEGORIES = (COMPUTE, COLLECTIVE_CATEGORY)
 
@@ -81,15 +83,17 @@ def op_place(op: Operation) -> str:
     return fusion_where(op) if is_fusion(op) else op.where()
 
 
-def op_keys(module: Module, function: str) -> dict[str, Operation]:
+def op_keys(module: Module, function: str, synchronous: bool = False
+            ) -> dict[str, Operation]:
     """Every op of ``function`` that runs as an instruction, by its key: ops of control-flow
     regions after their op, callees' ops in place of the call (as the cpu lowering runs
-    them)."""
+    them). ``synchronous``: the keys the ops would have if every async pair were its
+    synchronous collective (a start keyed as the collective it wraps, dones left out)."""
     ops: list[Operation] = []
 
     def visit(block: Block) -> None:
         for op in block.operations:
-            if op.name in _TERMINATORS:
+            if op.name in _TERMINATORS or (synchronous and op.name == ASYNC_DONE):
                 continue
             if op.name == "func.call":
                 visit(module.lookup(op.attributes["callee"].name).body)
@@ -100,7 +104,12 @@ def op_keys(module: Module, function: str) -> dict[str, Operation]:
                     visit(region.block)
 
     visit(module.lookup(function).body)
-    return dict(zip(profile_keys([op_place(op) for op in ops]), ops))
+
+    def place(op: Operation) -> str:
+        if synchronous and op.name == ASYNC_START:
+            return op_place(wrapped_collective(op))
+        return op_place(op)
+    return dict(zip(profile_keys([place(op) for op in ops]), ops))
 
 
 def is_collective(op: Operation) -> bool:
@@ -243,6 +252,81 @@ def profile_from_trace(data, source: str) -> MeasuredProfile:
     return profile
 
 
+# ---- matching a profile to a program ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Measurement:
+    """The measured time of one op: ``op`` is a compute op or a start (the executing thread's
+    time: a start's is its issue), or, with ``communication``, a collective (the time it
+    communicated: a start's wrapped collective, or a synchronous one)."""
+    key: str
+    op: Operation
+    seconds: float
+    communication: bool = False
+
+
+@dataclass
+class ProfileMatch:
+    measured: list[Measurement]  # in program order
+    unmeasured: list[str]        # keys of ops with no measured time
+    unmatched: list[str]         # measured keys that name no op of the function
+
+
+def match_profile(module: Module, profile: MeasuredProfile, function: str | None = None
+                  ) -> ProfileMatch:
+    """The measured time of each op of ``function`` (default: ``main``, or the only
+    function), Note [matching a profile].
+
+    Note [matching a profile]
+    An op's key is looked up as the program has it now. A started collective's
+    communication time is the ``KEY [communication thread]`` event of its start, else the
+    event of the synchronous collective it was when the profile was recorded (its key in
+    ``op_keys(..., synchronous=True)``): the scheduler sees every collective as an async
+    pair, and the program it schedules becomes, after convert-async-to-sync, the one a trace
+    records. A done's events are its wait for the communication, which the schedule
+    decides: they are matched, not used. Places shared by several collectives are told
+    apart by their order (the `` #n`` of ``profile_keys``), so a place with both a recorded
+    synchronous and a recorded asynchronous collective of one kind may leave them unmatched
+    (their estimates stay)."""
+    function = function or _entry(module)
+    own = op_keys(module, function)
+    synchronous = {}
+    for key, op in op_keys(module, function, synchronous=True).items():
+        synchronous.setdefault(op, key)
+    measured: list[Measurement] = []
+    unmeasured: list[str] = []
+    used: set[str] = set()
+
+    def find(keys: Sequence[str]) -> tuple[str, float] | None:
+        for key in keys:
+            seconds = profile.seconds(key)
+            if seconds is not None:
+                used.add(key)
+                return key, seconds
+        return None
+
+    for key, op in own.items():
+        if op.name == ASYNC_DONE:
+            find([key])
+            continue
+        if op.name == ASYNC_START:
+            issue = find([key])
+            if issue is not None:
+                measured.append(Measurement(issue[0], op, issue[1]))
+            found = find([key + COMMUNICATION, synchronous[op]])
+            target = wrapped_collective(op)
+        else:
+            found = find([key])
+            target = op
+        if found is None:
+            unmeasured.append(key)
+        else:
+            measured.append(Measurement(found[0], target, found[1],
+                                        op.name == ASYNC_START or is_collective(op)))
+    unmatched = [key for key in profile.keys() if key not in used]
+    return ProfileMatch(measured, unmeasured, unmatched)
+
+
 # ---- comparing with estimates ---------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -281,20 +365,16 @@ def compare_with_estimates(module: Module, profile: MeasuredProfile, hw: Hardwar
                            estimate: Callable[[Operation], float] | None = None
                            ) -> EstimateComparison:
     """Each op of ``function`` (default: ``main``, or the only function) with its estimate
-    (``estimate(op)``, default the roofline time of ``op_cost``) and measured median time."""
+    (``estimate(op)``, default the roofline time of ``op_cost``) and measured median time,
+    matched as ``match_profile`` does (a start's communication is its wrapped collective's
+    measurement)."""
     if estimate is None:
         def estimate(op: Operation) -> float:
             return roofline_seconds(op_cost(op, module=module), hw)
-    ops = op_keys(module, function or _entry(module))
-    replaced, unmeasured = [], []
-    for key, op in ops.items():
-        measured = profile.seconds(key)
-        if measured is None:
-            unmeasured.append(key)
-        else:
-            replaced.append(Replacement(key, op.name, estimate(op), measured))
-    unmatched = [key for key in profile.keys() if key not in ops]
-    return EstimateComparison(replaced, unmeasured, unmatched)
+    match = match_profile(module, profile, function)
+    replaced = [Replacement(m.key, m.op.name, estimate(m.op), m.seconds)
+                for m in match.measured]
+    return EstimateComparison(replaced, match.unmeasured, match.unmatched)
 
 
 def _entry(module: Module) -> str:

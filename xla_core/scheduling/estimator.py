@@ -6,6 +6,10 @@ communication, with ``collective`` the op a start wraps or a synchronous collect
 scheduler and the schedule report use nothing else, so a measured profile replaces an
 estimate per op by wrapping the model (``MeasuredEstimator``) without the scheduler knowing.
 
+``MeasuredEstimator.from_profile`` is the profile-guided estimator (XLA's PGLE): the
+times a trace of a run measured (``openhlo run --trace``), matched to the program's ops by
+key, and the model's estimates for the ops it did not measure.
+
 ``CostModelEstimator`` is the static model: ``roofline_seconds(op_cost(op))`` on a
 ``HardwareDescription`` for compute (zero for ops that cost nothing: reshapes, constants,
 tuples, terminators; ``openhlo.async_start``/``async_done`` themselves), and for a
@@ -24,7 +28,7 @@ collective_broadcast   operand bytes
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from stablehlo.errors import OpenHLOError
@@ -33,6 +37,7 @@ from stablehlo.ir.ops.async_collectives import ASYNC_DONE, ASYNC_START
 from stablehlo.ir.ops.base import TERMINATOR
 from xla_core.cost.estimates import op_cost, roofline_seconds, type_bytes
 from xla_core.cost.hardware import HardwareDescription
+from xla_core.cost.profile import Measurement, MeasuredProfile, match_profile
 
 TRANSPORTS = ("shared-memory", "network")
 
@@ -113,13 +118,36 @@ class CostModelEstimator:
 class MeasuredEstimator:
     """``base``'s estimates, except where ``measured(op)`` gives seconds (a profile of a
     run): those replace the estimate for that op. ``replaced`` records the ops whose
-    estimate was replaced, with (estimate, measurement), for a report to show."""
+    estimate was replaced, with (estimate, measurement), as the estimator was asked;
+    ``measurements`` (``from_profile``) are every op a profile gave a time, with its key."""
 
     def __init__(self, base: LatencyEstimator,
-                 measured: Callable[[Operation], float | None]):
+                 measured: Callable[[Operation], float | None],
+                 measurements: Sequence[Measurement] = ()):
         self.base = base
         self.measured = measured
+        self.measurements = list(measurements)
         self.replaced: dict[Operation, tuple[float, float]] = {}
+
+    @classmethod
+    def from_profile(cls, base: LatencyEstimator, module: Module, profile: MeasuredProfile,
+                     function: str | None = None) -> MeasuredEstimator:
+        """The measured times of ``profile`` (a trace read back) for the ops of ``module``'s
+        ``function`` (default ``main``), matched by key (xla_core/cost/profile.py,
+        Note [matching a profile]); ops without a measurement keep ``base``'s estimate."""
+        match = match_profile(module, profile, function)
+        seconds = {m.op: m.seconds for m in match.measured}
+        return cls(base, seconds.get, match.measured)
+
+    def replaced_estimates(self) -> list[dict]:
+        """``{"key", "estimated_s", "measured_s"}`` of each measured op, in program order:
+        the estimate ``base`` gives it and the measurement that replaces it."""
+        out = []
+        for m in self.measurements:
+            estimate = self.base.collective_seconds(m.op) if m.communication \
+                else self.base.op_seconds(m.op)
+            out.append({"key": m.key, "estimated_s": estimate, "measured_s": m.seconds})
+        return out
 
     def _either(self, op: Operation, estimate: float) -> float:
         seconds = self.measured(op)

@@ -15,7 +15,11 @@ them); ``overlaps`` the printed names (``print_module``'s SSA names) of the ops 
 executing thread ran while it communicated; ``iterations`` how often its block runs per
 call (a loop body: the loop's trip count, else xla_core.cost's default guess).
 ``exposed_fraction`` is the exposed time over all collective time, each collective weighted
-by its iterations (0.0 without collectives).
+by its iterations (0.0 without collectives). ``estimator`` says what the times are:
+``"cost model"``, or ``"profile"`` (a ``MeasuredEstimator``), whose report adds
+``"replaced": [{"key": ..., "estimated_s": ..., "measured_s": ...}, ...]``, every estimate
+a measured time replaced (keys as in the profile; a collective's communication is listed
+under its start's ``KEY [communication thread]`` or its synchronous collective's key).
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from stablehlo.ir.core import Block, Module, Operation
 from stablehlo.ir.ops.async_collectives import ASYNC_START
 from stablehlo.text.names import printed_names
 from xla_core.cost.estimates import DEFAULT_TRIP_COUNT, type_bytes, while_trip_count
-from xla_core.scheduling.estimator import LatencyEstimator
+from xla_core.scheduling.estimator import LatencyEstimator, MeasuredEstimator
 from xla_core.scheduling.timeline import simulate
 from xla_core.spmd.summary import KINDS
 
@@ -68,4 +72,9 @@ def schedule_report(module: Module, estimator: LatencyEstimator) -> dict:
                     "function": func.name, "iterations": iterations})
                 total += run.seconds * iterations
                 exposed += run.exposed * iterations
-    return {"collectives": entries, "exposed_fraction": exposed / total if total else 0.0}
+    report = {"collectives": entries, "exposed_fraction": exposed / total if total else 0.0,
+              "estimator": "cost model"}
+    if isinstance(estimator, MeasuredEstimator):
+        report["estimator"] = "profile"
+        report["replaced"] = estimator.replaced_estimates()
+    return report

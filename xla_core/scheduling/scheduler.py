@@ -13,7 +13,9 @@ baseline stays. Inner blocks (loop and branch bodies) are scheduled first, on th
 Options: ``hardware`` (an xla_core.cost description, default ``cpu``), ``transport``
 (``shared-memory`` or ``network``), ``max-in-flight`` (collectives of one kind started and
 not yet done, default 1 as XLA's overlap limits), ``memory-limit`` (bytes; 0 = each
-block's memory-schedule peak).
+block's memory-schedule peak), ``profile`` (a Chrome trace of a run, ``openhlo run
+--trace``: its measured times replace the estimates of the ops it measured,
+``MeasuredEstimator.from_profile``).
 
 Note [top-down list scheduling]
 The scheduler advances the estimated clock of timeline.py as it emits ops. Among the ready
@@ -43,7 +45,7 @@ from xla_core.buffers.liveness import BlockGraph, BuffersError, NestedPeaks, is_
 from xla_core.buffers.scheduler import best_schedule, sink
 from xla_core.passes.base import Pass, PassContext
 from xla_core.scheduling.estimator import CostModelEstimator, LatencyEstimator, \
-    SchedulingError
+    MeasuredEstimator, SchedulingError
 from xla_core.scheduling.timeline import Clock, simulate
 
 
@@ -259,8 +261,13 @@ class LatencyHidingSchedulerPass(Pass):
     transport: str = "shared-memory"
     max_in_flight: int = 1
     memory_limit: int = 0
+    profile: str = ""
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         from xla_core.cost.hardware import hardware
         estimator = CostModelEstimator(hardware(self.hardware), module, self.transport)
+        if self.profile:
+            from xla_core.cost.profile import read_profile
+            estimator = MeasuredEstimator.from_profile(estimator, module,
+                                                       read_profile(self.profile))
         return schedule_module(module, estimator, self.max_in_flight, self.memory_limit)

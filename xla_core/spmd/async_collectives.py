@@ -80,7 +80,8 @@ def _split(collective: Operation) -> tuple[Operation, Operation]:
     body = Block([v.type for v in operands])
     collective.operands = list(body.arguments)
     body.append(collective)
-    body.append(Operation("stablehlo.return", list(collective.results)))
+    body.append(Operation("stablehlo.return", list(collective.results),
+                          location=collective.location))
     future = FutureType(tuple(collective.result_types))
     start = Operation(ASYNC_START, operands, [future], regions=[Region([body])],
                       location=collective.location)

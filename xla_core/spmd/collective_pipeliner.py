@@ -110,10 +110,12 @@ def _marked(op: Operation) -> Operation:
     return op
 
 
-def _constant(value: int, like: Value) -> Operation:
+def _constant(value: int, like: Value, loop: Operation) -> Operation:
+    """``value`` typed as ``like``, at ``loop``'s place (the loop counter's arithmetic)."""
     t = like.type
     return Operation(CONSTANT, [], [t],
-                     {"value": dense(np.array(value, numpy_dtype(t.element_type)), t)})
+                     {"value": dense(np.array(value, numpy_dtype(t.element_type)), t)},
+                     location=loop.location)
 
 
 def _drop_dead(ops: list, live: set) -> list:
@@ -218,8 +220,9 @@ def _pipeline_gathers(loop: Operation, root: Operation) -> tuple:
     epilogue = _drop_dead(epilogue, {f for r, f in zip(loop.results, finals) if r in read})
 
     # the body: the carried gathers replace its own; the next trip's are started at its top
-    step = _constant(counter.step, body.iv)
-    following = Operation("stablehlo.add", [body.iv, step.results[0]], [body.iv.type])
+    step = _constant(counter.step, body.iv, loop)
+    following = Operation("stablehlo.add", [body.iv, step.results[0]], [body.iv.type],
+                          location=loop.location)
     top, mapping = [step, following], {body.iv: following.results[0]}
     nexts = []
     for gather, chain in matches:
@@ -236,7 +239,7 @@ def _pipeline_gathers(loop: Operation, root: Operation) -> tuple:
     block.terminator.operands.extend(nexts)
 
     # one trip fewer: the epilogue runs the last
-    limit = _constant(counter.limit - counter.step, counter.compare.operands[1])
+    limit = _constant(counter.limit - counter.step, counter.compare.operands[1], loop)
     cond = counter.compare.parent
     cond.operations.insert(cond.operations.index(counter.compare), limit)
     limit.parent = cond
@@ -327,7 +330,7 @@ def _pipeline_reductions(loop: Operation, root: Operation) -> bool:
         mapping[f.update.results[0]] = loop.operands[f.position]
     prologue = [clone_operation(op, mapping) for op in block.operations[:-1]
                 if id(op) not in moved]
-    start = _constant(counter.start + counter.step, loop.operands[counter.index])
+    start = _constant(counter.start + counter.step, loop.operands[counter.index], loop)
     inits = [mapping.get(v, v) for v in terminator.operands]
     inits[counter.index] = start.results[0]
     firsts = [mapping.get(v, v) for v in pending]

@@ -108,13 +108,15 @@ class _Partitioner(ControlFlow, Indexing):
         returned = func.body.terminator.operands
         res_dims = [self._annotation(func.result_attrs(i), v.type, f"result {i}")
                     for i, v in enumerate(returned)]
-        with self.b.function(func.name, [self._local_type(a.type, d)
-                                         for a, d in zip(args, arg_dims)]) as (new, pieces):
+        with self.b.at(func.op.location), \
+                self.b.function(func.name, [self._local_type(a.type, d)
+                                            for a, d in zip(args, arg_dims)]) as (new, pieces):
             for arg, piece, dims in zip(args, pieces, arg_dims):
                 self.home[arg] = (piece, dims)
             for op in func.body.operations[:-1]:
                 self._op(op)
-            self.b.return_(*[self._reshard(v, d) for v, d in zip(returned, res_dims)])
+            with self.b.at(func.body.terminator.location):
+                self.b.return_(*[self._reshard(v, d) for v, d in zip(returned, res_dims)])
         for key, value in func.op.attributes.items():
             if key not in ("function_type", "arg_attrs", "res_attrs", "sym_name"):
                 new.op.attributes[key] = value
@@ -136,6 +138,12 @@ class _Partitioner(ControlFlow, Indexing):
     # -- ops ---------------------------------------------------------------------------
 
     def _op(self, op: Operation) -> None:
+        # Everything built for ``op`` (its pieces, the reshards and collectives it needs)
+        # takes its location: a profile's keys are the user program's places.
+        with self.b.at(op.location):
+            self._partition_op(op)
+
+    def _partition_op(self, op: Operation) -> None:
         name = op.name
         if name == CONSTRAINT:
             dims = op_dims(self.info, op)[0]
@@ -374,8 +382,9 @@ class _Partitioner(ControlFlow, Indexing):
                 attrs["channel_handle"] = StructAttr("channel_handle",
                                                      (("handle", self.channel), ("type", 1)))
             regions = [_without_constraints(clone_region(r, mapping)) for r in inner.regions]
-            new = self.b.op(inner.name, [mapping[v] for v in inner.operands],
-                            [r.type for r in inner.results], attrs, regions)
+            with self.b.at(inner.location):
+                new = self.b.op(inner.name, [mapping[v] for v in inner.operands],
+                                [r.type for r in inner.results], attrs, regions)
             mapping.update(zip(inner.results, new.results))
         for result, value, dims in zip(op.results, block.terminator.operands, out_dims):
             self.home[result] = (mapping[value], tuple(dims))

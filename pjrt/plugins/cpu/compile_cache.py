@@ -74,11 +74,13 @@ def _compiler_fingerprint() -> str:
     return _COMPILER_FINGERPRINT
 
 
-def identity(level: int, pipeline: str | None = None) -> str:
+def identity(level: int, pipeline: str | None = None, profile: str | None = None) -> str:
     """The backend's identity in the compile driver's cache key (``xla_core.compile.cache_key``
     adds the program and the compile options): the compiler's fingerprint, the optimization
-    level and the pipeline it runs (``optimize.pipeline_name``)."""
-    return f"cpu {_compiler_fingerprint()} opt_level={level} pipeline={pipeline}"
+    level, the pipeline it runs (``optimize.pipeline_name``) and the content hash of the
+    profile its scheduler uses (``optimize.profile_of``), if any."""
+    used = f" profile={profile}" if profile else ""
+    return f"cpu {_compiler_fingerprint()} opt_level={level} pipeline={pipeline}{used}"
 
 
 def load(cache_key: str) -> Optional[CachedProgram]:

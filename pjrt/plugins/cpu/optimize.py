@@ -13,17 +13,28 @@ variable, else 1):
 schedules with the memory scheduler alone (the ``cpu-memory-schedule`` pipeline): the
 collectives keep the windows the spmd pipeline gave them.
 
+``env_option_overrides={"profile": "trace.json"}`` (or ``OPENHLO_PROFILE=trace.json``;
+``openhlo run/opt --profile-in``) feeds a Chrome trace of an earlier run (``openhlo run
+--trace``) to the latency-hiding scheduler: measured times replace its estimates
+(profile-guided latency estimation). The profile's content hash is part of the compilation
+cache key; without the latency-hiding scheduler (level 0, ``latency_hiding`` off) it is
+not used.
+
 The pipeline is registered as ``cpu`` in xla_core's pipeline registry (by pjrt/registry.py,
 lazily, next to the backend itself), so ``openhlo opt --pipeline=cpu`` runs it too. xla_core's
 compile driver runs it, on a copy of the program (see ``xla_core/compile/driver.py``).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import replace
 
+from xla_core.cost.profile import ProfileError, read_profile
+
 from xla_core.fusion import FusionPass
 from xla_core.passes import Pipeline, make_pipeline, parse_pass_list
+from xla_core.scheduling import LatencyHidingSchedulerPass
 
 from pjrt.plugins.cpu.codegen.hook import CPU_CODEGEN
 
@@ -31,7 +42,7 @@ DEFAULT_OPT_LEVEL = 1
 PIPELINE_OF_LEVEL = {0: None, 1: "cpu"}
 
 
-def cpu_pipeline(latency_hiding: bool = True) -> Pipeline:
+def cpu_pipeline(latency_hiding: bool = True, profile: str = "") -> Pipeline:
     """The cpu backend's whole pipeline: cpu-opt, then fusion (constant folding first, so
     constant-only subprograms are folded rather than fused), dce of what fusion left, and
     the schedule last, on the fused program the executor will run. Fusion forms only what
@@ -39,13 +50,17 @@ def cpu_pipeline(latency_hiding: bool = True) -> Pipeline:
     every collective becomes an async pair again (the spmd pipeline joined those with
     nothing between them), the latency-hiding scheduler (the memory schedule where no pair
     is) moves starts early and dones late, and the pairs still with nothing between become
-    synchronous. Without ``latency_hiding``: the memory schedule alone."""
+    synchronous. Without ``latency_hiding``: the memory schedule alone. ``profile``: a trace
+    whose measured times the latency-hiding scheduler uses (``profile_of``)."""
     schedule = ("async-collective-creator,latency-hiding-scheduler,convert-async-to-sync"
                 if latency_hiding else "memory-schedule")
     passes = make_pipeline("cpu-opt").passes + parse_pass_list(f"fusion,dce,{schedule}")
-    return Pipeline("cpu" if latency_hiding else "cpu-memory-schedule",
-                    [replace(p, codegen=CPU_CODEGEN) if isinstance(p, FusionPass) else p
-                     for p in passes])
+    passes = [replace(p, codegen=CPU_CODEGEN) if isinstance(p, FusionPass) else p
+              for p in passes]
+    if profile:
+        passes = [replace(p, profile=profile) if isinstance(p, LatencyHidingSchedulerPass)
+                  else p for p in passes]
+    return Pipeline("cpu" if latency_hiding else "cpu-memory-schedule", passes)
 
 
 def cpu_memory_schedule_pipeline() -> Pipeline:
@@ -60,6 +75,30 @@ def latency_hiding(options=None) -> bool:
     if given is None:
         return os.environ.get("OPENHLO_CPU_LATENCY_HIDING", "1") != "0"
     return bool(given)
+
+
+def profile_of(options=None) -> tuple[str, str] | None:
+    """``(path, sha256 of its content)`` of the profile the compile options
+    (``env_option_overrides["profile"]``, else ``OPENHLO_PROFILE``) feed the latency-hiding
+    scheduler, or None. The file is read and checked here, so a missing or malformed one
+    fails the compile with a ProfileError naming it and the option (a pass that fails only
+    makes the pipeline be skipped)."""
+    given = options.env_option_overrides.get("profile") if options is not None else None
+    source = "env_option_overrides['profile']"
+    if given is None:
+        given, source = os.environ.get("OPENHLO_PROFILE") or None, "OPENHLO_PROFILE"
+    if given is None:
+        return None
+    if not isinstance(given, (str, os.PathLike)):
+        raise ProfileError(f"{source} must be the path of a trace file, got {given!r}")
+    path = os.fspath(given)
+    try:
+        read_profile(path)
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+    except ProfileError as exc:
+        raise ProfileError(f"{source}: {exc}") from None
+    return path, digest
 
 
 def pipeline_name(level: int, options=None) -> str | None:

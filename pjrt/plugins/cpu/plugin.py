@@ -13,6 +13,7 @@ microseconds of dispatch.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -35,7 +36,7 @@ from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
-from pjrt.plugins.cpu.optimize import pipeline_name
+from pjrt.plugins.cpu.optimize import cpu_pipeline, pipeline_name, profile_of
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 
@@ -421,7 +422,8 @@ class CpuClient(CompileDriverMixin, Client):
         return list(self._devices)
 
     def _compiler(self, options):
-        """The compile driver's hooks: the pipeline of the optimization level, lowering by
+        """The compile driver's hooks: the pipeline of the optimization level (with the
+        scheduler's profile, if the options give one), lowering by
         compiler.py (generated kernels compiled in the background when tiering asks for it)
         and, above level 0, the persistent compilation cache."""
         from xla_core.compile import Backend
@@ -429,10 +431,13 @@ class CpuClient(CompileDriverMixin, Client):
         compile_now = not async_codegen(options)
         cached = compile_cache.enabled() and level > 0
         pipeline = pipeline_name(level, options)
+        profile = profile_of(options) if pipeline == "cpu" else None
+        digest = profile[1] if profile else None
         return Backend(
-            identity=(compile_cache.identity(level, pipeline) if cached
-                      else f"{PLATFORM} {level} {pipeline}"),
-            pipeline=pipeline,
+            identity=(compile_cache.identity(level, pipeline, digest) if cached
+                      else f"{PLATFORM} {level} {pipeline} {digest}"),
+            pipeline=(functools.partial(cpu_pipeline, profile=profile[0]) if profile
+                      else pipeline),
             generate=lambda module, request: self._lower(
                 module, request.entry, request.num_replicas, request.num_partitions,
                 compile_now),

@@ -46,7 +46,8 @@ class Fixed:
 def test_report_shape_exposed_time_and_overlaps():
     module = stablehlo.parse(PROGRAM)
     report = json.loads(json.dumps(schedule_report(module, Fixed())))
-    assert set(report) == {"collectives", "exposed_fraction"}
+    assert set(report) == {"collectives", "exposed_fraction", "estimator"}
+    assert report["estimator"] == "cost model"
     first, second = report["collectives"]
     assert {"kind", "bytes", "overlaps", "estimated_s", "exposed_s"} <= set(first)
     assert first["kind"] == "all-reduce" and first["bytes"] == 16
