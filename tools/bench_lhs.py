@@ -1,7 +1,8 @@
 """The latency-hiding scheduler on an FSDP-style transformer training step, on and off.
 
-``python -m tools.bench_lhs [--repeat N] [--hardware NAME]`` lowers the step of
-``tools.fsdp_step_jax`` with JAX (a subprocess with 8 host devices), compiles it for 8
+``python -m tools.bench_lhs [--repeat N] [--hardware NAME] [--lowered DIR]`` lowers the step
+of ``tools.fsdp_step_jax`` with JAX (a subprocess with 8 host devices; ``--lowered``: takes it
+from DIR, where no JAX is installed), compiles it for 8
 partitions on the cpu backend twice (the ``cpu`` pipeline, and ``latency_hiding=False``:
 the memory schedule alone), checks that both give the same bits, times ``N`` steps of
 each (median wall time of ``execute_global``) and prints each schedule's estimated exposed
@@ -34,6 +35,24 @@ def lower_step(outdir: pathlib.Path) -> None:
         raise RuntimeError(f"lowering the FSDP step with JAX failed:\n{proc.stderr}")
 
 
+def add_lowered_argument(parser) -> None:
+    parser.add_argument("--lowered", metavar="DIR",
+                        help="the step as tools.fsdp_step_jax wrote it (lowered.mlir, args.npz) "
+                             "in DIR, instead of lowering it with JAX now")
+
+
+def load_step(lowered=None) -> tuple:
+    """(program text, inputs) of the step: from ``lowered`` (a folder tools.fsdp_step_jax
+    wrote), else lowered with JAX now."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = pathlib.Path(lowered or tmp)
+        if not lowered:
+            lower_step(folder)
+        text = (folder / "lowered.mlir").read_text()
+        inputs = list(np.load(folder / "args.npz").values())
+    return text, inputs
+
+
 def compile_step(client, text: str, latency_hiding: bool):
     import pjrt
     # generated kernels compiled before the first run, so the timed runs use them
@@ -55,13 +74,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--hardware", default="cpu")
+    add_lowered_argument(parser)
     args = parser.parse_args(argv)
     import pjrt
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = pathlib.Path(tmp)
-        lower_step(folder)
-        text = (folder / "lowered.mlir").read_text()
-        inputs = list(np.load(folder / "args.npz").values())
+    text, inputs = load_step(args.lowered)
     client = pjrt.make_client("cpu", num_devices=8)
     results, times = {}, {}
     for on in (False, True):

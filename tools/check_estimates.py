@@ -18,12 +18,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import pathlib
 import statistics
 import sys
-import tempfile
-
-import numpy as np
 
 
 def measure(exe, inputs: list, repeat: int) -> dict:
@@ -98,21 +94,14 @@ def main(argv=None) -> int:
     import json
     import pjrt
     import stablehlo
-    from tools.bench_lhs import compile_step, lower_step
+    from tools.bench_lhs import add_lowered_argument, compile_step, load_step
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--hardware", default="cpu")
     parser.add_argument("--trace", metavar="OUT.json", help="keep the recorded trace here")
-    parser.add_argument("--lowered", metavar="DIR",
-                        help="the step as tools.fsdp_step_jax wrote it (lowered.mlir, args.npz) "
-                             "in DIR, instead of lowering it with JAX now")
+    add_lowered_argument(parser)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = pathlib.Path(args.lowered or tmp)
-        if not args.lowered:
-            lower_step(folder)
-        text = (folder / "lowered.mlir").read_text()
-        inputs = list(np.load(folder / "args.npz").values())
+    text, inputs = load_step(args.lowered)
     client = pjrt.make_client("cpu", num_devices=8)
     # parsed with a name, so the keys read fsdp_step.mlir:LINE:COL
     module = stablehlo.parse(text, "fsdp_step.mlir")
