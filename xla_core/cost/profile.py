@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -138,8 +137,10 @@ def op_event_args(op: Operation | None, place: str) -> tuple[str, dict]:
     """(category, args) of an event of ``op`` (None: the op is not in the program, and only
     its name is known, from ``place``)."""
     if op is None:
-        found = re.search(r"'([\w.$-]+)'", place)
-        return COMPUTE, {"op": found.group(1) if found else "?"}
+        # a place ends in the op's name in quotes: ``f.mlir:3:3: 'stablehlo.add'``
+        start = place.find("'")
+        end = place.find("'", start + 1)
+        return COMPUTE, {"op": place[start + 1:end] if 0 <= start < end else "?"}
     if op.name == ASYNC_START:  # its events are its collective's: issue and transfer
         op = wrapped_collective(op)
     args = {"op": op.name, "results": [str(r.type) for r in op.results]}
