@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from stablehlo.registry import Registry, RegistryError
 
@@ -36,6 +36,12 @@ class HardwareDescription:
     ``network_*`` across processes (gloo over TCP). These are documented constants, not
     measured (see Note [collective constants]); the latency-hiding scheduler
     (xla_core/scheduling) reads them.
+
+    ``devices_per_host`` is how many devices run at once on this host's ``cores`` (the cpu
+    backend's virtual devices: one executing and one communication thread each); the
+    figures above are what one device achieves with at least a core to itself, and
+    ``core_sharing`` is how much longer its work takes when the devices share the cores
+    (see Note [devices sharing a host's cores]).
     """
     name: str
     peak_flops: float
@@ -49,6 +55,7 @@ class HardwareDescription:
     collective_bandwidth: float = 4e9
     network_latency: float = 100e-6
     network_bandwidth: float = 1e9
+    devices_per_host: int = 1
 
     def __post_init__(self):
         if self.peak_flops <= 0 or self.memory_bandwidth <= 0 or self.cores <= 0:
@@ -61,6 +68,19 @@ class HardwareDescription:
                 min(self.collective_bandwidth, self.network_bandwidth) <= 0:
             raise ValueError(f"hardware {self.name!r}: collective latencies must be >= 0 and "
                              f"bandwidths positive")
+        if self.devices_per_host < 1:
+            raise ValueError(f"hardware {self.name!r}: devices_per_host must be >= 1, "
+                             f"got {self.devices_per_host}")
+
+    @property
+    def core_sharing(self) -> float:
+        """Factor by which a device's compute and communication stretch when
+        ``devices_per_host`` devices share ``cores``: ``max(1, devices_per_host / cores)``."""
+        return max(1.0, self.devices_per_host / self.cores)
+
+    def shared_by(self, devices: int) -> HardwareDescription:
+        """This description for ``devices`` devices running at once on the host."""
+        return replace(self, devices_per_host=devices)
 
     @property
     def machine_balance(self) -> float:
@@ -115,6 +135,23 @@ def hardware(name: str) -> HardwareDescription:
 # Across processes gloo adds a TCP round trip per step (loopback or a LAN: ~100 us) and
 # moves bytes at about 1 GB/s (10 GbE-class). Both are deliberately round numbers for
 # ranking schedules; a measured profile replaces them per op (xla_core/scheduling).
+# They describe one collective with the host's cores free for it: under core sharing (Note
+# [devices sharing a host's cores]) its copies and wake-ups stretch like compute does.
+
+# Note [devices sharing a host's cores]
+# The cpu backend runs N virtual devices in one process: N executing threads, N
+# communication threads, and one kernel thread pool of `cores` threads they all submit to.
+# When the devices run the same SPMD program they are busy at the same time, so the host's
+# cores are split N ways: each device's work (kernels, and the copies and reductions of its
+# collectives, which its own threads do) gets cores/N of a core when N > cores and runs
+# core_sharing = max(1, N / cores) times longer than the hardware figures say; with
+# N <= cores each device still has a core. The estimator (xla_core/scheduling) scales op
+# and collective times by it. The scaling is uniform, so the scheduler's orders and the
+# exposed fraction do not change; the absolute estimates (the step's makespan, each
+# collective's time) do. What it leaves out, measured on the 8-device FSDP step on 2 cores
+# (tools/check_estimates.py, tools/README.md): a collective's wait at the rendezvous for
+# its slowest peer (the time slices of oversubscribed threads, not derivable from the
+# program) and other processes' load on the same cores.
 
 # Conservative: 4 cores x AVX2 FMA at ~2.5 GHz would be ~320 GFLOP/s peak, but
 # achieved numpy/BLAS throughput on shared servers is far lower; 50 GFLOP/s and

@@ -25,6 +25,12 @@ all_to_all             (n-1)/n x operand bytes
 collective_permute     operand bytes
 collective_broadcast   operand bytes
 =====================  =================================
+
+Both are multiplied by ``hardware.core_sharing``: with more devices on the host than cores
+(the cpu backend's virtual devices), each device's kernels and collective copies get a
+share of a core (xla_core/cost/hardware.py, Note [devices sharing a host's cores]).
+``hardware.shared_by(n)`` describes n devices on the host; the factor scales every estimate
+alike, so it changes absolute times, never the scheduler's choices.
 """
 from __future__ import annotations
 
@@ -97,6 +103,7 @@ class CostModelEstimator:
                                   f"got {transport!r}")
         self.hardware = hardware
         self.module = module
+        self.sharing = hardware.core_sharing
         network = transport == "network"
         self.latency = hardware.network_latency if network else hardware.collective_latency
         self.bandwidth = hardware.network_bandwidth if network \
@@ -109,10 +116,10 @@ class CostModelEstimator:
         cost = op_cost(op, module=self.module)
         if cost.flops == 0 and cost.bytes_accessed == 0:
             return 0.0  # aliased or folded: a backend emits no kernel for it
-        return roofline_seconds(cost, self.hardware)
+        return self.sharing * roofline_seconds(cost, self.hardware)
 
     def collective_seconds(self, collective: Operation) -> float:
-        return self.latency + moved_bytes(collective) / self.bandwidth
+        return self.sharing * (self.latency + moved_bytes(collective) / self.bandwidth)
 
 
 class MeasuredEstimator:

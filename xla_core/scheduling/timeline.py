@@ -11,6 +11,12 @@ collective's exposed time is the part of its communication during which the exec
 thread waits; the rest is hidden behind the ops that ran meanwhile (its ``overlaps``).
 ``Clock`` is the step-by-step form the scheduler advances; ``simulate`` runs it over an
 order.
+
+The two threads are modeled as running in parallel. When the host's devices oversubscribe
+its cores (``HardwareDescription.core_sharing`` > 1), they are not: every device's compute
+and copies run on the same cores, and a step takes at least ``Clock.busy``, the device's
+compute plus communication time (each already stretched by the sharing), whatever overlaps.
+The scheduler ranks orders by ``now`` alone (``busy`` is the same for every order).
 """
 from __future__ import annotations
 
@@ -48,6 +54,12 @@ class Clock:
     runs: dict = field(default_factory=dict)       # start or sync collective -> CollectiveRun
     waits: list = field(default_factory=list)      # (from, to) the executing thread waited
     spans: list = field(default_factory=list)      # (op, from, to) of compute ops
+
+    @property
+    def busy(self) -> float:
+        """Seconds the device's threads compute or communicate, overlapped or not."""
+        return sum(b - a for _, a, b in self.spans) + \
+            sum(run.seconds for run in self.runs.values())
 
     def end_of(self, start: Operation) -> float:
         """When the collective ``start`` queued ends (it must have been started)."""
