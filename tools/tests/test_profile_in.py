@@ -145,6 +145,8 @@ def test_check_estimates_pairs_each_collective_with_its_estimate(tmp_path):
     exe = compiled(program)
     inputs = [np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)]
     result = compare(exe, inputs, "generic-cpu", repeat=2)
+    # 4 devices on generic-cpu's 4 cores: a core each, estimates unstretched
+    assert result["core_sharing"] == 1.0
     model = CostModelEstimator(hardware("generic-cpu"), exe.optimized_module)
     collectives = [op for op in exe.optimized_module.walk()
                    if op.name == "stablehlo.all_reduce"]
@@ -153,4 +155,24 @@ def test_check_estimates_pairs_each_collective_with_its_estimate(tmp_path):
     assert entry["estimated_s"] == model.collective_seconds(collectives[0])
     assert entry["ratio"] == entry["measured_s"] / entry["estimated_s"] > 0
     assert result["step"]["measured_s"] > 0 and result["step"]["estimated_s"] > 0
+    assert 0 <= entry["wait_s"] <= max(result["step"]["measured_s"], entry["measured_s"])
     assert "within a factor of 2" in report(result)
+
+
+def test_rendezvous_waits_are_each_device_s_wait_for_the_last_arrival():
+    from tools.check_estimates import rendezvous_waits
+    from xla_core.cost.profile import OpEvent
+
+    def event(name, category, device, start_us, duration_us=5):
+        return OpEvent(name, category, device, 0, "", start_us * 1000, duration_us * 1000)
+
+    run = [event("ar", "collective", 0, 10), event("ar", "collective", 1, 13),
+           event("ar", "collective", 2, 11),
+           # a second occurrence of the same key (a loop): device 1 is first this time
+           event("ar", "collective", 0, 50), event("ar", "collective", 1, 40),
+           event("ar", "collective", 2, 50),
+           event("dot", "compute", 0, 0), event("dot", "compute", 1, 9)]
+    waits = rendezvous_waits(run)
+    assert set(waits) == {"ar"}
+    assert sorted(waits["ar"]) == pytest.approx(sorted(
+        [3e-6, 0.0, 2e-6, 0.0, 10e-6, 0.0]))

@@ -78,3 +78,21 @@ def test_bad_entries_are_refused(scratch_registry):
 def test_description_validates_numbers():
     with pytest.raises(ValueError, match="positive"):
         HardwareDescription("zero", peak_flops=0, memory_bandwidth=1, cores=1)
+
+
+def test_core_sharing_is_devices_over_cores_when_they_outnumber_them():
+    two_cores = HardwareDescription("two", peak_flops=1e9, memory_bandwidth=1e9, cores=2)
+    assert two_cores.devices_per_host == 1 and two_cores.core_sharing == 1.0
+    assert two_cores.shared_by(2).core_sharing == 1.0   # a core each
+    assert two_cores.shared_by(3).core_sharing == 1.5
+    assert two_cores.shared_by(8).core_sharing == 4.0
+    assert GENERIC_CPU.shared_by(8).core_sharing == 2.0  # 4 cores
+
+
+def test_shared_by_changes_only_the_device_count():
+    shared = GENERIC_CPU.shared_by(8)
+    assert shared.devices_per_host == 8
+    assert shared.peak_flops == GENERIC_CPU.peak_flops and shared.cores == GENERIC_CPU.cores
+    assert shared.cache_key() != GENERIC_CPU.cache_key()
+    with pytest.raises(ValueError, match="devices_per_host"):
+        GENERIC_CPU.shared_by(0)

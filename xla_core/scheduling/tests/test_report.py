@@ -80,3 +80,29 @@ def test_cost_model_prices_a_collective_by_transport():
     assert remote == pytest.approx(hw.network_latency + 16 / hw.network_bandwidth)
     with pytest.raises(SchedulingError, match="transport"):
         CostModelEstimator(hw, module, "carrier-pigeon")
+
+
+def test_busy_counts_compute_and_communication_even_when_they_overlap():
+    from xla_core.scheduling import simulate
+    module = stablehlo.parse(PROGRAM)
+    clock = simulate(module.lookup("main").body.operations, Fixed())
+    # the pair's all-reduce (0-2 s) under the multiply (0-1 s), the done at 2 s, then the
+    # synchronous all-reduce (2-4 s): 4 s elapse, 1 + 2 + 2 s of work
+    assert clock.now == 4.0
+    assert clock.busy == 5.0
+
+
+def test_cost_model_stretches_every_estimate_by_the_core_sharing():
+    from xla_core.cost import hardware
+    from xla_core.scheduling import CostModelEstimator
+    module = stablehlo.parse(PROGRAM)
+    ops = module.lookup("main").body.operations
+    multiply = next(op for op in ops if op.name == "stablehlo.multiply")
+    sync = next(op for op in ops if op.name == "stablehlo.all_reduce")
+    hw = hardware("generic-cpu")    # 4 cores
+    alone = CostModelEstimator(hw, module)
+    crowded = CostModelEstimator(hw.shared_by(12), module)
+    assert crowded.op_seconds(multiply) == pytest.approx(3 * alone.op_seconds(multiply))
+    assert crowded.collective_seconds(sync) == pytest.approx(3 * alone.collective_seconds(sync))
+    assert CostModelEstimator(hw.shared_by(4), module).op_seconds(multiply) == \
+        alone.op_seconds(multiply)

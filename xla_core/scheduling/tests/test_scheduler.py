@@ -4,6 +4,8 @@ asserted (a start above independent compute, a done below it), the in-flight lim
 memory limit, dependencies and the order of the starts, loop bodies."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import stablehlo
 from stablehlo.ir.ops.async_collectives import start_of
 from stablehlo.verify import verify_module
@@ -215,3 +217,22 @@ def test_constants_the_greedy_emits_early_are_sunk_without_moving_compute():
     assert graph.peak(sunk) < graph.peak(order)
     assert simulate([graph.ops[i] for i in sunk], estimator).now == \
         simulate([graph.ops[i] for i in order], estimator).now
+
+
+def test_core_sharing_leaves_the_order_unchanged(monkeypatch):
+    # every estimate stretches alike, so the simulated makespans rank orders the same
+    from xla_core.cost.hardware import GENERIC_CPU, HARDWARE, register_hardware
+    monkeypatch.setattr(HARDWARE, "_entries", dict(HARDWARE._entries))
+    crowded = replace(GENERIC_CPU.shared_by(8), name="generic-cpu-x8")
+    assert crowded.core_sharing == 2.0
+    register_hardware("generic-cpu-x8", crowded)
+
+    def order_on(hardware_name: str) -> list:
+        module = stablehlo.parse(START_EARLY)
+        for p in parse_pass_list(f"async-collective-creator,latency-hiding-scheduler"
+                                 f"{{hardware={hardware_name}}}"):
+            p.run(module, PassContext())
+        return names(module.lookup("main").body.operations)
+
+    assert order_on("generic-cpu-x8") == order_on("generic-cpu")
+    assert order_on("generic-cpu")[0] == "async_start"
