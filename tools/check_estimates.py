@@ -10,9 +10,11 @@ per-device program, its estimated time (``CostModelEstimator.collective_seconds`
 hardware description shared by the executable's devices, ``HardwareDescription.shared_by``)
 and its measured median (its communication-thread events, or a synchronous collective's
 own; xla_core.cost.profile.match_profile), their ratio, the part of it spent waiting at the
-rendezvous for the last peer to arrive (``wait``: median over devices and runs), and the
-same for the step: the simulated makespan of the program's order (xla_core.scheduling
-timeline) against the measured span of one run on a device (median over devices and runs).
+rendezvous for the last device of its group to arrive (``wait``: median over devices and
+runs; the cost model does not describe it), and the same for the step: the simulated
+makespan of the program's order (xla_core.scheduling timeline), or where the devices
+oversubscribe the cores the device's busy time if longer (``Clock.busy``), against the
+measured span of one run on a device (median over devices and runs).
 The issue's acceptance is agreement within a factor of 2; the verdict is printed, never
 asserted (the machine may be shared).
 """
@@ -27,48 +29,54 @@ import sys
 
 def measure(exe, inputs: list, repeat: int) -> dict:
     """The Chrome trace of ``repeat`` runs of ``exe`` (a partitioned cpu executable) after
-    one warm-up, and the span of each run on each device (seconds)."""
+    one warm-up, each run's events, and the span of each run on each device (seconds)."""
     from pjrt.plugins.cpu.profiler import device_names, timeline, timeline_events
     from xla_core.cost.profile import chrome_trace
     exe.wait_optimized()
     exe.execute_global(*inputs)
     spans = []
-    events = []
-    waits: dict[str, list[float]] = {}
+    runs = []
     for _ in range(repeat):
         with timeline() as intervals:
             exe.execute_global(*inputs)
         run = timeline_events(exe, intervals)
-        events += run
+        runs.append(run)
         for device in {e.device for e in run}:
             mine = [e for e in run if e.device == device]
             spans.append((max(e.start_ns + e.duration_ns for e in mine) -
                           min(e.start_ns for e in mine)) * 1e-9)
-        for key, seconds in rendezvous_waits(run).items():
-            waits.setdefault(key, []).extend(seconds)
-    return {"trace": chrome_trace(events, device_names(exe)), "spans": spans,
-            "waits": {key: statistics.median(w) for key, w in waits.items()}}
+    return {"trace": chrome_trace([e for run in runs for e in run], device_names(exe)),
+            "runs": runs, "spans": spans}
 
 
-def rendezvous_waits(run: list) -> dict[str, list[float]]:
-    """Per collective key of one run's events: each device's wait for the last device to
-    begin the same (n-th) occurrence, in seconds; a collective cannot proceed before."""
+def rendezvous_waits(run: list, groups: dict[str, list[list[int]]]) -> dict[str, list[float]]:
+    """Per collective key of one run's events: each device's wait for the last device of its
+    group (``groups[key]``: device ids; one group of every device if absent) to begin the
+    same (n-th) occurrence, in seconds; the collective cannot proceed before."""
     from xla_core.cost.profile import COLLECTIVE_CATEGORY
-    occurrences: dict[tuple[str, int], list] = {}
+    begins: dict[str, dict[int, list[int]]] = {}
     for e in sorted(run, key=lambda e: e.start_ns):
-        if e.category != COLLECTIVE_CATEGORY:
-            continue
-        seen = occurrences.setdefault((e.name, e.device), [])
-        seen.append(e)
-    by_key: dict[str, list[list]] = {}
-    for (key, _), seen in occurrences.items():
-        by_key.setdefault(key, []).append(seen)
+        if e.category == COLLECTIVE_CATEGORY:
+            begins.setdefault(e.name, {}).setdefault(e.device, []).append(e.start_ns)
     waits: dict[str, list[float]] = {}
-    for key, per_device in by_key.items():
-        for n in range(min(len(seen) for seen in per_device)):
-            begins = [seen[n].start_ns for seen in per_device]
-            waits.setdefault(key, []).extend((max(begins) - b) * 1e-9 for b in begins)
+    for key, per_device in begins.items():
+        for group in groups.get(key, [list(per_device)]):
+            members = [per_device[d] for d in group if d in per_device]
+            for n in range(min((len(m) for m in members), default=0)):
+                last = max(m[n] for m in members)
+                waits.setdefault(key, []).extend((last - m[n]) * 1e-9 for m in members)
     return waits
+
+
+def device_groups(exe, collective) -> list[list[int]] | None:
+    """The device ids of each of ``collective``'s groups (its ``replica_groups``, which in a
+    program of one replica name partitions), or None where that does not say them."""
+    from stablehlo.ir.attributes import attr_to_python
+    groups = collective.attributes.get("replica_groups")
+    if groups is None or exe.num_replicas != 1:
+        return None
+    devices = [d.id for d in exe.device_assignment[0]]
+    return [[devices[int(p)] for p in row] for row in np.asarray(attr_to_python(groups))]
 
 
 def compare(exe, inputs: list, hardware_name: str = "cpu", repeat: int = 5) -> dict:
@@ -82,13 +90,18 @@ def compare(exe, inputs: list, hardware_name: str = "cpu", repeat: int = 5) -> d
     described = hardware(hardware_name).shared_by(len(exe.addressable_devices()))
     estimator = CostModelEstimator(described, module)
     match = match_profile(module, profile_from_trace(measured["trace"], "the traced runs"))
+    communicating = [m for m in match.measured if m.communication]
+    groups = {m.key: g for m in communicating if (g := device_groups(exe, m.op)) is not None}
+    waits: dict[str, list[float]] = {}
+    for run in measured["runs"]:
+        for key, seconds in rendezvous_waits(run, groups).items():
+            waits.setdefault(key, []).extend(seconds)
     collectives = []
-    for m in match.measured:
-        if m.communication:
-            estimated = estimator.collective_seconds(m.op)
-            collectives.append({"key": m.key, "op": m.op.name, "estimated_s": estimated,
-                                "measured_s": m.seconds, "ratio": m.seconds / estimated,
-                                "wait_s": measured["waits"].get(m.key, 0.0)})
+    for m in communicating:
+        estimated = estimator.collective_seconds(m.op)
+        collectives.append({"key": m.key, "op": m.op.name, "estimated_s": estimated,
+                            "measured_s": m.seconds, "ratio": m.seconds / estimated,
+                            "wait_s": statistics.median(waits.get(m.key, [0.0]))})
     clock = simulate(module.lookup("main").body.operations, estimator)
     # oversubscribed cores run the communication threads' copies between the compute, not
     # beside it (xla_core/scheduling/timeline.py)

@@ -159,7 +159,7 @@ def test_check_estimates_pairs_each_collective_with_its_estimate(tmp_path):
     assert "within a factor of 2" in report(result)
 
 
-def test_rendezvous_waits_are_each_device_s_wait_for_the_last_arrival():
+def test_rendezvous_waits_are_each_device_s_wait_for_the_last_of_its_group():
     from tools.check_estimates import rendezvous_waits
     from xla_core.cost.profile import OpEvent
 
@@ -172,7 +172,9 @@ def test_rendezvous_waits_are_each_device_s_wait_for_the_last_arrival():
            event("ar", "collective", 0, 50), event("ar", "collective", 1, 40),
            event("ar", "collective", 2, 50),
            event("dot", "compute", 0, 0), event("dot", "compute", 1, 9)]
-    waits = rendezvous_waits(run)
+    waits = rendezvous_waits(run, {})
     assert set(waits) == {"ar"}
-    assert sorted(waits["ar"]) == pytest.approx(sorted(
-        [3e-6, 0.0, 2e-6, 0.0, 10e-6, 0.0]))
+    assert sorted(waits["ar"]) == pytest.approx(sorted([3e-6, 0.0, 2e-6, 0.0, 10e-6, 0.0]))
+    # in groups {0, 2} and {1}: device 0 waits for 2 only, device 1 for nobody
+    waits = rendezvous_waits(run, {"ar": [[0, 2], [1]]})
+    assert sorted(waits["ar"]) == pytest.approx(sorted([1e-6, 0.0, 0.0, 0.0, 0.0, 0.0]))
