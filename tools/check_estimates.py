@@ -71,6 +71,7 @@ def rendezvous_waits(run: list, groups: dict[str, list[list[int]]]) -> dict[str,
 def device_groups(exe, collective) -> list[list[int]] | None:
     """The device ids of each of ``collective``'s groups (its ``replica_groups``, which in a
     program of one replica name partitions), or None where that does not say them."""
+    import numpy as np
     from stablehlo.ir.attributes import attr_to_python
     groups = collective.attributes.get("replica_groups")
     if groups is None or exe.num_replicas != 1:
