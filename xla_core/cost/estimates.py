@@ -483,9 +483,11 @@ def fusion_cost(ops: Sequence[Operation], external_inputs: Iterable[Value] | Non
 
 
 def roofline_seconds(cost: Cost, hw: HardwareDescription) -> float:
-    """Time of one kernel: bound by compute or by memory traffic, plus the step overhead."""
-    compute = cost.flops / hw.peak_flops
-    memory = cost.bytes_accessed / hw.memory_bandwidth
+    """Time of one kernel: bound by compute or by memory traffic, plus the step overhead;
+    with the host shared by ``hw.devices_per_host`` devices computing at once (Note [devices
+    sharing a host's cores] in hardware.py), each gets its share."""
+    compute = cost.flops * hw.compute_sharing / hw.peak_flops
+    memory = cost.bytes_accessed * hw.core_sharing / hw.memory_bandwidth
     return max(compute, memory) + hw.step_overhead
 
 

@@ -74,9 +74,17 @@ class HardwareDescription:
 
     @property
     def core_sharing(self) -> float:
-        """Factor by which a device's compute and communication stretch when
+        """Factor by which a device's single-threaded work (a copy at ``memory_bandwidth``,
+        measured on one thread; a collective's copies on its own thread) stretches when
         ``devices_per_host`` devices share ``cores``: ``max(1, devices_per_host / cores)``."""
         return max(1.0, self.devices_per_host / self.cores)
+
+    @property
+    def compute_sharing(self) -> float:
+        """Factor by which a device's kernels stretch when ``devices_per_host`` devices
+        compute at once: ``peak_flops`` is what the whole host achieves (calibrate.py
+        measures numpy's matmul on all its threads), which the devices split evenly."""
+        return float(self.devices_per_host)
 
     def shared_by(self, devices: int) -> HardwareDescription:
         """This description for ``devices`` devices running at once on the host."""
@@ -142,13 +150,16 @@ def hardware(name: str) -> HardwareDescription:
 # The cpu backend runs N virtual devices in one process: N executing threads, N
 # communication threads, and one kernel thread pool of `cores` threads they all submit to.
 # When the devices run the same SPMD program they are busy at the same time, so the host's
-# cores are split N ways: each device's work (kernels, and the copies and reductions of its
-# collectives, which its own threads do) gets cores/N of a core when N > cores and runs
-# core_sharing = max(1, N / cores) times longer than the hardware figures say; with
-# N <= cores each device still has a core. The estimator (xla_core/scheduling) scales op
-# and collective times by it. The scaling is uniform, so the scheduler's orders and the
-# exposed fraction do not change; the absolute estimates (the step's makespan, each
-# collective's time) do. What it leaves out, measured on the 8-device FSDP step on 2 cores
+# cores are split N ways. Kernels run on the shared pool, and `peak_flops` is the whole
+# host's rate (all its threads): each device gets 1/N of it, compute_sharing = N (on 16
+# cores, the 8-device FSDP step measured 6.2x the estimate made without it). Single-threaded
+# work (a copy at `memory_bandwidth`, measured on one thread; a collective's copies and
+# reductions on the device's own thread) keeps a core while N <= cores and gets cores/N of
+# one beyond: core_sharing = max(1, N / cores). roofline_seconds (cost/estimates.py)
+# applies both; the scheduler's estimator scales collectives by core_sharing. The compile
+# pipeline describes one device (N = 1); tools/check_estimates.py describes the
+# executable's devices. The absolute estimates (the step's makespan, each collective's
+# time) change with N. What it leaves out, measured on the 8-device FSDP step on 2 cores
 # (tools/check_estimates.py, tools/README.md): a collective's wait at the rendezvous for
 # its slowest peer (the time slices of oversubscribed threads, not derivable from the
 # program) and other processes' load on the same cores.

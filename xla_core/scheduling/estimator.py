@@ -26,11 +26,10 @@ collective_permute     operand bytes
 collective_broadcast   operand bytes
 =====================  =================================
 
-Both are multiplied by ``hardware.core_sharing``: with more devices on the host than cores
-(the cpu backend's virtual devices), each device's kernels and collective copies get a
-share of a core (xla_core/cost/hardware.py, Note [devices sharing a host's cores]).
-``hardware.shared_by(n)`` describes n devices on the host; the factor scales every estimate
-alike, so it changes absolute times, never the scheduler's choices.
+With several devices on the host (the cpu backend's virtual devices; ``hardware.shared_by(n)``
+describes n of them), each gets a share of it (xla_core/cost/hardware.py, Note [devices
+sharing a host's cores]): op times through ``roofline_seconds``, collectives scaled by
+``hardware.core_sharing`` (their copies run on each device's own thread).
 """
 from __future__ import annotations
 
@@ -116,7 +115,7 @@ class CostModelEstimator:
         cost = op_cost(op, module=self.module)
         if cost.flops == 0 and cost.bytes_accessed == 0:
             return 0.0  # aliased or folded: a backend emits no kernel for it
-        return self.sharing * roofline_seconds(cost, self.hardware)
+        return roofline_seconds(cost, self.hardware)
 
     def collective_seconds(self, collective: Operation) -> float:
         return self.sharing * (self.latency + moved_bytes(collective) / self.bandwidth)

@@ -96,3 +96,16 @@ def test_shared_by_changes_only_the_device_count():
     assert shared.cache_key() != GENERIC_CPU.cache_key()
     with pytest.raises(ValueError, match="devices_per_host"):
         GENERIC_CPU.shared_by(0)
+
+
+def test_a_kernel_gets_its_share_of_the_hosts_flops_and_of_a_core_for_copies():
+    from xla_core.cost.estimates import Cost, roofline_seconds
+    overhead = GENERIC_CPU.step_overhead     # 50 GFLOP/s for the host, 10 GB/s, 4 cores
+    dot = Cost(flops=1e9, bytes_read=0, bytes_written=0, transcendentals=0)
+    copy = Cost(flops=0, bytes_read=5e8, bytes_written=5e8, transcendentals=0)
+    assert roofline_seconds(dot, GENERIC_CPU) == pytest.approx(0.02 + overhead)
+    # 8 devices computing at once split the host's rate: 8x; their copies, 2 per core: 2x
+    assert roofline_seconds(dot, GENERIC_CPU.shared_by(8)) == pytest.approx(0.16 + overhead)
+    assert roofline_seconds(copy, GENERIC_CPU) == pytest.approx(0.1 + overhead)
+    assert roofline_seconds(copy, GENERIC_CPU.shared_by(8)) == pytest.approx(0.2 + overhead)
+    assert roofline_seconds(copy, GENERIC_CPU.shared_by(4)) == pytest.approx(0.1 + overhead)
