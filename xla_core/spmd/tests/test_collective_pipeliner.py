@@ -10,45 +10,7 @@ import stablehlo
 from stablehlo.text import print_module
 from xla_core.passes import PassContext, make_pass
 from xla_core.spmd.combiner import PIPELINED
-
-ALL8 = "dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>"
-STACK = 4  # layers stacked in the carried weights
-
-
-def _gather_loop(trips: int, limit: str = "") -> str:
-    """h <- tanh(h @ all_gather(w[i])) for i < trips (``limit``: a function argument as the
-    bound instead, an unknown trip count)."""
-    bound = "%limit" if limit else "%n"
-    return f"""
-module attributes {{mhlo.num_replicas = 8 : i32}} {{
-func.func @main(%w: tensor<{STACK}x2x16xf32>, %h: tensor<3x16xf32>{limit})
-    -> tensor<3x16xf32> {{
-  %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %r:3 = stablehlo.while(%i = %c0, %x = %h, %ws = %w)
-      : tensor<i32>, tensor<3x16xf32>, tensor<{STACK}x2x16xf32>
-  cond {{
-    %n = stablehlo.constant dense<{trips}> : tensor<i32>
-    %p = stablehlo.compare LT, %i, {bound}, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %p : tensor<i1>
-  }} do {{
-    %z = stablehlo.constant dense<0> : tensor<i32>
-    %s = stablehlo.dynamic_slice %ws, %i, %z, %z, sizes = [1, 2, 16]
-        : (tensor<{STACK}x2x16xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x2x16xf32>
-    %piece = stablehlo.reshape %s : (tensor<1x2x16xf32>) -> tensor<2x16xf32>
-    %g = "stablehlo.all_gather"(%piece) {{all_gather_dim = 0 : i64,
-        replica_groups = {ALL8}}} : (tensor<2x16xf32>) -> tensor<16x16xf32>
-    %y = stablehlo.dot_general %x, %g, contracting_dims = [1] x [0]
-        : (tensor<3x16xf32>, tensor<16x16xf32>) -> tensor<3x16xf32>
-    %t = stablehlo.tanh %y : tensor<3x16xf32>
-    %one = stablehlo.constant dense<1> : tensor<i32>
-    %next = stablehlo.add %i, %one : tensor<i32>
-    stablehlo.return %next, %t, %ws : tensor<i32>, tensor<3x16xf32>, tensor<{STACK}x2x16xf32>
-  }}
-  return %r#1 : tensor<3x16xf32>
-}}
-}}
-"""
-
+from xla_core.spmd.tests.pipeliner_programs import ALL8, STACK, gather_loop
 
 def _reduce_loop(trips: int, collective: str = "all_reduce", extra_use: bool = False) -> str:
     """A reverse loop: acc[trips-1-i] <- transpose(reduce(x_i^T x_i)) with x_{i+1} =
@@ -155,7 +117,7 @@ def _same_results(before: str, after, per_device: list) -> list:
 
 @pytest.mark.parametrize("trips", [2, 3, 4])
 def test_gather_for_the_next_iteration_is_started_in_this_one(trips):
-    module, changed = _pipelined(_gather_loop(trips))
+    module, changed = _pipelined(gather_loop(trips))
     assert changed
     main = module.lookup("main").body
     loop, = _whiles(module)
@@ -189,8 +151,8 @@ def test_gather_for_the_next_iteration_is_started_in_this_one(trips):
 def test_pipelined_gathers_give_the_same_bits(trips):
     w = _pieces(0, (STACK, 2, 16))
     h = np.random.default_rng(1).standard_normal((3, 16)).astype(np.float32)
-    module, _ = _pipelined(_gather_loop(trips))
-    got = _same_results(_gather_loop(trips), module, [[w[d], h] for d in range(8)])
+    module, _ = _pipelined(gather_loop(trips))
+    got = _same_results(gather_loop(trips), module, [[w[d], h] for d in range(8)])
     whole = np.concatenate(w, axis=1)  # the gathered layers
     want = h
     for i in range(trips):
@@ -248,7 +210,7 @@ def test_pipelined_reductions_give_the_same_bits(collective):
 
 def test_moved_ones_never_merge_with_the_others():
     # an independent gather of h before the loop, not moved: the prologue's could join it
-    text = _gather_loop(3).replace(
+    text = gather_loop(3).replace(
         "  %r:3 = stablehlo.while",
         f'  %other = "stablehlo.all_gather"(%h) {{all_gather_dim = 0 : i64, '
         f'replica_groups = {ALL8}}} : (tensor<3x16xf32>) -> tensor<24x16xf32>\n'
@@ -269,8 +231,8 @@ def test_moved_ones_never_merge_with_the_others():
 
 
 @pytest.mark.parametrize("text", [
-    _gather_loop(0), _gather_loop(1),  # nothing to overlap
-    _gather_loop(3, limit=", %limit: tensor<i32>"),  # unknown trip count
+    gather_loop(0), gather_loop(1),  # nothing to overlap
+    gather_loop(3, limit=", %limit: tensor<i32>"),  # unknown trip count
     _reduce_loop(1), _reduce_loop(3, extra_use=True),  # the reduced value feeds more
 ], ids=["0-trips", "1-trip", "unknown-trips", "1-trip-reduce", "reduced-value-read-twice"])
 def test_loops_that_do_not_match_are_left_alone(text):
@@ -280,10 +242,10 @@ def test_loops_that_do_not_match_are_left_alone(text):
 
 
 def test_gathers_that_do_not_follow_the_induction_variable_are_left_alone():
-    same_slice = _gather_loop(3).replace("dynamic_slice %ws, %i, %z", "dynamic_slice %ws, %z, %z")
+    same_slice = gather_loop(3).replace("dynamic_slice %ws, %i, %z", "dynamic_slice %ws, %z, %z")
     assert "dynamic_slice %ws, %z, %z" in same_slice
     # the gathered piece depends on the carried h, which the loop changes
-    changing = _gather_loop(3).replace(
+    changing = gather_loop(3).replace(
         "%piece = stablehlo.reshape %s : (tensor<1x2x16xf32>) -> tensor<2x16xf32>",
         "%piece = stablehlo.slice %x [0:2, 0:16] : (tensor<3x16xf32>) -> tensor<2x16xf32>")
     assert "stablehlo.slice %x" in changing
@@ -294,7 +256,7 @@ def test_gathers_that_do_not_follow_the_induction_variable_are_left_alone():
 
 
 def test_modes_turn_off_one_by_one():
-    assert not _pipelined(_gather_loop(3), **{"all-gather": "false"})[1]
+    assert not _pipelined(gather_loop(3), **{"all-gather": "false"})[1]
     assert not _pipelined(_reduce_loop(3), reduce="false")[1]
     assert _pipelined(_reduce_loop(3), **{"all-gather": "false"})[1]
 

@@ -11,7 +11,7 @@ import xla_core
 from stablehlo.ir.core import Location
 from xla_core.cost.profile import op_keys
 from xla_core.passes import PassContext, make_pass, spmd_pipeline
-from xla_core.spmd.tests.test_collective_pipeliner import _gather_loop
+from xla_core.spmd.tests.pipeliner_programs import gather_loop
 from tools.tests.helpers import SHARDED_DOT_PROGRAM
 
 USER_FILE = "model.mlir"
@@ -43,6 +43,6 @@ def test_partitioned_ops_take_the_places_of_the_users_ops():
 
 
 def test_pipelined_loop_counters_take_the_loops_place():
-    module = stablehlo.parse(_gather_loop(4), USER_FILE)
+    module = stablehlo.parse(gather_loop(4), USER_FILE)
     assert make_pass("collective-pipeliner").run(module, PassContext())
     assert files(module) == {USER_FILE}
