@@ -10,7 +10,7 @@ import stablehlo
 from stablehlo.ir.ops.async_collectives import start_of
 from stablehlo.verify import verify_module
 from xla_core.passes import PassContext, make_pass, parse_pass_list
-from xla_core.testing.collective_text import SUM_OVER_PAIR as SUM
+from xla_core.testing.collective_text import SUM_OVER_PAIR as SUM, three_trip_loop
 
 M = "tensor<64x64xf32>"
 DOT = "contracting_dims = [1] x [0]"
@@ -160,13 +160,7 @@ def _peak(func_op) -> int:
 
 def test_loop_bodies_are_scheduled_on_their_own():
     text = f"""func.func @main(%x: {M}, %w: {M}) -> {M} {{
-  %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %r:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, {M}
-  cond {{
-    %n = stablehlo.constant dense<3> : tensor<i32>
-    %lt = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %lt : tensor<i1>
-  }} do {{
+{three_trip_loop(M)}
     %one = stablehlo.constant dense<1> : tensor<i32>
     %a = stablehlo.dot_general %w, %w, {DOT} : ({M}, {M}) -> {M}
     %s = "stablehlo.all_reduce"(%v) {SUM} : ({M}) -> {M}

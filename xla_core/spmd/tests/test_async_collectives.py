@@ -6,7 +6,7 @@ import stablehlo
 from stablehlo.text.printer import print_module
 from stablehlo.verify import verify_module
 from xla_core.passes import PassContext, make_pass, make_pipeline
-from xla_core.testing.collective_text import SUM_OVER_PAIR as SUM
+from xla_core.testing.collective_text import SUM_OVER_PAIR as SUM, three_trip_loop
 
 T = "tensor<4xf32>"
 # the loss all-reduce, then gradient work that does not read it, then its first reader;
@@ -82,13 +82,7 @@ def test_passes_are_idempotent():
 
 def test_collectives_in_loop_bodies_pair_within_the_body():
     text = f"""func.func @main(%x: {T}) -> {T} {{
-  %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %r:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, {T}
-  cond {{
-    %n = stablehlo.constant dense<3> : tensor<i32>
-    %lt = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %lt : tensor<i1>
-  }} do {{
+{three_trip_loop(T)}
     %s = "stablehlo.all_reduce"(%v) {SUM} : ({T}) -> {T}
     %one = stablehlo.constant dense<1> : tensor<i32>
     %j = stablehlo.add %i, %one : tensor<i32>

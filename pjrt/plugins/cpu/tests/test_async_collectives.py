@@ -11,6 +11,7 @@ import pytest
 
 import pjrt
 from pjrt.api import CompileOptions
+from xla_core.testing.collective_text import three_trip_loop
 
 DEVICES = 8
 GROUP = "replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>"
@@ -72,13 +73,7 @@ TWO_IN_FLIGHT = f"""func.func @main(%x: {T}) -> ({T}, tensor<8x16xf32>, {T}) {{
 }}"""
 
 IN_A_LOOP = f"""func.func @main(%x: {T}) -> {T} {{
-  %c0 = stablehlo.constant dense<0> : tensor<i32>
-  %r:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, {T}
-  cond {{
-    %n = stablehlo.constant dense<3> : tensor<i32>
-    %lt = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %lt : tensor<i1>
-  }} do {{
+{three_trip_loop(T)}
 {start("all_reduce", "%h", "%v", "    ")}
     %s = stablehlo.sine %v : {T}
     %one = stablehlo.constant dense<1> : tensor<i32>
