@@ -218,11 +218,11 @@ class _Overlap:
 
     def __init__(self, block: Block, hardware_name: str):
         from xla_core.cost import hardware
-        from xla_core.scheduling.estimator import COLLECTIVES, CostModelEstimator, moved_bytes
+        from xla_core.scheduling.estimator import COLLECTIVES, CostModelEstimator
         description = hardware(hardware_name)
         estimator = CostModelEstimator(description)
-        self.latency, self.bandwidth = estimator.latency, estimator.bandwidth
-        self.moved_bytes = moved_bytes
+        self.estimator = estimator
+        self.latency = estimator.latency
         ops = block.operations
         self.position = {}  # value -> index of the block op defining it
         for i, op in enumerate(ops):
@@ -246,13 +246,13 @@ class _Overlap:
     def window(self, index: int) -> tuple:
         """(start, start, first read, first read, seconds) of the collective at ``index``:
         the position after its last operand's definition, that of its first reader (the
-        block's end if none), and its estimated seconds (latency + moved bytes/bandwidth)."""
+        block's end if none), and its estimated seconds (the scheduler's estimate)."""
         op = self.ops[index]
         defined = [self.position[v] for inner in op.walk()
                    for v in inner.operands if v in self.position]
         start = max(defined, default=-1) + 1
         need = self.first_reader.get(index, len(self.ops))
-        return (start, start, need, need, self.latency + self.moved_bytes(op) / self.bandwidth)
+        return (start, start, need, need, self.estimator.collective_seconds(op))
 
     def loses(self, group: tuple, window: tuple) -> bool:
         """Whether merging ``window`` into ``group`` takes more compute from their windows
