@@ -42,6 +42,11 @@ class HardwareDescription:
     figures above are what one device achieves with at least a core to itself, and
     ``core_sharing`` is how much longer its work takes when the devices share the cores
     (see Note [devices sharing a host's cores]).
+
+    ``axis_links`` overrides the collective figures per named mesh axis, as
+    ``((axis, latency_s, bandwidth_bytes_per_s), ...)``: devices along one axis of a mesh may
+    share a socket while those along another cross a network. ``collective_link(axis)`` is
+    the one place that reads them.
     """
     name: str
     peak_flops: float
@@ -56,6 +61,7 @@ class HardwareDescription:
     network_latency: float = 100e-6
     network_bandwidth: float = 1e9
     devices_per_host: int = 1
+    axis_links: tuple = ()
 
     def __post_init__(self):
         if self.peak_flops <= 0 or self.memory_bandwidth <= 0 or self.cores <= 0:
@@ -71,6 +77,18 @@ class HardwareDescription:
         if self.devices_per_host < 1:
             raise ValueError(f"hardware {self.name!r}: devices_per_host must be >= 1, "
                              f"got {self.devices_per_host}")
+        for link in self.axis_links:
+            if len(link) != 3 or link[1] < 0 or link[2] <= 0:
+                raise ValueError(f"hardware {self.name!r}: axis link {link!r} must be "
+                                 f"(axis, latency >= 0, bandwidth > 0)")
+
+    def collective_link(self, axis: str | None = None) -> tuple[float, float]:
+        """(latency seconds, bandwidth bytes/s) of a collective among the devices along mesh
+        axis ``axis``: its ``axis_links`` entry, else the host-wide collective figures."""
+        for name, latency, bandwidth in self.axis_links:
+            if name == axis:
+                return float(latency), float(bandwidth)
+        return self.collective_latency, self.collective_bandwidth
 
     @property
     def core_sharing(self) -> float:
