@@ -44,6 +44,7 @@ from torch.fx.node import map_aggregate
 import pjrt
 from pjrt import counters
 
+from frameworks.torch import placement as _placement
 from frameworks.torch import sharding as _sharding
 from frameworks.torch.lowering import (LoweringFailed, Unsupported, can_lower, lower_nodes,
                                        op_name)
@@ -79,9 +80,10 @@ def describe_changes(old: tuple, new: tuple) -> str:
 
 def recompile_cause(old_key: tuple, new_key: tuple) -> str:
     """The metrics' name for what made a graph specialize again (keys are ``(input
-    signature, shardings)``): ``torch: new input shapes``, ``... dtypes``, ``... values``."""
+    signature, shardings, placement)``): ``torch: new input shapes``, ``... dtypes``,
+    ``... values``."""
     kinds = []
-    (old, old_shardings), (new, new_shardings) = old_key, new_key
+    (old, old_shardings, old_placement), (new, new_shardings, new_placement) = old_key, new_key
     pairs = [(o, n) for o, n in zip(old, new) if o != n]
     if len(old) != len(new):
         kinds.append("count")
@@ -93,6 +95,8 @@ def recompile_cause(old_key: tuple, new_key: tuple) -> str:
         kinds.append("values")
     if old_shardings != new_shardings:
         kinds.append("shardings")
+    if old_placement != new_placement:
+        kinds.append("placement")
     return "torch: new input " + " and ".join(kinds)
 
 
@@ -156,8 +160,9 @@ class Plan:
     """A graph specialized to one input signature: compiled segments and eager nodes."""
 
     def __init__(self, gm: torch.fx.GraphModule, args: Sequence, client, name: str,
-                 shardings: tuple | None = None):
+                 shardings: tuple | None = None, placement: _placement.Placement | None = None):
         self.graph = gm.graph
+        self.placement = placement
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         # placeholder -> its Sharding (sharding.py): segments taking one run partitioned
         self.shardings = {n: s for n, s in zip(self.placeholders, shardings or ())
@@ -253,7 +258,10 @@ class Plan:
                 executable = None
             elif any(sharded):
                 mesh = next(s.mesh for s in sharded if s is not None)
-                executable = _sharding.ShardedProgram(module, name, sharded, mesh)
+                executable = _sharding.ShardedProgram(module, name, sharded, mesh,
+                                                      self.placement)
+            elif self.placement is not None:
+                executable = self.placement.compile(module)
             else:
                 executable = client.compile(module)
         except _sharding.ShardingError:  # the user's shardings, not a backend bug
@@ -324,16 +332,19 @@ class GraphRunner:
     def __call__(self, args: list) -> list:
         args = list(args)
         shardings = _sharding.shardings_of(args)  # None unless mark_sharding was used
-        key = (_signature(args), shardings)
+        placement = _placement.current()  # None unless inside placement.on_devices
+        key = (_signature(args), shardings, placement)
         plan = self.plans.get(key)
         if plan is None:
             if self._last is not None:
                 changes = [describe_changes(self._last[0], key[0]),
-                           _sharding.describe_changes(self._last[1], shardings)]
+                           _sharding.describe_changes(self._last[1], shardings),
+                           f"placement {self._last[2]} -> {placement}"
+                           if self._last[2] != placement else ""]
                 logger.info("openhlo: recompiling %s: %s", self.name,
                             ", ".join(filter(None, changes)))
                 counters.count_recompilation(recompile_cause(self._last, key))
-            plan = Plan(self.gm, args, self.client, self.name, shardings)
+            plan = Plan(self.gm, args, self.client, self.name, shardings, placement)
             self.plans[key] = plan
         self._last = key
         return list(plan.run(args))

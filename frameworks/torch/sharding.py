@@ -387,18 +387,22 @@ def annotate(module, entry: str, shardings: Sequence[Sharding | None], mesh: Mes
 
 class ShardedProgram:
     """A segment compiled for ``mesh.size()`` partitions; called like a single-device
-    LoadedExecutable (global numpy arrays in, global numpy arrays out)."""
+    LoadedExecutable (global numpy arrays in, global numpy arrays out). With a ``placement``
+    (placement.py: a pipeline stage's devices) the partitions run on its group of devices."""
 
-    def __init__(self, module, entry: str, shardings, mesh: Mesh):
+    def __init__(self, module, entry: str, shardings, mesh: Mesh, placement=None):
         import pjrt
         fixed = num_devices()
-        if fixed is not None and fixed != mesh.size():
+        if placement is None and fixed is not None and fixed != mesh.size():
             raise ShardingError(f"inputs sharded over a mesh of {mesh.size()} device(s), but "
                                 f"there are {fixed} ({_ENV} / set_num_devices)")
         annotate(module, entry, shardings, mesh)
         self.mesh = mesh
-        self.executable = client(mesh.size()).compile(
-            module, pjrt.CompileOptions(num_partitions=mesh.size()))
+        if placement is None:
+            self.executable = client(mesh.size()).compile(
+                module, pjrt.CompileOptions(num_partitions=mesh.size()))
+        else:
+            self.executable = placement.compile(module, num_partitions=mesh.size())
         _compiled.append((entry, self.executable))
         self.result_shardings = self._result_shardings()
 

@@ -29,7 +29,9 @@ class PipelineStage(Protocol):
 
     def receive(self, value: Any) -> Any: ...
 
-    def accumulate(self, total: Any, grads: Any) -> Any: ...
+    def accumulate(self, total: Any, grads: Any) -> Any:
+        """``total + grads``; needed only by stages whose backward returns parameter
+        gradients."""
 
 
 @dataclass
