@@ -10,7 +10,7 @@ _README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 
 @pytest.mark.parametrize("section", ["Using it", "Reading a program (for backends)",
-                                     "Debugging and metrics"])
+                                     "Debugging and metrics", "Pipeline parallelism"])
 def test_readme_example_runs(section, monkeypatch):
     # The examples name files as a user in the repository root would (examples/hello.mlir);
     # under Bazel the test starts in its runfiles, so go where the README lives.
