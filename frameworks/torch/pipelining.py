@@ -73,6 +73,10 @@ class PipelineStage:
         self.stage_index = stage_index
         self.num_stages = num_stages
         self.devices = tuple(devices) if devices is not None else (stage_index,)
+        if not self.devices or any(isinstance(d, bool) or not isinstance(d, int) or d < 0
+                                   for d in self.devices):
+            raise PipelineError(f"stage {stage_index}: devices must be device ids (integers "
+                                f">= 0), got {devices!r}")
         self.is_last = stage_index == num_stages - 1
         self._compiled = None
         self._total = 0  # the pipeline's device count: set by the schedule
@@ -130,8 +134,8 @@ class _WithLoss(torch.nn.Module):
 
 def _chunks(t: torch.Tensor, n: int, what: str) -> list:
     if not isinstance(t, torch.Tensor) or t.dim() == 0:
-        raise PipelineError(f"{what} must be a tensor with a batch dimension, got "
-                            f"{type(t).__name__ if not isinstance(t, torch.Tensor) else 'a scalar'}")
+        got = "a scalar tensor" if isinstance(t, torch.Tensor) else type(t).__name__
+        raise PipelineError(f"{what} must be a tensor with a batch dimension, got {got}")
     if t.shape[0] % n:
         raise PipelineError(f"{what} of batch size {t.shape[0]} cannot be split into {n} equal "
                             f"microbatches ({n} does not divide {t.shape[0]})")

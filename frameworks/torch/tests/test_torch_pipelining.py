@@ -110,5 +110,7 @@ def test_errors_name_the_problem():
         pp.Schedule1F1B([pp.PipelineStage(stages[0].module, 0, 2, devices=(0,)),
                          pp.PipelineStage(stages[1].module, 1, 2, devices=(0,))],
                         n_microbatches=2, loss_fn=torch.nn.MSELoss())
+    with pytest.raises(pp.PipelineError, match=r"stage 1: devices must be device ids"):
+        pp.PipelineStage(stages[1].module, 1, 2, devices=())
     with pytest.raises(pp.PipelineError, match="num_microbatches must be a positive integer"):
         pp.ScheduleGPipe(stages, n_microbatches=0, loss_fn=torch.nn.MSELoss())
