@@ -118,6 +118,7 @@ class _Program:
         results = None if result_dims is None else [
             None if d is None else xs.Sharding(mesh, d) for d in result_dims]
         xs.annotate(module, name, shardings, mesh, results)
+        self.global_module = module  # the annotated program before partitioning
         n = mesh.size()
         self.executable = xs.client(n).compile(module, pjrt.CompileOptions(
             num_partitions=n, env_option_overrides={"spmd_reduce_scatter": True}))
@@ -408,7 +409,6 @@ class TrainStep:
         scalar_count = len(rule.scalars(1))
         buffers = dict(fsdp.module.named_buffers())
         traced, keys = fsdp._traced_module()
-        call = _Call(traced, self.loss_fn)
 
         def fn(leaves):
             at = 0
@@ -423,11 +423,18 @@ class TrainStep:
             values = {f"module.{keys[n]}": p for n, p in zip(names, leaves_with_grad)}
             values.update({f"module.{keys[n]}": p for n, p in zip(frozen, fixed)})
             values.update({f"module.{n}": b for n, b in zip(buffers, bufs)})
-            with torch.enable_grad():
-                loss = torch.func.functional_call(call, values, tuple(inputs))
+
+            def loss_and_grads(module, *inputs):
+                # backward runs while functional_call still has the values in place: a
+                # checkpointed block reads its parameters again there
+                loss = self.loss_fn(module, *inputs)
                 if not (isinstance(loss, torch.Tensor) and loss.dim() == 0):
                     raise FsdpError("train_step: loss_fn must return a 0-d tensor")
-                grads = torch.autograd.grad(loss, leaves_with_grad, allow_unused=True)
+                return loss, torch.autograd.grad(loss, leaves_with_grad, allow_unused=True)
+
+            with torch.enable_grad():
+                loss, grads = torch.func.functional_call(_Call(traced, loss_and_grads), values,
+                                                         tuple(inputs))
             new_params, new_state = [], []
             for i, (p, g) in enumerate(zip(params, grads)):
                 g = torch.zeros_like(p) if g is None else g

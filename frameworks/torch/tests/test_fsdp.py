@@ -158,3 +158,35 @@ def _results(found, kind) -> list:
         if k == kind:
             out += list(shape) if shape and isinstance(shape[0], tuple) else [shape]
     return out
+
+
+def test_gathers_sit_at_their_uses_and_checkpointed_blocks_gather_again(mesh):
+    """In the partitioned step (before the combiners, which merge small gathers by cost), a
+    parameter is gathered where its layer runs, not at the top of the step, and a block
+    under torch.utils.checkpoint gathers its weights again in backward."""
+    from xla_core.compile.driver import _copy
+    from xla_core.passes import PassContext, spmd_pipeline
+
+    def fc1_gathers(model):
+        fsdp = SpmdFullyShardedDataParallel(model, mesh)
+        step = fsdp.train_step(_loss, torch.optim.SGD, lr=0.1)
+        x = torch.randn(BATCH, SEQ, D)
+        step(x, x)
+        module = _copy(step.program.global_module)
+        spmd_pipeline("fsdp_train_step", 8, combine=False, pipeline_collectives=False,
+                      reduce_scatter=True).run(module, PassContext())
+        order = [op for op in module.walk() if op.name in (
+            "stablehlo.all_gather", "stablehlo.dot_general")]
+        at = [i for i, op in enumerate(order) if op.name == "stablehlo.all_gather"
+              and tuple(op.results[0].type.shape) == (4 * D, D)]
+        dots = [i for i, op in enumerate(order) if op.name == "stablehlo.dot_general"]
+        return at, dots
+
+    at, dots = fc1_gathers(_model())
+    assert len(at) == 2  # each block's fc1 weight once: backward reuses the forward's
+    # block 2's weight is gathered after block 1 computed (8 dots: 4 projections, attention
+    # scores and values, fc1, fc2), not hoisted to the top of the step
+    assert sum(d < at[1] for d in dots) >= 8
+    at, dots = fc1_gathers(_model(checkpoint_mlp=True))
+    assert len(at) == 3  # block 2's MLP is recomputed in backward: its weight gathered again
+    assert sum(at[1] < d < at[2] for d in dots) >= 2  # after block 2's forward fc1 and fc2
