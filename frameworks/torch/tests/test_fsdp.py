@@ -3,7 +3,6 @@
 per device (counted from the runtime's buffers), gathers parameters where they are used and
 reduce-scatters their gradients."""
 import copy
-import math
 
 import numpy as np
 import pytest
@@ -33,7 +32,8 @@ class Block(torch.nn.Module):
 
     def attention(self, x):
         b, s, _ = x.shape
-        q, k, v = (t.reshape(b, s, HEADS, D // HEADS).transpose(1, 2) for t in (self.q(x), self.k(x), self.v(x)))
+        q, k, v = (t.reshape(b, s, HEADS, D // HEADS).transpose(1, 2)
+                   for t in (self.q(x), self.k(x), self.v(x)))
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(out.transpose(1, 2).reshape(b, s, D))
 
@@ -190,3 +190,21 @@ def test_gathers_sit_at_their_uses_and_checkpointed_blocks_gather_again(mesh):
     at, dots = fc1_gathers(_model(checkpoint_mlp=True))
     assert len(at) == 3  # block 2's MLP is recomputed in backward: its weight gathered again
     assert sum(at[1] < d < at[2] for d in dots) >= 2  # after block 2's forward fc1 and fc2
+
+
+def test_placement_and_refusals(mesh):
+    assert shard_dims((64, 256), "fsdp", 8) == (((), ("fsdp",)), "")  # the largest dim
+    assert shard_dims((64, 64), "fsdp", 8) == ((("fsdp",), ()), "")  # ties: the first
+    assert shard_dims((6, 5), "fsdp", 8) == (None, "no dimension of (6, 5) is divisible by 8")
+    assert shard_dims((64,), "fsdp", 8, min_numel=100)[0] is None
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 5))
+    fsdp = SpmdFullyShardedDataParallel(model, mesh)
+    assert fsdp.replicated_parameters == {"1.bias": "no dimension of (5,) is divisible by 8"}
+    with pytest.raises(FsdpError, match=r"Adam\(amsgrad=True\) is not supported"):
+        fsdp.train_step(_loss, torch.optim.Adam, lr=1e-3, amsgrad=True)
+    with pytest.raises(FsdpError, match="'RMSprop' is not supported"):
+        fsdp.train_step(_loss, torch.optim.RMSprop, lr=1e-3)
+    with pytest.raises(FsdpError, match="batch dimension 12 is not divisible"):
+        fsdp(torch.randn(12, 64))
+    with pytest.raises(FsdpError, match="no axis 'fsdp'"):
+        SpmdFullyShardedDataParallel(torch.nn.Linear(8, 8), xs.Mesh(np.arange(8), (8,), ("x",)))
