@@ -360,9 +360,11 @@ def compiled_programs() -> list:
     return list(_compiled)
 
 
-def annotate(module, entry: str, shardings: Sequence[Sharding | None], mesh: Mesh) -> None:
+def annotate(module, entry: str, shardings: Sequence[Sharding | None], mesh: Mesh,
+             result_shardings: Sequence[Sharding | None] | None = None) -> None:
     """Give ``module``'s ``entry`` the ``sdy.mesh``, argument shardings (None: replicated) and
-    the partition count."""
+    the partition count; with ``result_shardings``, the results' too (else propagation
+    chooses them)."""
     from stablehlo.ir.attributes import ArrayAttr, DictAttr, IntegerAttr, StringAttr
     from stablehlo.ir.core import Operation
     from stablehlo.ir.sharding import MeshAttr, ShardingAttr
@@ -377,12 +379,23 @@ def annotate(module, entry: str, shardings: Sequence[Sharding | None], mesh: Mes
         items = dict(func.arg_attrs(i).items)
         # an unmarked tensor is replicated (as in PyTorch/XLA): said explicitly, so that
         # propagation does not split it to suit its users
-        spec = s.spec if s is not None else TensorSharding(
-            "mesh", ((),) * len(func.type.inputs[i].shape))
-        items["sdy.sharding"] = ShardingAttr.of(spec)
+        items["sdy.sharding"] = ShardingAttr.of(_spec_or_replicated(
+            s, len(func.type.inputs[i].shape)))
         attrs.append(DictAttr(tuple(items.items())))
     func.op.attributes["arg_attrs"] = ArrayAttr(tuple(attrs))
+    if result_shardings is not None:
+        results = []
+        for i, s in enumerate(result_shardings):
+            items = dict(func.result_attrs(i).items)
+            items["sdy.sharding"] = ShardingAttr.of(_spec_or_replicated(
+                s, len(func.type.results[i].shape)))
+            results.append(DictAttr(tuple(items.items())))
+        func.op.attributes["res_attrs"] = ArrayAttr(tuple(results))
     module.attributes["mhlo.num_partitions"] = IntegerAttr(mesh.size(), IntegerType(32))
+
+
+def _spec_or_replicated(s: Sharding | None, rank: int) -> TensorSharding:
+    return s.spec if s is not None else TensorSharding("mesh", ((),) * rank)
 
 
 class ShardedProgram:

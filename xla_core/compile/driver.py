@@ -114,7 +114,8 @@ def compile_module(module: Module, request: CompileRequest, backend: Backend, *,
     if request.num_partitions > 1:
         # A Module of the caller's is left as given; one parsed here from text is ours.
         module = partition(module if text is not None else _copy(module), request.entry,
-                           request.num_partitions, collective_pipelining(request.options))
+                           request.num_partitions, collective_pipelining(request.options),
+                           spmd_reduce_scatter(request.options))
     # Before any backend compiler materializes a value.
     from xla_core.buffers.size_limit import check_buffer_sizes
     check_buffer_sizes(module)
@@ -126,14 +127,14 @@ def compile_module(module: Module, request: CompileRequest, backend: Backend, *,
 
 
 def partition(module: Module, entry: str, num_partitions: int,
-              pipeline_collectives: bool = True) -> Module:
+              pipeline_collectives: bool = True, reduce_scatter: bool = False) -> Module:
     """``module`` (a global sharded program) rewritten in place into its per-device program
     by the ``spmd`` pipeline: shard_map/pmap bodies become the entry, other sharded
     programs are propagated and partitioned (``pipeline_collectives``: see
-    ``collective_pipelining``)."""
+    ``collective_pipelining``; ``reduce_scatter``: see ``spmd_reduce_scatter``)."""
     from xla_core.passes import PassContext, spmd_pipeline
-    spmd_pipeline(entry, num_partitions,
-                  pipeline_collectives=pipeline_collectives).run(module, PassContext())
+    spmd_pipeline(entry, num_partitions, pipeline_collectives=pipeline_collectives,
+                  reduce_scatter=reduce_scatter).run(module, PassContext())
     return module
 
 
@@ -141,12 +142,23 @@ def collective_pipelining(options) -> bool:
     """Whether loops' collectives are pipelined across iterations (the spmd pipeline's
     collective-pipeliner): ``env_option_overrides["collective_pipelining"]`` of the compile
     options, a bool, true when not given."""
+    return _bool_override(options, "collective_pipelining", True)
+
+
+def spmd_reduce_scatter(options) -> bool:
+    """Whether the partitioner reduce-scatters partial sums whose result is split over the
+    summed axes (FSDP's gradients) instead of all-reducing and slicing them, XLA's cpu
+    form: ``env_option_overrides["spmd_reduce_scatter"]`` of the compile options, a bool,
+    false when not given."""
+    return _bool_override(options, "spmd_reduce_scatter", False)
+
+
+def _bool_override(options, name: str, default: bool) -> bool:
     overrides = getattr(options, "env_option_overrides", None) or {}
-    given = overrides.get("collective_pipelining", True)
+    given = overrides.get(name, default)
     if not isinstance(given, bool):
         from xla_core.passes import PassError
-        raise PassError(f"env_option_overrides['collective_pipelining'] must be a bool, "
-                           f"got {given!r}")
+        raise PassError(f"env_option_overrides[{name!r}] must be a bool, got {given!r}")
     return given
 
 

@@ -56,10 +56,13 @@ def _cpu_opt_pipeline() -> Pipeline:
 
 
 def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = True,
-                  pipeline_collectives: bool = True, overlap_hardware: str = "generic-cpu") -> Pipeline:
+                  pipeline_collectives: bool = True, overlap_hardware: str = "generic-cpu",
+                  reduce_scatter: bool = False) -> Pipeline:
     """Global sharded program -> per-device program: shard_map/pmap programs by spmd-manual;
     the others are inlined (propagation and partitioning see one function), propagated and
-    partitioned for ``num_devices`` (0: the module's mhlo.num_partitions). Each later pass
+    partitioned for ``num_devices`` (0: the module's mhlo.num_partitions; partial sums split
+    over the summed axes are reduce-scattered with ``reduce_scatter``, else all-reduced and
+    sliced as XLA's cpu pipeline does). Each later pass
     skips a module an earlier one partitioned. In loops over layers, all-gathers then move one
     iteration early and gradient reductions one iteration late (collective-pipeliner, unless
     ``pipeline_collectives`` is false), before the combiners, which keep the moved ones
@@ -77,7 +80,8 @@ def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = Tru
     return Pipeline("spmd", parse_pass_list(
         f"spmd-manual{{entry={entry} leave-automatic=true}},inline,"
         f"sharding-propagation{{entry={entry} num-devices={num_devices}}},"
-        f"spmd-partition{{entry={entry} num-devices={num_devices}}}"
+        f"spmd-partition{{entry={entry} num-devices={num_devices}"
+        f"{' reduce-scatter=true' if reduce_scatter else ''}}}"
         + (",collective-pipeliner" if pipeline_collectives else "")
         + (combiners if combine else "")
         + ",async-collective-creator,convert-async-to-sync"))

@@ -146,8 +146,12 @@ class _Partitioner(ControlFlow, Indexing):
     def _partition_op(self, op: Operation) -> None:
         name = op.name
         if name == CONSTRAINT:
+            # each constraint moves its operand itself, not through the cache: a value
+            # constrained twice (an FSDP parameter a checkpointed block reads again in
+            # backward) is gathered twice, instead of the first gather being kept alive
             dims = op_dims(self.info, op)[0]
-            self.home[op.results[0]] = (self._reshard(op.operands[0], dims), dims)
+            self.home[op.results[0]] = (self._reshard(op.operands[0], dims, cached=False),
+                                        dims)
             return
         if name == MANUAL_COMPUTATION:
             self._manual(op)
@@ -412,18 +416,20 @@ class _Partitioner(ControlFlow, Indexing):
     def _layout(self, value: Value) -> tuple:
         return self.home[value][1]
 
-    def _reshard(self, value: Value, target) -> Value:
+    def _reshard(self, value: Value, target, cached: bool = True) -> Value:
         piece, have = self.home[value]
         target = tuple(tuple(axes) for axes in target)
         if have == target:
             return piece
         key = (value, target)
-        if key not in self.cache:
-            info = self.info
+        if key not in self.cache or not cached:
             steps, _ = reshard.plan(have, target, piece.type.shape,
                                     np.dtype(numpy_dtype(piece.type.element_type)).itemsize,
-                                    info.mesh.axis_size)
-            self.cache[key] = self._apply(piece, steps)
+                                    self.info.mesh.axis_size)
+            moved = self._apply(piece, steps)
+            if not cached:
+                return moved
+            self.cache[key] = moved
         return self.cache[key]
 
     def _apply(self, x: Value, steps) -> Value:
