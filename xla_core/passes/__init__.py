@@ -21,6 +21,7 @@ PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
 PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
 PASSES.register("sharding-propagation", "xla_core.spmd.propagation:ShardingPropagationPass")
 PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")
+PASSES.register("auto-sharding", "xla_core.spmd.auto_sharding.auto_shard:AutoShardingPass")
 PASSES.register("collective-pipeliner",
                 "xla_core.spmd.collective_pipeliner:CollectivePipelinerPass")
 PASSES.register("all-reduce-combiner", "xla_core.spmd.combiner:AllReduceCombinerPass")

@@ -73,6 +73,12 @@ class LatencyEstimator(Protocol):
         ...
 
 
+def ring_factor(name: str, n: int) -> float:
+    """Fraction of its bytes (operands', or results' for all_gather) a device moves for the
+    collective ``name`` (``stablehlo.all_reduce``, ...) over a group of ``n`` devices."""
+    return _RING_FACTOR[name](n)
+
+
 def group_size(collective: Operation) -> int:
     """Devices in each of ``collective``'s groups (2 for a permute: a sender and a receiver)."""
     groups = collective.attributes.get("replica_groups")

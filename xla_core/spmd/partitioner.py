@@ -279,7 +279,7 @@ class _Partitioner(ControlFlow, Indexing):
         have = self._layout(op.operands[0])
         target = list(rules.reduce_backward(out, len(have), set(reduced)))
         summed = []
-        if self._identity_init(op):
+        if identity_init(op):
             used = {a for axes in out for a in axes}
             for d in reduced:
                 if have[d] and not used & set(have[d]):
@@ -343,22 +343,6 @@ class _Partitioner(ControlFlow, Indexing):
             "source_target_pairs": dense(np.asarray(pairs, dtype=np.int64).reshape(-1, 2)),
             "channel_handle": StructAttr("channel_handle",
                                          (("handle", self.channel), ("type", 1)))}).result
-
-    def _identity_init(self, op: Operation) -> bool:
-        """Whether the reduce's inits are its reducer's identity (partial reductions of the
-        pieces then combine to the whole one)."""
-        n = len(op.operands) // 2
-        inits = [v.owner for v in op.operands[n:]]
-        if any(getattr(i, "name", None) != "stablehlo.constant" for i in inits):
-            return False
-        monoids = region_monoids(op.regions[0])
-        if monoids is not None:
-            return all(_is_monoid_identity(m, i) for m, i in zip(monoids, inits))
-        # An argmax/argmin: its value init must be max's/min's identity; the index init then
-        # only meets a tie with that extreme value, where pieces and whole alike keep the
-        # lower index.
-        argreduce = region_argreduce(op.regions[0])
-        return argreduce is not None and _is_monoid_identity(argreduce.value_monoid, inits[0])
 
     def _manual(self, op: Operation) -> None:
         """A (fully or partially) manual computation: its body is already the per-device
@@ -527,7 +511,7 @@ def _scaled(t: TensorType, dim: int, mul: int, div: int, dim2=None, mul2: int = 
     return TensorType(tuple(shape), t.element_type, t.encoding)
 
 
-__all__ = ["SpmdPartitionPass"]
+__all__ = ["SpmdPartitionPass", "identity_init"]
 
 
 
@@ -545,6 +529,23 @@ _BY_SPLIT = {
     Split.SLICE: _Partitioner._static_slice,
     Split.DYNAMIC_SLICE: _Partitioner._dynamic_slice,
 }
+
+def identity_init(op: Operation) -> bool:
+    """Whether the reduce's inits are its reducer's identity (partial reductions of the
+    pieces then combine to the whole one)."""
+    n = len(op.operands) // 2
+    inits = [v.owner for v in op.operands[n:]]
+    if any(getattr(i, "name", None) != "stablehlo.constant" for i in inits):
+        return False
+    monoids = region_monoids(op.regions[0])
+    if monoids is not None:
+        return all(_is_monoid_identity(m, i) for m, i in zip(monoids, inits))
+    # An argmax/argmin: its value init must be max's/min's identity; the index init then
+    # only meets a tie with that extreme value, where pieces and whole alike keep the
+    # lower index.
+    argreduce = region_argreduce(op.regions[0])
+    return argreduce is not None and _is_monoid_identity(argreduce.value_monoid, inits[0])
+
 
 def _is_monoid_identity(monoid: Monoid, init: Operation) -> bool:
     """Whether the constant ``init`` holds ``monoid``'s identity everywhere; for a float

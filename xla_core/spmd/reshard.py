@@ -74,22 +74,29 @@ def _common_prefix(a, b) -> tuple:
 
 def cost(steps, local_shape, itemsize: int, axis_size) -> int:
     """Bytes per device of the collectives' results along ``steps``."""
+    return sum(step_bytes(steps, local_shape, itemsize, axis_size))
+
+
+def step_bytes(steps, local_shape, itemsize: int, axis_size) -> list:
+    """Per step of ``steps``: the bytes of its collective's result per device (0 for a
+    local slice)."""
     shape = list(local_shape)
-    total = 0
+    out = []
     for step in steps:
         if step[0] == "all_to_all":
             _, i, j, a = step
             shape[j] //= axis_size(a)
             shape[i] *= axis_size(a)
-            total += math.prod(shape) * itemsize
+            out.append(math.prod(shape) * itemsize)
         elif step[0] == "all_gather":
             _, i, axes = step
             shape[i] *= math.prod(axis_size(a) for a in axes)
-            total += math.prod(shape) * itemsize
+            out.append(math.prod(shape) * itemsize)
         else:
             _, i, axes = step
             shape[i] //= math.prod(axis_size(a) for a in axes)
-    return total
+            out.append(0)
+    return out
 
 
 def slice_offsets(coordinates: dict, axes, extent: int, axis_size) -> np.ndarray:
@@ -104,4 +111,4 @@ def slice_offsets(coordinates: dict, axes, extent: int, axis_size) -> np.ndarray
     return offsets
 
 
-__all__ = ["cost", "plan", "slice_offsets"]
+__all__ = ["cost", "plan", "slice_offsets", "step_bytes"]

@@ -1,0 +1,229 @@
+"""The cost graph the solver chooses on: groups of ops sharing one strategy choice, the
+resharding costs between them, and the values live at each step.
+
+- A **member** is an argument or a top-level op of the entry function; its strategies
+  (``strategies.py``) are indexed by its group's choice ``k``.
+- A **group** is one choice among ``K`` strategies. An elementwise op, transpose or reshape
+  whose largest operand comes from a group with a choice *follows* it (XLA's followers): it
+  joins that group, taking for each ``k`` its cheapest strategy that uses the operand as it
+  is laid out under ``k`` (a reshape that cannot: its cheapest with the reshard). A chain
+  of such ops is then one variable, not one per op.
+- Costs that depend on one group's choice only (its members' compute and collectives, the
+  reshards between members of one group, and those from or to a value with one layout) are
+  added to that group's cost vector; the others are **edges**: a matrix of reshard seconds
+  from each layout the producer's value can have to each layout the consumer can ask for.
+- **Steps** (only with a memory limit): for each point of the program where a value dies
+  (the live set only grows between two such points, so they dominate the others), the bytes
+  per device of each value live there, per choice of its group.
+
+Everything is built in program order with lists, never from set or dict iteration over
+unordered keys, so the same program gives the same problem.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stablehlo.ir.core import Func, Operation, Value
+from stablehlo.ir.types import TensorType
+
+from xla_core.spmd.annotations import PER_VALUE, MeshInfo, op_dims, read_dims, replicated
+from xla_core.spmd.auto_sharding.costs import CostModel
+from xla_core.spmd.auto_sharding.strategies import (FOLLOWING, Strategy, argument_strategies,
+                                                    op_strategies)
+from xla_core.spmd.op_rules import spmd_rule
+from xla_core.spmd.sharding import SpmdUnsupportedError
+
+
+@dataclass
+class Member:
+    op: Operation | None  # None: the argument ``values[0]``
+    values: tuple
+    strategies: list  # per choice k of its group
+    position: int  # in program order (arguments: 0, ops from 1)
+    fixed: bool = False  # annotated by the user
+
+
+@dataclass
+class Group:
+    members: list
+    cost: np.ndarray  # seconds per choice
+
+    @property
+    def size(self) -> int:
+        return len(self.cost)
+
+
+@dataclass
+class Edge:
+    src: int  # producer's group
+    dst: int  # consumer's group
+    src_layout: list  # per src choice: index into the rows of ``costs``
+    dst_layout: list  # per dst choice: index into the columns of ``costs``
+    costs: np.ndarray
+
+
+@dataclass
+class CostGraph:
+    groups: list = field(default_factory=list)
+    edges: list = field(default_factory=list)
+    place: dict = field(default_factory=dict)  # value -> (group, member, result index)
+    steps: list = field(default_factory=list)  # per step: [(group, bytes per choice)]
+
+    def layout(self, value: Value, k: int) -> tuple:
+        g, m, i = self.place[value]
+        return self.groups[g].members[m].strategies[k].outs[i]
+
+
+def build_graph(func: Func, info: MeshInfo, model: CostModel, memory: bool) -> CostGraph:
+    """The cost graph of ``func`` (inlined: calls run whole); ``memory`` adds the steps."""
+    graph = CostGraph()
+    for i, arg in enumerate(func.body.arguments):
+        if not isinstance(arg.type, TensorType):
+            raise SpmdUnsupportedError(f"@{func.name} argument {i} of type {arg.type}: only "
+                                       f"tensors are partitioned")
+        dims = read_dims(info, func.arg_attrs(i), arg.type.shape, f"@{func.name} argument {i}")
+        strategies = argument_strategies(arg.type, model) if dims is None \
+            else [Strategy((dims,), (), 0.0, 0.0)]
+        _new_group(graph, Member(None, (arg,), strategies, 0, dims is not None))
+    ops = func.body.operations[:-1]
+    for position, op in enumerate(ops, start=1):
+        _add_op(graph, op, position, info, model)
+    for g, group in enumerate(graph.groups):
+        for m, member in enumerate(group.members):
+            if member.op is not None:
+                _add_operand_costs(graph, g, m, model)
+    _add_result_costs(graph, func, info, model)
+    if memory:
+        graph.steps = _steps(graph, func, model)
+    return graph
+
+
+def _new_group(graph: CostGraph, member: Member) -> int:
+    cost = np.array([s.compute + s.communication for s in member.strategies], dtype=float)
+    graph.groups.append(Group([member], cost))
+    g = len(graph.groups) - 1
+    for i, v in enumerate(member.values):
+        graph.place[v] = (g, 0, i)
+    return g
+
+
+def _add_op(graph: CostGraph, op: Operation, position: int, info: MeshInfo,
+            model: CostModel) -> None:
+    strategies = op_strategies(op, model, info)
+    fixed = PER_VALUE in op.attributes
+    if fixed:  # the user's sharding of the results is kept
+        outs = tuple(op_dims(info, op))
+        kept = [s for s in strategies if s.outs == outs]
+        ins = tuple(None if not isinstance(v.type, TensorType) else replicated(len(v.type.shape))
+                    for v in op.operands)
+        strategies = kept or [Strategy(outs, ins, model.compute(op, 1, ins, outs), 0.0,
+                                       "whole, then cut")]
+    leader = None if fixed else _followed(graph, op)
+    if leader is None:
+        _new_group(graph, Member(op, tuple(op.results), strategies, position, fixed))
+        return
+    j = leader
+    g, _, _ = graph.place[op.operands[j]]
+    group = graph.groups[g]
+    t = op.operands[j].type
+    chosen = []
+    for k in range(group.size):
+        have = graph.layout(op.operands[j], k)
+        same = [s for s in strategies if s.ins[j] == have]  # a follower keeps the layout
+        chosen.append(min(same or strategies, key=lambda s: s.compute + s.communication +
+                          model.reshard(t, have, s.ins[j])))
+    group.members.append(Member(op, tuple(op.results), chosen, position))
+    group.cost = group.cost + np.array([s.compute + s.communication for s in chosen])
+    for i, r in enumerate(op.results):
+        graph.place[r] = (g, len(group.members) - 1, i)
+
+
+def _followed(graph: CostGraph, op: Operation):
+    """The operand ``op`` follows (see the module doc), or None: the first one as large as
+    its result whose group has a choice."""
+    if len(op.results) != 1 or spmd_rule(op).split not in FOLLOWING:
+        return None
+    size = np.prod(op.results[0].type.shape)
+    for j, v in enumerate(op.operands):
+        if v in graph.place and isinstance(v.type, TensorType) and v.type.shape \
+                and np.prod(v.type.shape) == size and graph.groups[graph.place[v][0]].size > 1:
+            return j
+    return None
+
+
+def _add_operand_costs(graph: CostGraph, g: int, m: int, model: CostModel) -> None:
+    member = graph.groups[g].members[m]
+    for j, v in enumerate(member.op.operands):
+        if v not in graph.place or not isinstance(v.type, TensorType):
+            continue
+        wants = [s.ins[j] for s in member.strategies]
+        _link(graph, v, g, wants, model)
+
+
+def _link(graph: CostGraph, v: Value, dst: int, wants: list, model: CostModel) -> None:
+    """Charge the reshards of ``v`` to the layouts ``wants[k]`` group ``dst`` asks for."""
+    src = graph.place[v][0]
+    source = graph.groups[src]
+    haves = [graph.layout(v, k) for k in range(source.size)]
+    if src == dst:
+        graph.groups[dst].cost += [model.reshard(v.type, h, w) for h, w in zip(haves, wants)]
+        return
+    rows, src_index = _distinct(haves)
+    cols, dst_index = _distinct(wants)
+    costs = np.array([[model.reshard(v.type, h, w) for w in cols] for h in rows])
+    if len(rows) == 1:
+        graph.groups[dst].cost += costs[0, dst_index]
+    elif len(cols) == 1:
+        source.cost += costs[src_index, 0]
+    elif costs.any():
+        graph.edges.append(Edge(src, dst, src_index, dst_index, costs))
+
+
+def _distinct(layouts: list) -> tuple:
+    """``(distinct layouts in first-seen order, index of each)``."""
+    seen: dict = {}
+    index = [seen.setdefault(dims, len(seen)) for dims in layouts]
+    return list(seen), np.array(index)
+
+
+def _add_result_costs(graph: CostGraph, func: Func, info: MeshInfo, model: CostModel) -> None:
+    """A result the user annotated asks for that layout (a consumer with one strategy)."""
+    for i, v in enumerate(func.body.terminator.operands):
+        dims = read_dims(info, func.result_attrs(i), v.type.shape, f"@{func.name} result {i}")
+        if dims is not None and v in graph.place:
+            g = graph.place[v][0]
+            graph.groups[g].cost += [model.reshard(v.type, graph.layout(v, k), dims)
+                                     for k in range(graph.groups[g].size)]
+
+
+def _steps(graph: CostGraph, func: Func, model: CostModel) -> list:
+    """Per step where a value dies (and the end): ``[(group, bytes per choice)]``."""
+    ops = func.body.operations
+    last: dict = {}
+    for position, op in enumerate(ops, start=1):
+        for nested in op.walk():
+            for v in nested.operands:
+                if v in graph.place:
+                    last[v] = position
+    end = len(ops)
+    for v in func.body.terminator.operands:
+        last[v] = end
+    born = {v: graph.groups[g].members[m].position for v, (g, m, _) in graph.place.items()}
+    values = [v for v in graph.place if isinstance(v.type, TensorType)]
+    ends = sorted({last.get(v, born[v]) for v in values} | {end})
+    steps = []
+    for t in ends:
+        per_group: dict = {}
+        for v in values:
+            if born[v] <= t <= last.get(v, born[v]):
+                g = graph.place[v][0]
+                nbytes = np.array([model.local_bytes(v.type, graph.layout(v, k))
+                                   for k in range(graph.groups[g].size)])
+                per_group[g] = per_group.get(g, 0) + nbytes
+        steps.append(sorted(per_group.items(), key=lambda item: item[0]))
+    return steps
+
+
+__all__ = ["CostGraph", "Edge", "Group", "Member", "build_graph"]
