@@ -112,7 +112,7 @@ def apply_plan(module: Module, plan: Plan, entry: str = "main") -> None:
     constraints: dict = {}
     for choice in plan.choices:
         op = choice.op
-        if op is None:
+        if op is None or op.name == CONSTRAINT:  # a constraint reshards its operand itself
             continue
         for j, (v, want) in enumerate(zip(op.operands, choice.ins)):
             if want is None or v not in layout or tuple(layout[v]) == tuple(want):
@@ -126,7 +126,7 @@ def apply_plan(module: Module, plan: Plan, entry: str = "main") -> None:
                 block.insert(block.index(op), constraint)
                 constraints[key] = constraint.results[0]
             op.operands[j] = constraints[key]
-        if op.name != CONSTRAINT and all(isinstance(r.type, TensorType) for r in op.results):
+        if all(isinstance(r.type, TensorType) for r in op.results):
             op.attributes[PER_VALUE] = ShardingPerValueAttr.of(
                 info.sharding(d) for d in choice.outs)
     func.op.attributes["arg_attrs"] = ArrayAttr(tuple(
