@@ -10,6 +10,11 @@ pipeline (fusion, then the latency-hiding scheduler) runs on a copy of the trans
 module and the report describes that copy's order; the printed module is unchanged.
 ``--profile-in TRACE.json`` gives that scheduler and the report the times a trace of a run
 (``openhlo run --trace``) measured (profile-guided latency estimation).
+``--auto-sharding --mesh x=4,y=2 [--memory-limit 2GiB] [--hardware NAME]`` chooses the
+program's shardings (pass ``auto-sharding``) and prints the per-device program the SPMD
+pipeline makes of it; with ``--explain-sharding`` the plan (each sharding with its estimated
+compute, communication and memory, the objective's breakdown, the solver's status and time)
+goes to stderr first.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import dataclasses
 import logging
 import sys
 
+from tools import auto_sharding_options
 from tools.diagnostics import CliError, read_source
 
 
@@ -53,7 +59,8 @@ def add_parser(subparsers) -> None:
                         "on stderr")
     p.add_argument("--explain-sharding", action="store_true",
                    help="print the sharding sharding-propagation gives each value and where it "
-                        "came from (logger openhlo.spmd) on stderr")
+                        "came from (logger openhlo.spmd) on stderr; with --auto-sharding, the "
+                        "plan first")
     p.add_argument("--num-devices", type=int, metavar="N",
                    help="the device count the SPMD passes partition for (sharding-propagation, "
                         "spmd-partition; default: the module's mhlo.num_partitions)")
@@ -68,6 +75,7 @@ def add_parser(subparsers) -> None:
                    help="with --schedule-report: schedule and report with the times this trace "
                         "of a run (openhlo run --trace) measured instead of the estimates; "
                         "the report lists the replaced estimates")
+    auto_sharding_options.add_arguments(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write the module here, not to stdout")
     p.set_defaults(handler=opt_command)
 
@@ -142,8 +150,14 @@ def _schedule_report(module, path: str, hardware_name: str, profile_in: str | No
 
 
 def _pipeline(args):
-    from xla_core.passes import Pipeline, make_pipeline, parse_pass_list
-    if args.passes is not None:
+    from xla_core.passes import Pipeline, make_pipeline, parse_pass_list, spmd_pipeline
+    auto = auto_sharding_options.passes(args)
+    if auto and (args.passes is not None or args.pipeline is not None):
+        raise CliError("--auto-sharding runs its own pipeline (auto-sharding, then the SPMD "
+                       "passes): not with --passes or --pipeline")
+    if auto:
+        pipeline = Pipeline("auto-sharding", auto + spmd_pipeline().passes)
+    elif args.passes is not None:
         pipeline = Pipeline("opt", parse_pass_list(args.passes))
     elif args.pipeline is not None:
         pipeline = make_pipeline(args.pipeline)
@@ -151,7 +165,8 @@ def _pipeline(args):
         if (args.disable_pass or args.print_after_all or args.timing or args.explain_fusion
                 or args.explain_sharding or args.num_devices is not None):
             raise CliError("--disable-pass, --print-after-all, --timing, --explain-fusion, "
-                           "--explain-sharding and --num-devices need --passes or --pipeline")
+                           "--explain-sharding and --num-devices need --passes, --pipeline or "
+                           "--auto-sharding")
         return None
     if args.num_devices is not None:
         if args.num_devices < 1:

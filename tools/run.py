@@ -3,7 +3,9 @@
 Parse the file, compile it on the backend (which verifies it), run the entry
 function on the arguments from an ``.npz`` file (``arg0``, ``arg1``, ...) or on
 random arguments of the right types, then print the results or save them as
-``out0``, ``out1``, ... in an ``.npz`` file.
+``out0``, ``out1``, ... in an ``.npz`` file. With ``--auto-sharding --mesh x=4,y=2`` the
+program's shardings are chosen first (pass ``auto-sharding``) and it runs on the mesh's
+virtual devices, with global arguments and results.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 from pjrt.registry import DEFAULT_BACKEND, available_backends, make_client
 from stablehlo.ir.types import Type
 
+from tools import auto_sharding_options
 from tools.diagnostics import CliError, read_source
 from tools.random_inputs import random_arguments
 
@@ -52,6 +55,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--launch-timeout", type=float, default=600.0, metavar="S",
                    help="with --num-processes: stop the processes after S seconds "
                         "(default 600)")
+    auto_sharding_options.add_arguments(p)
     add_opt_level_argument(p)
     p.add_argument("--profile", action="store_true",
                    help="cpu backend: print the time of each instruction on stderr")
@@ -103,10 +107,16 @@ def run_command(args: argparse.Namespace) -> int:
         raise CliError("--profile and --trace both time the program: choose one")
     if args.trace_cold and not (args.trace or args.trace_part):
         raise CliError("--trace-cold needs --trace")
+    auto = auto_sharding_options.passes(args)
     if args.num_processes is not None:
+        if auto:
+            raise CliError("--auto-sharding runs on one process's devices: not with "
+                           "--num-processes")
         return _launch_processes(args)
     text, filename = read_source(args.file, args.sources)
     module = parse_module(text, filename)
+    if auto:
+        _auto_shard(module, auto, args)
     apply_opt_level(args)
     if args.num_devices is None:
         exe = make_client(args.backend).compile(module, compile_options(args),
@@ -137,6 +147,17 @@ def run_command(args: argparse.Namespace) -> int:
         import pjrt
         sys.stderr.write(f"{pjrt.metrics()}\n")
     return 0
+
+
+def _auto_shard(module, passes, args) -> None:
+    """Write the auto-sharding plan into ``module``; it then runs on the mesh's devices."""
+    from xla_core.passes import PassContext, Pipeline
+    Pipeline("auto-sharding", passes).run(module, PassContext())
+    devices = auto_sharding_options.mesh_devices(module)
+    if args.num_devices is not None and args.num_devices != devices:
+        raise CliError(f"--num-devices {args.num_devices} differs from the mesh's {devices} "
+                       f"devices")
+    args.num_devices = devices
 
 
 def _partitioned(module, args):
