@@ -157,8 +157,6 @@ class AutoShardingPass(Pass):
         plan = auto_shard(module, self.mesh or None, memory_limit=self.memory_limit or None,
                           hardware=self.hardware, time_limit_s=self.time_limit,
                           entry=self.entry)
-        if plan.solution.fallback:
-            LOGGER.warning("auto-sharding of @%s: %s", self.entry, plan.solution.status)
         if LOGGER.isEnabledFor(logging.INFO):
             for line in plan.explain():
                 LOGGER.info("%s", line)

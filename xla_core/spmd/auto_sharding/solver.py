@@ -9,10 +9,11 @@ Objective: group costs (compute, collectives, reshards that depend on one choice
 costs. With a memory limit, one row per step of the graph: the bytes per device of the
 values live there stay under the limit.
 
-The solve has a time limit. When it runs out, HiGHS's best plan so far is taken if it has
-one; otherwise a greedy plan (each group in program order takes its cheapest choice given
-the choices before it) is, and ``Solution.status`` says which (the pass logs it as a
-warning). scipy is imported here, when a solve runs: it is not needed to import the package.
+The solve has a time limit. When it runs out, the plan is a greedy one (each group in
+program order takes its cheapest choice given the choices before it), not HiGHS's best plan
+so far: which plan HiGHS holds when the clock stops depends on the machine's load, and the
+same program must give the same plan. ``Solution.status`` says so and the pass logs it as a
+warning. scipy is imported here, when a solve runs: it is not needed to import the package.
 """
 from __future__ import annotations
 
@@ -28,8 +29,7 @@ from xla_core.spmd.auto_sharding.layouts import AutoShardingError
 LOGGER = logging.getLogger("openhlo.spmd")
 
 OPTIMAL = "optimal"
-TIME_LIMIT_BEST = "time limit: HiGHS's best plan so far"
-TIME_LIMIT_FALLBACK = "time limit, no plan found: greedy fallback"
+TIME_LIMIT_FALLBACK = "time limit: greedy fallback"
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,6 @@ def _milp(cost, rows, cols, vals, lower, upper, graph, offsets, time_limit: floa
     if result.status == 2:
         raise AutoShardingError("no plan meets the memory limit (the live values of some "
                                 "steps cannot all be split far enough at once)")
-    if result.status == 1 and result.x is not None:
-        return result.x, TIME_LIMIT_BEST
     return None, TIME_LIMIT_FALLBACK if result.status == 1 else \
         f"HiGHS gave no plan ({result.message}): greedy fallback"
 
@@ -152,5 +150,5 @@ def _size(nbytes: float) -> str:
     return f"{nbytes:.0f} B"
 
 
-__all__ = ["OPTIMAL", "Solution", "TIME_LIMIT_BEST", "TIME_LIMIT_FALLBACK",
+__all__ = ["OPTIMAL", "Solution", "TIME_LIMIT_FALLBACK",
            "memory_lower_bound", "solve"]

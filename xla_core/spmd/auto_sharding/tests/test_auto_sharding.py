@@ -203,3 +203,13 @@ def test_ten_times_slower_collectives_mean_less_communication():
     assert slow_bytes < fast_bytes
     assert slow_plan.communication_s + slow_plan.resharding_s < \
         fast.communication_s + fast.resharding_s
+
+
+def test_time_limit_gives_the_greedy_plan_and_says_so(caplog):
+    with caplog.at_level("WARNING", logger="openhlo.spmd"):
+        plans = [_auto("transformer_step", "x=4,y=2", time_limit_s=1e-6)[1] for _ in range(2)]
+    assert all(p.solution.fallback and p.solution.status == "time limit: greedy fallback"
+               for p in plans)
+    assert "auto-sharding: time limit: greedy fallback" in caplog.text
+    assert plans[0].layouts() == plans[1].layouts()
+    assert "the plan is the greedy fallback's" in plans[0].explain()[-1]
