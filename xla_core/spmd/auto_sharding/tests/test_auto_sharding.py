@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import stablehlo
-from stablehlo.text import print_module
 from xla_core.cost import hardware, register_hardware
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
 from xla_core.scheduling.estimator import COLLECTIVES, CostModelEstimator
@@ -138,8 +137,9 @@ def test_two_dimensional_mesh_is_as_good_as_megatron_on_it():
 # free. Without a limit it stays whole (its gradient all-reduced); a tight limit shards it.
 SGD_STEP = """
 sdy.mesh @mesh = <["model"=8]>
-func.func public @main(%x: tensor<2048x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"model"}, {}]>},
-                       %w: tensor<32x256xf32>) -> (tensor<f32>, tensor<32x256xf32>) {
+func.func public @main(
+    %x: tensor<2048x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"model"}, {}]>},
+    %w: tensor<32x256xf32>) -> (tensor<f32>, tensor<32x256xf32>) {
   %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] :
       (tensor<2048x32xf32>, tensor<32x256xf32>) -> tensor<2048x256xf32>
   %sq = stablehlo.multiply %y, %y : tensor<2048x256xf32>
