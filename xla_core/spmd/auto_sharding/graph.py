@@ -8,6 +8,10 @@ resharding costs between them, and the values live at each step.
   joins that group, taking for each ``k`` its cheapest strategy that uses the operand as it
   is laid out under ``k`` (a reshape that cannot: its cheapest with the reshard). A chain
   of such ops is then one variable, not one per op.
+- A broadcast of a scalar (``strategies.copied_per_use``) is one replicated member, and each
+  user that wants it in another layout gets its own copy made in that layout (the cost of
+  computing the copy, charged to the user; ``apply_plan`` inserts it): shared ``%ones`` or a
+  learning rate ties no two users' choices together.
 - Costs that depend on one group's choice only (its members' compute and collectives, the
   reshards between members of one group, and those from or to a value with one layout) are
   added to that group's cost vector; the others are **edges**: a matrix of reshard seconds
@@ -31,7 +35,7 @@ from stablehlo.ir.types import TensorType
 from xla_core.spmd.annotations import PER_VALUE, MeshInfo, op_dims, read_dims, replicated
 from xla_core.spmd.auto_sharding.costs import CostModel
 from xla_core.spmd.auto_sharding.strategies import (FOLLOWING, Strategy, argument_strategies,
-                                                    op_strategies)
+                                                    copied_per_use, op_strategies)
 from xla_core.spmd.op_rules import spmd_rule
 from xla_core.spmd.sharding import SpmdUnsupportedError
 
@@ -70,10 +74,21 @@ class CostGraph:
     edges: list = field(default_factory=list)
     place: dict = field(default_factory=dict)  # value -> (group, member, result index)
     steps: list = field(default_factory=list)  # per step: [(group, bytes per choice)]
+    copies: dict = field(default_factory=dict)  # copied value -> {layout: its Strategy}
 
     def layout(self, value: Value, k: int) -> tuple:
         g, m, i = self.place[value]
         return self.groups[g].members[m].strategies[k].outs[i]
+
+    def arrival_seconds(self, value: Value, have, want, model: CostModel) -> float:
+        """Seconds to give a user ``value`` (laid out ``have``) in layout ``want``: the
+        compute of a copy made in that layout (see the module doc), else the reshard."""
+        if tuple(have) == tuple(want):
+            return 0.0
+        copy = self.copies.get(value, {}).get(tuple(want))
+        if copy is not None:
+            return copy.compute
+        return model.reshard(value.type, have, want)
 
 
 def build_graph(func: Func, info: MeshInfo, model: CostModel, memory: bool) -> CostGraph:
@@ -120,6 +135,9 @@ def _add_op(graph: CostGraph, op: Operation, position: int, info: MeshInfo,
                     for v in op.operands)
         strategies = kept or [Strategy(outs, ins, model.compute(op, 1, ins, outs), 0.0,
                                        "whole, then cut")]
+    if not fixed and copied_per_use(op):
+        graph.copies[op.results[0]] = {s.outs[0]: s for s in strategies}
+        strategies = strategies[:1]  # replicated: layouts() lists it first
     leader = None if fixed else _followed(graph, op)
     if leader is None:
         _new_group(graph, Member(op, tuple(op.results), strategies, position, fixed))
@@ -168,11 +186,12 @@ def _link(graph: CostGraph, v: Value, dst: int, wants: list, model: CostModel) -
     source = graph.groups[src]
     haves = [graph.layout(v, k) for k in range(source.size)]
     if src == dst:
-        graph.groups[dst].cost += [model.reshard(v.type, h, w) for h, w in zip(haves, wants)]
+        graph.groups[dst].cost += [graph.arrival_seconds(v, h, w, model)
+                                   for h, w in zip(haves, wants)]
         return
     rows, src_index = _distinct(haves)
     cols, dst_index = _distinct(wants)
-    costs = np.array([[model.reshard(v.type, h, w) for w in cols] for h in rows])
+    costs = np.array([[graph.arrival_seconds(v, h, w, model) for w in cols] for h in rows])
     if len(rows) == 1:
         graph.groups[dst].cost += costs[0, dst_index]
     elif len(cols) == 1:

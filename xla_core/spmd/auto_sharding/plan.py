@@ -99,7 +99,7 @@ def build_plan(func: Func, graph: CostGraph, solution: Solution, model: CostMode
         s = member.strategies[solution.choice[g]]
         resharding = 0.0
         if member.op is not None:
-            resharding = sum(model.reshard(v.type, layout[v], want)
+            resharding = sum(graph.arrival_seconds(v, layout[v], want, model)
                              for v, want in zip(member.op.operands, s.ins)
                              if want is not None and v in layout)
         memory = sum(model.local_bytes(v.type, d) for v, d in zip(member.values, s.outs)
