@@ -103,8 +103,9 @@ def build_graph(func: Func, info: MeshInfo, model: CostModel, memory: bool) -> C
             else [Strategy((dims,), (), 0.0, 0.0)]
         _new_group(graph, Member(None, (arg,), strategies, 0, dims is not None))
     ops = func.body.operations[:-1]
+    known: dict = {}
     for position, op in enumerate(ops, start=1):
-        _add_op(graph, op, position, info, model)
+        _add_op(graph, op, position, info, model, known)
     for g, group in enumerate(graph.groups):
         for m, member in enumerate(group.members):
             if member.op is not None:
@@ -125,8 +126,8 @@ def _new_group(graph: CostGraph, member: Member) -> int:
 
 
 def _add_op(graph: CostGraph, op: Operation, position: int, info: MeshInfo,
-            model: CostModel) -> None:
-    strategies = op_strategies(op, model, info)
+            model: CostModel, known: dict) -> None:
+    strategies = _strategies(op, model, info, known)
     fixed = PER_VALUE in op.attributes
     if fixed:  # the user's sharding of the results is kept
         outs = tuple(op_dims(info, op))
@@ -156,6 +157,23 @@ def _add_op(graph: CostGraph, op: Operation, position: int, info: MeshInfo,
     group.cost = group.cost + np.array([s.compute + s.communication for s in chosen])
     for i, r in enumerate(op.results):
         graph.place[r] = (g, len(group.members) - 1, i)
+
+
+def _strategies(op: Operation, model: CostModel, info: MeshInfo, known: dict) -> list:
+    """``op_strategies``, computed once per kind of op: the layers of a deep model repeat
+    the same ops on the same types, and a strategy depends on nothing else (an op with
+    regions, or attributes that cannot be hashed, is computed each time)."""
+    if op.regions:
+        return op_strategies(op, model, info)
+    key = (op.name, tuple(v.type for v in op.operands), tuple(op.result_types),
+           tuple(sorted(op.attributes.items())))
+    try:
+        found = known.get(key)
+    except TypeError:  # an unhashable attribute
+        return op_strategies(op, model, info)
+    if found is None:
+        found = known[key] = op_strategies(op, model, info)
+    return found
 
 
 def _followed(graph: CostGraph, op: Operation):

@@ -9,6 +9,10 @@ Objective: group costs (compute, collectives, reshards that depend on one choice
 costs. With a memory limit, one row per step of the graph: the bytes per device of the
 values live there stay under the limit.
 
+The LP relaxation is solved first (dual simplex): on these graphs its optimum is usually a
+plan already (every choice 0 or 1), and then it is the integer program's optimum, found
+without branch and bound (``Solution.integral_relaxation``); otherwise ``milp`` branches.
+
 The solve has a time limit. When it runs out, the plan is a greedy one (each group in
 program order takes its cheapest choice given the choices before it), not HiGHS's best plan
 so far: which plan HiGHS holds when the clock stops depends on the machine's load, and the
@@ -40,6 +44,7 @@ class Solution:
     variables: int
     constraints: int
     fallback: bool = False  # the greedy plan, not the solver's
+    integral_relaxation: bool = False  # the LP relaxation's optimum was a plan: no branching
 
 
 def memory_lower_bound(graph: CostGraph) -> float:
@@ -56,76 +61,120 @@ def solve(graph: CostGraph, memory_limit: float | None, time_limit: float) -> So
                 f"memory limit {_size(memory_limit)} per device is below what any plan "
                 f"needs: {_size(needed)} are live at once even with every value split as far "
                 f"as the mesh allows")
-    offsets, count = [], 0
-    for group in graph.groups:
-        offsets.append(count if group.size > 1 else None)
-        count += group.size if group.size > 1 else 0
-    edge_offsets = []
-    for edge in graph.edges:
-        edge_offsets.append(count)
-        count += edge.costs.size
-    if count == 0:
+    problem = _Problem(graph, memory_limit)
+    if problem.count == 0:
         return Solution((0,) * len(graph.groups), OPTIMAL, time.perf_counter() - start, 0, 0)
-    rows, cols, vals, lower, upper = [], [], [], [], []
-
-    def row(entries, lo, hi):
-        for c, v in entries:
-            rows.append(len(lower))
-            cols.append(c)
-            vals.append(v)
-        lower.append(lo)
-        upper.append(hi)
-
-    cost = np.zeros(count)
-    for group, at in zip(graph.groups, offsets):
-        if at is not None:
-            cost[at:at + group.size] = group.cost
-            row([(at + k, 1.0) for k in range(group.size)], 1.0, 1.0)
-    for edge, at in zip(graph.edges, edge_offsets):
-        n_rows, n_cols = edge.costs.shape
-        cost[at:at + edge.costs.size] = edge.costs.reshape(-1)
-        src, dst = offsets[edge.src], offsets[edge.dst]
-        for r in range(n_rows):
-            row([(at + r * n_cols + c, 1.0) for c in range(n_cols)] +
-                [(src + k, -1.0) for k, l in enumerate(edge.src_layout) if l == r], 0.0, 0.0)
-        for c in range(n_cols):
-            row([(at + r * n_cols + c, 1.0) for r in range(n_rows)] +
-                [(dst + k, -1.0) for k, l in enumerate(edge.dst_layout) if l == c], 0.0, 0.0)
-    if memory_limit is not None:
-        for step in graph.steps:
-            fixed = sum(float(b[0]) for g, b in step if offsets[g] is None)
-            entries = [(offsets[g] + k, float(v)) for g, b in step if offsets[g] is not None
-                       for k, v in enumerate(b)]
-            if entries:
-                row(entries, -np.inf, memory_limit - fixed)
-    x, status = _milp(cost, rows, cols, vals, lower, upper, graph, offsets, time_limit)
+    x, status, integral = _solve(problem, time_limit)
     if x is None:
         choice = _greedy(graph)
         LOGGER.warning("auto-sharding: %s", status)
     else:
         choice = tuple(0 if at is None else int(np.argmax(x[at:at + group.size]))
-                       for group, at in zip(graph.groups, offsets))
-    return Solution(choice, status, time.perf_counter() - start, count, len(lower), x is None)
+                       for group, at in zip(graph.groups, problem.offsets))
+    return Solution(choice, status, time.perf_counter() - start, problem.count,
+                    len(problem.lower), x is None, integral)
 
 
-def _milp(cost, rows, cols, vals, lower, upper, graph, offsets, time_limit: float):
-    from scipy.optimize import Bounds, LinearConstraint, milp
+class _Problem:
+    """The integer program's arrays (see the module doc), built with numpy per group and
+    edge rather than per entry: the bench's x=4,y=2 step has 140k variables. Costs are in
+    microseconds: HiGHS warns of (and stalls on) costs near its tolerances in seconds."""
+
+    def __init__(self, graph: CostGraph, memory_limit: float | None):
+        self.offsets, count = [], 0
+        for group in graph.groups:
+            self.offsets.append(count if group.size > 1 else None)
+            count += group.size if group.size > 1 else 0
+        self.choices = count  # the group indicators come first
+        edge_offsets = []
+        for edge in graph.edges:
+            edge_offsets.append(count)
+            count += edge.costs.size
+        self.count = count
+        self.cost = np.zeros(count)
+        rows, cols, vals, lower, upper = [], [], [], [], []
+        n = 0
+
+        def add(row_ids, col_ids, values, lo, hi):
+            nonlocal n
+            rows.append(np.asarray(row_ids) + n)
+            cols.append(np.asarray(col_ids))
+            vals.append(np.broadcast_to(np.asarray(values, dtype=float), np.shape(col_ids)))
+            lower.append(lo)
+            upper.append(hi)
+            n += len(lo)
+
+        for group, at in zip(graph.groups, self.offsets):
+            if at is not None:
+                self.cost[at:at + group.size] = group.cost * 1e6
+                add(np.zeros(group.size, dtype=int), at + np.arange(group.size), 1.0,
+                    [1.0], [1.0])
+        for edge, at in zip(graph.edges, edge_offsets):
+            n_rows, n_cols = edge.costs.shape
+            self.cost[at:at + edge.costs.size] = edge.costs.reshape(-1) * 1e6
+            cells = at + np.arange(edge.costs.size)
+            src, dst = self.offsets[edge.src], self.offsets[edge.dst]
+            # row r: the pairs (r, *) sum to the producer's choices that lay it out r
+            add(np.concatenate([np.repeat(np.arange(n_rows), n_cols), edge.src_layout]),
+                np.concatenate([cells, src + np.arange(len(edge.src_layout))]),
+                np.concatenate([np.ones(cells.size), -np.ones(len(edge.src_layout))]),
+                [0.0] * n_rows, [0.0] * n_rows)
+            # column c: the pairs (*, c) sum to the consumer's choices that want c
+            add(np.concatenate([np.tile(np.arange(n_cols), n_rows), edge.dst_layout]),
+                np.concatenate([cells, dst + np.arange(len(edge.dst_layout))]),
+                np.concatenate([np.ones(cells.size), -np.ones(len(edge.dst_layout))]),
+                [0.0] * n_cols, [0.0] * n_cols)
+        if memory_limit is not None:
+            for step in graph.steps:
+                fixed = sum(float(b[0]) for g, b in step if self.offsets[g] is None)
+                entries = [(self.offsets[g] + k, float(v)) for g, b in step
+                           if self.offsets[g] is not None for k, v in enumerate(b)]
+                if entries:
+                    add(np.zeros(len(entries), dtype=int), [c for c, _ in entries],
+                        [v for _, v in entries], [-np.inf], [memory_limit - fixed])
+        self.rows = np.concatenate(rows)
+        self.cols = np.concatenate(cols)
+        self.vals = np.concatenate(vals)
+        self.lower = np.concatenate([np.asarray(lo, dtype=float) for lo in lower])
+        self.upper = np.concatenate([np.asarray(hi, dtype=float) for hi in upper])
+
+
+def _solve(problem: _Problem, time_limit: float):
+    """``(x, status, integral)``: the LP relaxation first (dual simplex); when its choices
+    come out integral it is the integer program's optimum (no plan can beat the relaxation),
+    else branch and bound with the time left. ``x`` is None when no plan was found."""
+    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     from scipy.sparse import csr_array
-    integrality = np.zeros(len(cost))
-    for group, at in zip(graph.groups, offsets):
-        if at is not None:
-            integrality[at:at + group.size] = 1
-    matrix = csr_array((vals, (rows, cols)), shape=(len(lower), len(cost)))
-    result = milp(cost, integrality=integrality, bounds=Bounds(0, 1),
-                  constraints=LinearConstraint(matrix, lower, upper),
-                  options={"time_limit": time_limit, "disp": False})
+    start = time.perf_counter()
+    matrix = csr_array((problem.vals, (problem.rows, problem.cols)),
+                       shape=(len(problem.lower), problem.count))
+    equal = problem.lower == problem.upper
+    relaxed = linprog(problem.cost, A_ub=matrix[~equal] if (~equal).any() else None,
+                      b_ub=problem.upper[~equal] if (~equal).any() else None,
+                      A_eq=matrix[equal], b_eq=problem.lower[equal], bounds=(0, 1),
+                      method="highs-ds", options={"time_limit": time_limit})
+    if relaxed.status == 2:
+        raise AutoShardingError("no plan meets the memory limit (the live values of some "
+                                "steps cannot all be split far enough at once)")
+    if relaxed.status == 0:
+        choices = relaxed.x[:problem.choices]
+        if np.all(np.minimum(choices, 1.0 - choices) < 1e-6):
+            return relaxed.x, OPTIMAL, True
+    left = time_limit - (time.perf_counter() - start)
+    if left <= 0:
+        return None, TIME_LIMIT_FALLBACK, False
+    integrality = np.zeros(problem.count)
+    integrality[:problem.choices] = 1
+    result = milp(problem.cost, integrality=integrality, bounds=Bounds(0, 1),
+                  constraints=LinearConstraint(matrix, problem.lower, problem.upper),
+                  options={"time_limit": left, "disp": False})
     if result.status == 0:
-        return result.x, OPTIMAL
+        return result.x, OPTIMAL, False
     if result.status == 2:
         raise AutoShardingError("no plan meets the memory limit (the live values of some "
                                 "steps cannot all be split far enough at once)")
-    return None, TIME_LIMIT_FALLBACK if result.status == 1 else \
-        f"HiGHS gave no plan ({result.message}): greedy fallback"
+    return None, (TIME_LIMIT_FALLBACK if result.status == 1 else
+                  f"HiGHS gave no plan ({result.message}): greedy fallback"), False
 
 
 def _greedy(graph: CostGraph) -> tuple:
