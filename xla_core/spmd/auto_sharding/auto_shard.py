@@ -6,8 +6,9 @@ returns the ``Plan``; it does not change the module. ``apply_plan`` writes the p
 annotations the SPMD passes read: the ``sdy.mesh`` (``@mesh``, unless the module has one),
 ``sdy.sharding`` on every argument, result and op of the entry function, and an
 ``sdy.sharding_constraint`` in front of an operand the plan uses in another layout than the
-one it is made in (for a broadcast of a scalar, a copy of the broadcast made in that layout) (the partitioner reshards there, and a dot then sees its operands split as
-the plan's strategy says). ``mhlo.num_partitions`` becomes the mesh's device count.
+one it is made in (the partitioner reshards there, and a dot then sees its operands split as
+the plan's strategy says); a later user of a broadcast of a scalar gets its own copy of the
+broadcast, made in the layout it wants (``graph.copied_values``). ``mhlo.num_partitions`` becomes the mesh's device count.
 
 User annotations are kept: an annotated argument, op result or sharding constraint has that
 layout only, and an annotated result is resharded to its layout on return. The module's own
@@ -30,11 +31,10 @@ from xla_core.cost import hardware as hardware_description
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd.annotations import CONSTRAINT, PER_VALUE, MeshInfo, with_sharding
 from xla_core.spmd.auto_sharding.costs import CostModel
-from xla_core.spmd.auto_sharding.graph import build_graph
+from xla_core.spmd.auto_sharding.graph import build_graph, copied_values
 from xla_core.spmd.auto_sharding.layouts import AutoShardingError, parse_bytes, parse_mesh
 from xla_core.spmd.auto_sharding.plan import Plan, build_plan
 from xla_core.spmd.auto_sharding.solver import solve
-from xla_core.spmd.auto_sharding.strategies import copied_per_use
 from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.sharding import module_meshes
 
@@ -110,26 +110,28 @@ def apply_plan(module: Module, plan: Plan, entry: str = "main") -> None:
         if choice.op is not None:
             layout.update(zip(choice.op.results, choice.outs))
     block = func.body.operations
-    copied = {op.results[0] for op in block if copied_per_use(op) and PER_VALUE not in
-              op.attributes}  # as graph.py decides (a user's sharding is kept)
+    first_users = copied_values(func)
     constraints: dict = {}
     for choice in plan.choices:
         op = choice.op
         if op is None or op.name == CONSTRAINT:  # a constraint reshards its operand itself
             continue
         for j, (v, want) in enumerate(zip(op.operands, choice.ins)):
-            if want is None or v not in layout or tuple(layout[v]) == tuple(want):
+            if want is None or v not in layout:
                 continue
-            key = (v, tuple(want))
-            if key not in constraints and v in copied:
+            if first_users.get(v, op) is not op:  # a later user: its own copy
                 source = v.owner
                 copy = Operation(source.name, list(source.operands), [v.type],
                                  {**source.attributes, PER_VALUE: ShardingPerValueAttr.of(
                                      [info.sharding(want)])}, (), op.location)
                 copy.parent = op.parent
                 block.insert(block.index(op), copy)
-                constraints[key] = copy.results[0]
-            elif key not in constraints:
+                op.operands[j] = copy.results[0]
+                continue
+            if tuple(layout[v]) == tuple(want):
+                continue
+            key = (v, tuple(want))
+            if key not in constraints:
                 constraint = Operation(CONSTRAINT, [v], [v.type],
                                        {"sharding": ShardingAttr.of(info.sharding(want))},
                                        (), op.location)
