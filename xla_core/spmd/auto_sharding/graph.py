@@ -18,15 +18,17 @@ resharding costs between them, and the values live at each step.
   reshards between members of one group, and those from or to a value with one layout) are
   added to that group's cost vector; the others are **edges**: a matrix of reshard seconds
   from each layout the producer's value can have to each layout the consumer can ask for.
-- **Steps** (only with a memory limit): for each point of the program where a value dies
-  (the live set only grows between two such points, so they dominate the others), the bytes
-  per device of each value live there, per choice of its group.
+- **Lives** (only with a memory limit): the **steps** are the points of the program where a
+  value dies (the live set only grows between two such points, so they dominate the
+  others); each value is live over a run of steps, with its bytes per device per choice of
+  its group.
 
 Everything is built in program order with lists, never from set or dict iteration over
 unordered keys, so the same program gives the same problem.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,12 +72,23 @@ class Edge:
     costs: np.ndarray
 
 
+@dataclass(frozen=True)
+class Live:
+    """A value live at steps ``first`` up to (not including) ``stop``, holding ``nbytes[k]``
+    bytes per device under its group's choice ``k``."""
+    first: int
+    stop: int
+    group: int
+    nbytes: np.ndarray
+
+
 @dataclass
 class CostGraph:
     groups: list = field(default_factory=list)
     edges: list = field(default_factory=list)
     place: dict = field(default_factory=dict)  # value -> (group, member, result index)
-    steps: list = field(default_factory=list)  # per step: [(group, bytes per choice)]
+    lives: list = field(default_factory=list)  # Live per value (only with a memory limit)
+    step_count: int = 0
     copies: dict = field(default_factory=dict)  # copied value -> {layout: its Strategy}
     first_users: dict = field(default_factory=dict)  # copied value -> the op it follows
 
@@ -94,7 +107,8 @@ class CostGraph:
 
 
 def build_graph(func: Func, info: MeshInfo, model: CostModel, memory: bool) -> CostGraph:
-    """The cost graph of ``func`` (inlined: calls run whole); ``memory`` adds the steps."""
+    """The cost graph of ``func`` (inlined: calls run whole); ``memory`` adds the values'
+    lives over the steps."""
     graph = CostGraph()
     for i, arg in enumerate(func.body.arguments):
         if not isinstance(arg.type, TensorType):
@@ -124,7 +138,7 @@ def build_graph(func: Func, info: MeshInfo, model: CostModel, memory: bool) -> C
                 _add_operand_costs(graph, g, m, model)
     _add_result_costs(graph, func, info, model)
     if memory:
-        graph.steps = _steps(graph, func, model)
+        graph.lives, graph.step_count = _lives(graph, func, model)
     return graph
 
 
@@ -298,29 +312,23 @@ def last_uses(func: Func, first_users: dict) -> dict:
     return last
 
 
-def _steps(graph: CostGraph, func: Func, model: CostModel) -> list:
-    """Per step where a value dies (and the end): ``[(group, bytes per choice)]``."""
+def _lives(graph: CostGraph, func: Func, model: CostModel) -> tuple:
+    """``(lives, step count)``: the steps are the points where a value dies (and the end);
+    each value (and each copy of a broadcast, live for its user alone) is live over a run
+    of them."""
     last = last_uses(func, graph.first_users)
-    born = {v: graph.groups[g].members[m].position for v, (g, m, _) in graph.place.items()}
-    lives = []  # (born, dies, group, bytes per choice) per value
-    for v, (g, _, _) in graph.place.items():
+    spans = []  # (born, dies, group, bytes per choice)
+    for v, (g, m, _) in graph.place.items():
         if isinstance(v.type, TensorType):
+            born = graph.groups[g].members[m].position
             nbytes = np.array([model.local_bytes(v.type, graph.layout(v, k))
                                for k in range(graph.groups[g].size)])
-            lives.append((born[v], last.get(v, born[v]), g, nbytes))
-    copies = _later_copies(graph, model)
-    ends = sorted({dies for _, dies, _, _ in lives} | {len(func.body.operations)} |
-                  set(copies))
-    steps = []
-    for t in ends:
-        per_group: dict = {}
-        for g, nbytes in copies.get(t, ()):
-            per_group[g] = per_group.get(g, 0) + nbytes
-        for start, dies, g, nbytes in lives:
-            if start <= t <= dies:
-                per_group[g] = per_group.get(g, 0) + nbytes
-        steps.append(sorted(per_group.items(), key=lambda item: item[0]))
-    return steps
+            spans.append((born, last.get(v, born), g, nbytes))
+    for t, found in _later_copies(graph, model).items():
+        spans += [(t, t, g, nbytes) for g, nbytes in found]
+    ends = sorted({dies for _, dies, _, _ in spans} | {len(func.body.operations)})
+    return [Live(bisect.bisect_left(ends, born), bisect.bisect_right(ends, dies), g, nbytes)
+            for born, dies, g, nbytes in spans], len(ends)
 
 
 def _later_copies(graph: CostGraph, model: CostModel) -> dict:
@@ -337,4 +345,5 @@ def _later_copies(graph: CostGraph, model: CostModel) -> dict:
     return out
 
 
-__all__ = ["CostGraph", "Edge", "Group", "Member", "build_graph", "copied_values"]
+__all__ = ["CostGraph", "Edge", "Group", "Live", "Member", "build_graph", "copied_values",
+           "last_uses"]
