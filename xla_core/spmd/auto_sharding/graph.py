@@ -299,7 +299,7 @@ def _add_result_costs(graph: CostGraph, func: Func, info: MeshInfo, model: CostM
 def last_uses(func: Func, first_users: dict) -> dict:
     """Value -> the position (ops of the body from 1) of the last op reading it, nested
     reads and the return included; a copied broadcast (``copied_values``) is read last by
-    its first user (the later ones read their copies)."""
+    its first user (the later ones read their copies, which read its scalar)."""
     ops = func.body.operations
     position_of = {op: position for position, op in enumerate(ops, start=1)}
     last: dict = {}
@@ -308,6 +308,8 @@ def last_uses(func: Func, first_users: dict) -> dict:
             for v in nested.operands:
                 last[v] = position
     for v, user in first_users.items():
+        scalar = v.owner.operands[0]  # the copies read it where v's later users were
+        last[scalar] = max(last[scalar], last[v])
         last[v] = position_of[user]
     return last
 

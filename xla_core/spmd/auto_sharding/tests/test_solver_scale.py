@@ -1,0 +1,124 @@
+"""The solver's shortcuts against plain enumeration, and the bench's training step.
+
+The shortcuts (the LP relaxation taken when it is integral, memory rows written as a running
+sum and added only when the unconstrained plan does not fit, scalar broadcasts copied per
+user instead of shared) must give the optimum of the integer program they stand for. The
+reference is every plan of a small program enumerated, its objective summed from the cost
+graph's vectors and matrices and its peak from the values' lives, step by step.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import stablehlo
+from tools.bench_auto_sharding import training_step
+from xla_core.cost import hardware
+from xla_core.spmd.auto_sharding import apply_plan, auto_shard, parse_mesh
+from xla_core.spmd.auto_sharding.auto_shard import _mesh_info
+from xla_core.spmd.auto_sharding.costs import CostModel
+from xla_core.spmd.auto_sharding.graph import build_graph
+from xla_core.spmd.auto_sharding.solver import memory_lower_bound, solve
+from xla_core.spmd.auto_sharding.tests.test_auto_sharding import (SGD_STEP, _assert_close,
+                                                                  _inputs, _run_sharded,
+                                                                  _run_unsharded)
+
+HW = "generic-cpu"
+
+
+def _graph(text: str, mesh):
+    module = stablehlo.parse(text)
+    info = _mesh_info(module, parse_mesh(mesh) if mesh else None)
+    return build_graph(module.lookup("main"), info, CostModel(hardware(HW), info.mesh),
+                       memory=True)
+
+
+def _objective(graph, choice) -> float:
+    total = sum(float(group.cost[k]) for group, k in zip(graph.groups, choice))
+    return total + sum(float(e.costs[e.src_layout[choice[e.src]], e.dst_layout[choice[e.dst]]])
+                       for e in graph.edges)
+
+
+def _peak(graph, choice) -> float:
+    """The most bytes live at one step, each step summed on its own."""
+    return max(sum(float(live.nbytes[choice[live.group]]) for live in graph.lives
+                   if live.first <= step < live.stop) for step in range(graph.step_count))
+
+
+def _enumerated(graph, limit):
+    plans = itertools.product(*(range(group.size) for group in graph.groups))
+    return min(_objective(graph, c) for c in plans if limit is None or _peak(graph, c) <= limit)
+
+
+@pytest.mark.parametrize("text, mesh", [(SGD_STEP, None), (training_step(1), "model=8")])
+def test_solver_finds_the_enumerated_optimum_with_and_without_a_memory_limit(text, mesh):
+    graph = _graph(text, mesh)
+    free = solve(graph, None, 10.0)
+    assert free.status == "optimal" and free.integral_relaxation
+    assert _objective(graph, free.choice) == pytest.approx(_enumerated(graph, None), rel=1e-9)
+    # between the least any plan needs and the unconstrained optimum's peak: the rows bind
+    limit = (memory_lower_bound(graph) + _peak(graph, free.choice)) / 2
+    assert limit < _peak(graph, free.choice)
+    tight = solve(graph, limit, 10.0)
+    assert tight.status == "optimal" and _peak(graph, tight.choice) <= limit
+    assert _objective(graph, tight.choice) == pytest.approx(_enumerated(graph, limit),
+                                                            rel=1e-9)
+    assert _objective(graph, tight.choice) > _objective(graph, free.choice)
+
+
+def _broadcast_per_use(text: str) -> str:
+    """``text`` with ``%ones`` and ``%lrs`` made by a broadcast before each use instead."""
+    out = []
+    for n, line in enumerate(text.splitlines()):
+        if line.startswith(("  %ones =", "  %lrs =")):
+            continue
+        for name, scalar in (("%ones", "%one"), ("%lrs", "%lr")):
+            if f" {name}, " in line:
+                result_type = line.rsplit(": ", 1)[1]
+                out.append(f"  {name}_{n} = stablehlo.broadcast_in_dim {scalar}, dims = [] : "
+                           f"(tensor<f32>) -> {result_type}")
+                line = line.replace(f" {name}, ", f" {name}_{n}, ")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_a_shared_scalar_broadcast_costs_what_one_broadcast_per_use_costs():
+    # %ones is read by every layer's backward and %lrs by every weight update: shared, they
+    # are no choice tied to all their users; the plan is the one for a program that
+    # broadcasts anew for each use, and the program computes the unsharded results
+    text = training_step(3, batch=16, width=64)
+    shared_graph = _graph(text, "model=8")
+    assert len(shared_graph.copies) == 2
+    module = stablehlo.parse(text)
+    shared = auto_shard(module, "model=8", hardware=HW)
+    per_use = auto_shard(stablehlo.parse(_broadcast_per_use(text)), "model=8", hardware=HW)
+    assert len(shared_graph.edges) == len(_graph(_broadcast_per_use(text), "model=8").edges)
+    assert shared.arguments == per_use.arguments
+    assert shared.step_seconds == pytest.approx(per_use.step_seconds, rel=1e-9)
+    assert shared.peak_memory_bytes == pytest.approx(per_use.peak_memory_bytes, rel=1e-9)
+    count = len(module.lookup("main").body.operations)
+    apply_plan(module, shared)
+    broadcasts = sum(op.name == "stablehlo.broadcast_in_dim"
+                     for op in module.lookup("main").body.operations)
+    assert broadcasts == 2 + 2 * 2  # 3 users each, the first reads the original
+    assert len(module.lookup("main").body.operations) >= count + 4
+    inputs = _inputs(module)
+    _assert_close(_run_sharded(module, inputs), _run_unsharded(text, inputs))
+
+
+@pytest.mark.parametrize("mesh", ["model=8", "x=4,y=2"])
+def test_deep_training_step_solves_by_its_lp_relaxation_and_repeats(mesh):
+    text = training_step(20)
+    plans = [auto_shard(stablehlo.parse(text), mesh, hardware=HW) for _ in range(3)]
+    assert all(p.solution.status == "optimal" and p.solution.integral_relaxation
+               for p in plans)
+    first = plans[0]
+    assert all(p.arguments == first.arguments and p.layouts() == first.layouts()
+               for p in plans[1:])
+    # the plan's objective is what the cost graph gives its choices
+    graph = _graph(text, mesh)
+    assert first.step_seconds == pytest.approx(_objective(graph, first.solution.choice),
+                                               rel=1e-9)
+    assert np.isfinite(first.peak_memory_bytes)
