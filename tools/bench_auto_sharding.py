@@ -78,7 +78,8 @@ def main(argv=None) -> int:
                           hardware=args.hardware, time_limit_s=args.time_limit)
         wall = time.perf_counter() - start
         s = plan.solution
-        print(f"run {run}: {wall:.2f} s in all, solver {s.seconds:.2f} s ({s.status}; "
+        how = ", by the LP relaxation" if s.integral_relaxation else ""
+        print(f"run {run}: {wall:.2f} s in all, solver {s.seconds:.2f} s ({s.status}{how}; "
               f"{s.variables} variables, {s.constraints} constraints)")
         plans.append(plan)
     first = plans[0]
