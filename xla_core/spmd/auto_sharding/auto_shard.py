@@ -1,7 +1,8 @@
 """auto-sharding: choose a sharding for every value of the entry function, and write it down
 so that sharding-propagation and spmd-partition produce the per-device program.
 
-``auto_shard(module, mesh)`` builds the cost graph (graph.py), solves it (solver.py) and
+``auto_shard(module, mesh)`` builds the cost graph (graph.py), drops the choices that are
+never better than another (prune.py), solves it (solver.py) and
 returns the ``Plan``; it does not change the module. ``apply_plan`` writes the plan as the
 annotations the SPMD passes read: the ``sdy.mesh`` (``@mesh``, unless the module has one),
 ``sdy.sharding`` on every argument, result and op of the entry function, and an
@@ -34,6 +35,7 @@ from xla_core.spmd.auto_sharding.costs import CostModel
 from xla_core.spmd.auto_sharding.graph import build_graph, copied_values
 from xla_core.spmd.auto_sharding.layouts import AutoShardingError, parse_bytes, parse_mesh
 from xla_core.spmd.auto_sharding.plan import Plan, build_plan
+from xla_core.spmd.auto_sharding.prune import prune_dominated
 from xla_core.spmd.auto_sharding.solver import solve
 from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.sharding import module_meshes
@@ -60,6 +62,7 @@ def auto_shard(module: Module, mesh_axes=None, *, memory_limit=None, hardware: s
     func = module.lookup(entry)
     model = CostModel(hardware_description(hardware), info.mesh)
     graph = build_graph(func, info, model, memory=limit is not None)
+    prune_dominated(graph)
     solution = solve(graph, limit, time_limit_s)
     return build_plan(func, graph, solution, model, hardware, limit)
 

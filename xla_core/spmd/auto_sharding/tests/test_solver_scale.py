@@ -2,7 +2,8 @@
 
 The shortcuts (the LP relaxation taken when it is integral, memory rows written as a running
 sum and added only when the unconstrained plan does not fit, scalar broadcasts copied per
-user instead of shared) must give the optimum of the integer program they stand for. The
+user instead of shared, dominated choices pruned) must give the optimum of the integer
+program they stand for. The
 reference is every plan of a small program enumerated, its objective summed from the cost
 graph's vectors and matrices and its peak from the values' lives, step by step.
 """
@@ -20,6 +21,7 @@ from xla_core.spmd.auto_sharding import apply_plan, auto_shard, parse_mesh
 from xla_core.spmd.auto_sharding.auto_shard import _mesh_info
 from xla_core.spmd.auto_sharding.costs import CostModel
 from xla_core.spmd.auto_sharding.graph import build_graph
+from xla_core.spmd.auto_sharding.prune import prune_dominated
 from xla_core.spmd.auto_sharding.solver import memory_lower_bound, solve
 from xla_core.spmd.auto_sharding.tests.test_auto_sharding import (SGD_STEP, _assert_close,
                                                                   _inputs, _run_sharded,
@@ -28,11 +30,11 @@ from xla_core.spmd.auto_sharding.tests.test_auto_sharding import (SGD_STEP, _ass
 HW = "generic-cpu"
 
 
-def _graph(text: str, mesh):
+def _graph(text: str, mesh, memory: bool = True):
     module = stablehlo.parse(text)
     info = _mesh_info(module, parse_mesh(mesh) if mesh else None)
     return build_graph(module.lookup("main"), info, CostModel(hardware(HW), info.mesh),
-                       memory=True)
+                       memory=memory)
 
 
 def _objective(graph, choice) -> float:
@@ -66,6 +68,26 @@ def test_solver_finds_the_enumerated_optimum_with_and_without_a_memory_limit(tex
     assert _objective(graph, tight.choice) == pytest.approx(_enumerated(graph, limit),
                                                             rel=1e-9)
     assert _objective(graph, tight.choice) > _objective(graph, free.choice)
+
+
+@pytest.mark.parametrize("text, mesh", [(SGD_STEP, None), (training_step(1), "model=8"),
+                                        (training_step(1), "x=2,y=2")])
+def test_pruning_dominated_choices_keeps_the_optimum(text, mesh):
+    whole = _graph(text, mesh)
+    pruned = _graph(text, mesh)
+    removed = prune_dominated(pruned)
+    assert removed > 0
+    assert sum(g.size for g in pruned.groups) == sum(g.size for g in whole.groups) - removed
+    best = solve(whole, None, 10.0)
+    limit = (memory_lower_bound(whole) + _peak(whole, best.choice)) / 2
+    for memory_limit in (None, limit):
+        reference = solve(whole, memory_limit, 10.0)
+        found = solve(pruned, memory_limit, 10.0)
+        assert reference.status == found.status == "optimal"
+        assert _objective(pruned, found.choice) == pytest.approx(
+            _objective(whole, reference.choice), rel=1e-9)
+        if memory_limit is not None:
+            assert _peak(pruned, found.choice) <= memory_limit
 
 
 def _broadcast_per_use(text: str) -> str:
@@ -117,8 +139,9 @@ def test_deep_training_step_solves_by_its_lp_relaxation_and_repeats(mesh):
     first = plans[0]
     assert all(p.arguments == first.arguments and p.layouts() == first.layouts()
                for p in plans[1:])
-    # the plan's objective is what the cost graph gives its choices
-    graph = _graph(text, mesh)
+    # the plan's objective is what the (pruned, as auto_shard's) cost graph gives its choices
+    graph = _graph(text, mesh, memory=False)
+    prune_dominated(graph)
     assert first.step_seconds == pytest.approx(_objective(graph, first.solution.choice),
                                                rel=1e-9)
     assert np.isfinite(first.peak_memory_bytes)
