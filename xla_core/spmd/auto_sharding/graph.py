@@ -91,6 +91,7 @@ class CostGraph:
     step_count: int = 0
     copies: dict = field(default_factory=dict)  # copied value -> {layout: its Strategy}
     first_users: dict = field(default_factory=dict)  # copied value -> the op it follows
+    reshard_matrices: dict = field(default_factory=dict)  # (type, rows, cols) -> seconds
 
     def layout(self, value: Value, k: int) -> tuple:
         g, m, i = self.place[value]
@@ -270,7 +271,11 @@ def _link(graph: CostGraph, v: Value, dst: int, wants: list, model: CostModel,
         return
     rows, src_index = _distinct(haves)
     cols, dst_index = _distinct(wants)
-    costs = np.array([[model.reshard(v.type, h, w) for w in cols] for h in rows])
+    key = (v.type, tuple(rows), tuple(cols))  # the layers of a deep model repeat it
+    costs = graph.reshard_matrices.get(key)
+    if costs is None:
+        costs = graph.reshard_matrices[key] = np.array(
+            [[model.reshard(v.type, h, w) for w in cols] for h in rows])
     if len(rows) == 1:
         graph.groups[dst].cost += costs[0, dst_index]
     elif len(cols) == 1:

@@ -6,8 +6,9 @@ neighbours choose: ``cost[k2] - cost[k] + sum over its edges of max over the nei
 choices j of (edge[k2, j] - edge[k, j]) <= 0``, and (with a memory limit) ``k2`` holds no
 more bytes than ``k`` in any value of the group. A plan using ``k`` becomes one using ``k2``
 at no extra cost, so some optimal plan never uses ``k``. Two choices that cost the same in
-every respect keep the first (the solver then has no tie to break between them). Rounds
-repeat while something goes: a neighbour that lost choices can make more dominated.
+every respect keep the first (the solver then has no tie to break between them). A group
+whose neighbour lost choices is looked at again: fewer neighbour choices can make more of
+its own dominated.
 
 Afterwards the groups, their members' strategies, the edges (rows and columns no choice
 uses any more dropped; an edge left with one row or one column folded into the other
@@ -32,17 +33,19 @@ def prune_dominated(graph: CostGraph) -> int:
     held: list = [[] for _ in graph.groups]  # per group: bytes per choice of each value
     for live in graph.lives:
         held[live.group].append(live.nbytes)
-    removed, changed = 0, True
-    while changed:
-        changed = False
-        for g, group in enumerate(graph.groups):
+    removed = 0
+    dirty = np.array([group.size > 1 for group in graph.groups])
+    while dirty.any():
+        for g in np.flatnonzero(dirty):  # in group order: the same graph, the same result
+            dirty[g] = False
             if alive[g].sum() < 2:
                 continue
             worse = _dominated(graph, g, alive, incident[g], held[g])
             if worse.any():
                 alive[g] &= ~worse
                 removed += int(worse.sum())
-                changed = True
+                for edge in incident[g]:  # their choices may be dominated now
+                    dirty[edge.dst if edge.src == g else edge.src] = True
     if removed:
         _keep(graph, alive)
     return removed
