@@ -2,14 +2,15 @@
 so that sharding-propagation and spmd-partition produce the per-device program.
 
 ``auto_shard(module, mesh)`` builds the cost graph (graph.py), drops the choices that are
-never better than another (prune.py), solves it (solver.py) and
-returns the ``Plan``; it does not change the module. ``apply_plan`` writes the plan as the
-annotations the SPMD passes read: the ``sdy.mesh`` (``@mesh``, unless the module has one),
-``sdy.sharding`` on every argument, result and op of the entry function, and an
-``sdy.sharding_constraint`` in front of an operand the plan uses in another layout than the
-one it is made in (the partitioner reshards there, and a dot then sees its operands split as
-the plan's strategy says); a later user of a broadcast of a scalar gets its own copy of the
-broadcast, made in the layout it wants (``graph.copied_values``). ``mhlo.num_partitions`` becomes the mesh's device count.
+never better than another (prune.py), solves it (solver.py) and returns the ``Plan``; it
+does not change the module. ``apply_plan`` writes the plan as the annotations the SPMD
+passes read: the ``sdy.mesh`` (``@mesh``, unless the module has one), ``sdy.sharding`` on
+every argument, result and op of the entry function, and an ``sdy.sharding_constraint`` in
+front of an operand the plan uses in another layout than the one it is made in (the
+partitioner reshards there, and a dot then sees its operands split as the plan's strategy
+says); a later user of a broadcast of a scalar gets its own copy of the broadcast, made in
+the layout it wants (``graph.copied_values``). ``mhlo.num_partitions`` becomes the mesh's
+device count.
 
 User annotations are kept: an annotated argument, op result or sharding constraint has that
 layout only, and an annotated result is resharded to its layout on return. The module's own
