@@ -163,9 +163,6 @@ def _add_op(graph: CostGraph, op: Operation, position: int, info: MeshInfo,
                     for v in op.operands)
         strategies = kept or [Strategy(outs, ins, model.compute(op, 1, ins, outs), 0.0,
                                        "whole, then cut")]
-    if not fixed and copied_per_use(op):
-        graph.copies[op.results[0]] = {s.outs[0]: s for s in strategies}
-        strategies = strategies[:1]  # replicated: layouts() lists it first
     leader = None if fixed else _followed(graph, op)
     if leader is None:
         _new_group(graph, Member(op, tuple(op.results), strategies, position, fixed))

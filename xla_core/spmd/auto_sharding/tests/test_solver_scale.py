@@ -130,6 +130,28 @@ def test_a_shared_scalar_broadcast_costs_what_one_broadcast_per_use_costs():
     _assert_close(_run_sharded(module, inputs), _run_unsharded(text, inputs))
 
 
+def test_a_returned_scalar_broadcast_is_an_ordinary_value():
+    # returned, the broadcast is needed whole at the end: it is not copied, and its users
+    # share it as any value
+    text = """
+func.func public @main(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %c = stablehlo.constant dense<2.0> : tensor<f32>
+  %twos = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<64x64xf32>
+  %y = stablehlo.multiply %x, %twos : tensor<64x64xf32>
+  %z = stablehlo.dot_general %y, %twos, contracting_dims = [1] x [0] :
+      (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %z, %twos : tensor<64x64xf32>, tensor<64x64xf32>
+}
+"""
+    assert not _graph(text, "model=8").copies
+    module = stablehlo.parse(text)
+    plan = auto_shard(module, "model=8", hardware=HW)
+    assert plan.solution.status == "optimal"
+    apply_plan(module, plan)
+    inputs = _inputs(module)
+    _assert_close(_run_sharded(module, inputs), _run_unsharded(text, inputs))
+
+
 @pytest.mark.parametrize("mesh", ["model=8", "x=4,y=2"])
 def test_deep_training_step_solves_by_its_lp_relaxation_and_repeats(mesh):
     text = training_step(20)
