@@ -36,7 +36,8 @@ import numpy as np
 from stablehlo.ir.core import Func, Operation, Value
 from stablehlo.ir.types import TensorType
 
-from xla_core.spmd.annotations import PER_VALUE, MeshInfo, op_dims, read_dims, replicated
+from xla_core.spmd.annotations import (CONSTRAINT, PER_VALUE, MeshInfo, op_dims, read_dims,
+                                       replicated)
 from xla_core.spmd.auto_sharding.costs import CostModel
 from xla_core.spmd.auto_sharding.strategies import (FOLLOWING, Strategy, argument_strategies,
                                                     copied_per_use, op_strategies)
@@ -186,7 +187,7 @@ def _add_op(graph: CostGraph, op: Operation, position: int, info: MeshInfo,
 def copied_values(func: Func) -> dict:
     """The broadcasts of scalars of ``func``'s body that follow their first user (see the
     module doc) -> that user: those the user did not annotate, used only as operands of ops
-    of the body (not returned, not read inside a region)."""
+    of the body (not returned, not read inside a region or by a sharding constraint)."""
     ops = func.body.operations
     candidates = {op.results[0] for op in ops[:-1]
                   if copied_per_use(op) and PER_VALUE not in op.attributes}
@@ -195,6 +196,8 @@ def copied_values(func: Func) -> dict:
         for v in op.operands:
             if v in candidates:
                 first.setdefault(v, op)
+        if op.name == CONSTRAINT:  # reshards the value itself (apply_plan leaves it)
+            candidates.difference_update(op.operands)
         for region in op.regions:
             for nested in region.walk():
                 candidates.difference_update(nested.operands)

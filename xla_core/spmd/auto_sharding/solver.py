@@ -155,8 +155,9 @@ class _Problem:
         limit, at most 1: ``S_i = S_(i-1) + (values born at i) - (values dead after i-1)``.
         This is the rows "the values live at step i fit" written as a running sum: each
         value's indicators appear twice (where it starts and stops), not once per step it
-        is live, so the rows stay as sparse as the program (the direct rows of the bench's
-        200-layer step hold 400k entries and take HiGHS minutes)."""
+        is live, so the rows stay as sparse as the program (one row per step listing every
+        live value, for the bench's 200-layer step, holds 400k (step, group) entries, and
+        HiGHS took 19 s on the relaxation with 735 of its 1,406 steps)."""
         steps, at = graph.step_count, self.count
         self.count += steps
         self.cost = np.concatenate([self.cost, np.zeros(steps)])
