@@ -17,7 +17,9 @@ without branch and bound (``Solution.integral_relaxation``); otherwise ``milp`` 
 The solve has a time limit. When it runs out, the plan is a greedy one (each group in
 program order takes its cheapest choice given the choices before it), not HiGHS's best plan
 so far: which plan HiGHS holds when the clock stops depends on the machine's load, and the
-same program must give the same plan. ``Solution.status`` says so and the pass logs it as a
+same program must give the same plan. Under a memory limit whose relaxation is fractional,
+the plan priced by the relaxation's duals (``_priced_plan``: it fits, and its objective is
+reported against the relaxation's bound) is taken instead when it was found in time. ``Solution.status`` says so and the pass logs it as a
 warning. scipy is imported here, when a solve runs: it is not needed to import the package.
 """
 from __future__ import annotations
@@ -35,6 +37,12 @@ LOGGER = logging.getLogger("openhlo.spmd")
 
 OPTIMAL = "optimal"
 TIME_LIMIT_FALLBACK = "time limit: greedy fallback"
+PRICED_FALLBACK = "time limit: plan priced by the relaxation's duals"
+NODE_LIMIT_PLAN = "node limit: branch and bound's best plan"
+# Branch and bound stops after this many nodes (a count, unlike a time limit, gives the same
+# plan however loaded the machine is). The 20-layer bench step at 1MiB needs 286 nodes to
+# prove its optimum, about 10 s here; after 100 its best plan is 0.6% above it.
+NODE_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -76,18 +84,21 @@ def solve(graph: CostGraph, memory_limit: float | None, time_limit: float) -> So
     problem = _Problem(graph, None)
     if problem.count == 0:
         return Solution((0,) * len(graph.groups), OPTIMAL, time.perf_counter() - start, 0, 0)
-    x, status, integral = _solve(problem, time_limit)
+    deadline = start + time_limit
+    x, status, integral = _solve(problem, deadline)
     if memory_limit is not None and x is not None and \
             _peak_bytes(graph, problem.offsets, x) > memory_limit * (1 + 1e-9):
         # the best plan overall does not fit: solve again with the memory rows
-        problem = _Problem(graph, memory_limit)
-        x, status, integral = _solve(problem, time_limit - (time.perf_counter() - start))
+        free, problem = problem, _Problem(graph, memory_limit)
+        x, status, integral = _solve(problem, deadline, lambda relaxed: _priced_plan(
+            graph, free, problem, relaxed, memory_limit, deadline))
     if x is None:
         choice = _greedy(graph)
-        LOGGER.warning("auto-sharding: %s", status)
     else:
         choice = tuple(0 if at is None else int(np.argmax(x[at:at + group.size]))
                        for group, at in zip(graph.groups, problem.offsets))
+    if status != OPTIMAL:
+        LOGGER.warning("auto-sharding: %s", status)
     return Solution(choice, status, time.perf_counter() - start, problem.count,
                     len(problem.lower), x is None, integral)
 
@@ -179,43 +190,85 @@ class _Problem:
                 [v for _, v in found], [constant[i]], [constant[i]])
 
 
-def _solve(problem: _Problem, time_limit: float):
+def _solve(problem: _Problem, deadline: float, priced=None):
     """``(x, status, integral)``: the LP relaxation first (dual simplex, without presolve:
     on the bench's x=4,y=2 step presolve takes twice as long as the solve after it and
-    removes nothing); when its choices
-    come out integral it is the integer program's optimum (no plan can beat the relaxation),
-    else branch and bound with the time left. ``x`` is None when no plan was found."""
+    removes nothing); when its choices come out integral it is the integer program's
+    optimum (no plan can beat the relaxation), else branch and bound until ``deadline``.
+    ``x`` is None when no plan was found. Branch and bound stops after ``NODE_LIMIT``
+    nodes with its best plan; when it runs out of time with none, ``priced(relaxed)``
+    (given) may still offer a plan (``_priced_plan``), taken then."""
     from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     from scipy.sparse import csr_array
-    start = time.perf_counter()
-    if time_limit <= 0:
+    if deadline <= time.perf_counter():
         return None, TIME_LIMIT_FALLBACK, False
     matrix = csr_array((problem.vals, (problem.rows, problem.cols)),
                        shape=(len(problem.lower), problem.count))
     lower = np.zeros(problem.count)
     relaxed = linprog(problem.cost, A_eq=matrix, b_eq=problem.lower,
                       bounds=np.stack([lower, problem.bounds], axis=1), method="highs-ds",
-                      options={"time_limit": time_limit, "presolve": False})
+                      options={"time_limit": deadline - time.perf_counter(),
+                               "presolve": False})
     if relaxed.status == 2:
         raise AutoShardingError(_NO_PLAN)
-    if relaxed.status == 0:
-        choices = relaxed.x[:problem.choices]
-        if np.all(np.minimum(choices, 1.0 - choices) < 1e-6):
-            return relaxed.x, OPTIMAL, True
-    left = time_limit - (time.perf_counter() - start)
-    if left <= 0:
+    if relaxed.status != 0:
         return None, TIME_LIMIT_FALLBACK, False
-    integrality = np.zeros(problem.count)
-    integrality[:problem.choices] = 1
-    result = milp(problem.cost, integrality=integrality, bounds=Bounds(lower, problem.bounds),
-                  constraints=LinearConstraint(matrix, problem.lower, problem.upper),
-                  options={"time_limit": left, "disp": False})
-    if result.status == 0:
-        return result.x, OPTIMAL, False
-    if result.status == 2:
-        raise AutoShardingError(_NO_PLAN)
-    return None, (TIME_LIMIT_FALLBACK if result.status == 1 else
+    choices = relaxed.x[:problem.choices]
+    if np.all(np.minimum(choices, 1.0 - choices) < 1e-6):
+        return relaxed.x, OPTIMAL, True
+    offer = priced(relaxed) if priced is not None else None
+    left = deadline - time.perf_counter()
+    result = None
+    if left > 0:
+        integrality = np.zeros(problem.count)
+        integrality[:problem.choices] = 1
+        result = milp(problem.cost, integrality=integrality,
+                      bounds=Bounds(lower, problem.bounds),
+                      constraints=LinearConstraint(matrix, problem.lower, problem.upper),
+                      options={"time_limit": left, "node_limit": NODE_LIMIT, "disp": False})
+        if result.status == 0:
+            return result.x, OPTIMAL, False
+        if result.status == 2:
+            raise AutoShardingError(_NO_PLAN)
+        if result.x is not None and result.mip_node_count >= NODE_LIMIT:
+            # the node budget ran out, not the clock: the same plan on every run
+            return result.x, f"{NODE_LIMIT_PLAN} (within {result.mip_gap:.1%} of the optimum)", \
+                False
+    if offer is not None:
+        x, objective = offer
+        return x, (f"{PRICED_FALLBACK} ({objective / relaxed.fun - 1:.1%} above the "
+                   f"relaxation's bound)"), False
+    return None, (TIME_LIMIT_FALLBACK if result is None or result.status == 1 else
                   f"HiGHS gave no plan ({result.message}): greedy fallback"), False
+
+
+def _priced_plan(graph: CostGraph, free: _Problem, problem: _Problem, relaxed,
+                 memory_limit: float, deadline: float):
+    """A plan that fits, from the fractional relaxation with memory rows: its duals price a
+    byte held at each step, the problem without memory rows is solved with those prices
+    added to the choices' costs (its relaxation is integral as a rule), and the prices grow
+    until the plan fits. ``(x over free's variables, objective)`` or None."""
+    steps = graph.step_count
+    price = np.concatenate([[0.0], np.cumsum(-relaxed.upper.marginals[problem.count - steps:])])
+    extra = np.zeros(free.count)
+    for live in graph.lives:
+        at = free.offsets[live.group]
+        if at is not None:
+            extra[at:at + len(live.nbytes)] += \
+                (price[live.stop] - price[live.first]) * live.nbytes / memory_limit
+    unpriced = free.cost
+    try:
+        for scale in (1.0, 1.25, 2.0, 4.0):
+            free.cost = unpriced + scale * extra
+            x, _, integral = _solve(free, deadline)
+            if x is None:
+                return None
+            if integral and _peak_bytes(graph, free.offsets, x) <= memory_limit * (1 + 1e-9):
+                return np.concatenate([x, np.zeros(problem.count - free.count)]), \
+                    float(unpriced @ x)
+    finally:
+        free.cost = unpriced
+    return None
 
 
 _NO_PLAN = ("no plan meets the memory limit (the live values of some steps cannot all be "
@@ -253,5 +306,6 @@ def _size(nbytes: float) -> str:
     return f"{nbytes:.0f} B"
 
 
-__all__ = ["OPTIMAL", "Solution", "TIME_LIMIT_FALLBACK",
+__all__ = ["NODE_LIMIT", "NODE_LIMIT_PLAN", "OPTIMAL", "PRICED_FALLBACK", "Solution",
+           "TIME_LIMIT_FALLBACK",
            "memory_lower_bound", "solve"]

@@ -10,6 +10,7 @@ graph's vectors and matrices and its peak from the values' lives, step by step.
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from xla_core.spmd.auto_sharding.auto_shard import _mesh_info
 from xla_core.spmd.auto_sharding.costs import CostModel
 from xla_core.spmd.auto_sharding.graph import build_graph
 from xla_core.spmd.auto_sharding.prune import prune_dominated
+from xla_core.spmd.auto_sharding import solver
 from xla_core.spmd.auto_sharding.solver import memory_lower_bound, solve
 from xla_core.spmd.auto_sharding.tests.test_auto_sharding import (SGD_STEP, _assert_close,
                                                                   _inputs, _run_sharded,
@@ -167,3 +169,40 @@ def test_deep_training_step_solves_by_its_lp_relaxation_and_repeats(mesh):
     assert first.step_seconds == pytest.approx(_objective(graph, first.solution.choice),
                                                rel=1e-9)
     assert np.isfinite(first.peak_memory_bytes)
+
+
+def test_a_fractional_relaxation_gives_a_priced_plan_that_fits_and_a_node_limited_one():
+    text, mesh = training_step(4), "model=8"
+    graph = _graph(text, mesh)
+    free_plan = solve(graph, None, 10.0)
+    limit = (memory_lower_bound(graph) + _peak(graph, free_plan.choice)) / 2
+    free, problem = solver._Problem(graph, None), solver._Problem(graph, limit)
+    deadline = time.perf_counter() + 30.0
+    offers = []
+
+    def priced(relaxed):
+        offers.append(solver._priced_plan(graph, free, problem, relaxed, limit, deadline))
+        return offers[-1]
+    x, status, integral = solver._solve(problem, deadline, priced)
+    assert status == "optimal" and not integral and len(offers) == 1  # it branched
+    best = tuple(0 if at is None else int(np.argmax(x[at:at + g.size]))
+                 for g, at in zip(graph.groups, problem.offsets))
+    offer, objective = offers[0]
+    choice = tuple(0 if at is None else int(np.argmax(offer[at:at + g.size]))
+                   for g, at in zip(graph.groups, problem.offsets))
+    assert _peak(graph, choice) <= limit
+    assert objective == pytest.approx(1e6 * _objective(graph, choice), rel=1e-9)
+    assert _objective(graph, choice) >= _objective(graph, best) - 1e-15
+
+
+def test_branch_and_bound_stops_at_the_node_limit_with_its_best_plan(monkeypatch):
+    graph = _graph(training_step(4), "model=8")
+    free_plan = solve(graph, None, 10.0)
+    limit = (memory_lower_bound(graph) + _peak(graph, free_plan.choice)) / 2
+    optimum = solve(graph, limit, 30.0)
+    monkeypatch.setattr(solver, "NODE_LIMIT", 1)
+    plans = [solve(graph, limit, 30.0) for _ in range(2)]
+    assert all(p.status.startswith(solver.NODE_LIMIT_PLAN) for p in plans)
+    assert plans[0].choice == plans[1].choice
+    assert _peak(graph, plans[0].choice) <= limit
+    assert _objective(graph, plans[0].choice) >= _objective(graph, optimum.choice) - 1e-15
