@@ -25,8 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "plan is costed on (default: cpu, this machine, measured once; "
                         "generic-cpu is fixed)")
     p.add_argument("--sharding-time-limit", type=float, metavar="S", default=None,
-                   help="with --auto-sharding: seconds the solver may take before its best "
-                        "plan so far (or a greedy one) is used (default 10)")
+                   help="with --auto-sharding: seconds the solver may take before a greedy "
+                        "plan (under a memory limit: one priced by the LP relaxation, when "
+                        "found in time) is used (default 10)")
 
 
 def passes(args: argparse.Namespace) -> list:
