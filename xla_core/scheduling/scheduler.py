@@ -9,8 +9,15 @@ order, and the starts in their original order, so every device still runs the co
 in one order). The new order is kept only if its peak stays within the limit and its
 simulated time (xla_core/scheduling/timeline.py) is below the baseline's; else the
 baseline stays. Inner blocks (loop and branch bodies) are scheduled first, on their own.
+Where the hardware leaves no core for a communication thread beside the computing ones
+(``LatencyEstimator.overlaps_compute`` false: e.g. 8 devices on 2 cores), no order hides a
+collective and a pair only adds its thread hand-off: every pair of the block becomes its
+synchronous collective first (``make_synchronous``, as convert-async-to-sync joins), and
+the block gets the memory schedule.
 
-Options: ``hardware`` (an xla_core.cost description, default ``cpu``), ``transport``
+Options: ``hardware`` (an xla_core.cost description, default ``cpu``), ``devices-per-host``
+(the devices running at once on the host, ``hardware(name, devices_per_host)``; 0: as
+the description says, one device for the built-in ones), ``transport``
 (``shared-memory`` or ``network``), ``max-in-flight`` (collectives of one kind started and
 not yet done, default 1 as XLA's overlap limits), ``memory-limit`` (bytes; 0 = each
 block's memory-schedule peak), ``profile`` (a Chrome trace of a run, ``openhlo run
@@ -38,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stablehlo.ir.core import Block, Module
+from stablehlo.ir.core import Block, Module, Operation
 from stablehlo.ir.ops.async_collectives import (ASYNC_DONE, ASYNC_START, start_of,
                                                  wrapped_collective)
 from xla_core.buffers.liveness import BlockGraph, BuffersError, NestedPeaks, is_fusion
@@ -47,6 +54,7 @@ from xla_core.passes.base import Pass, PassContext
 from xla_core.scheduling.estimator import CostModelEstimator, LatencyEstimator, \
     MeasuredEstimator, SchedulingError
 from xla_core.scheduling.timeline import Clock, simulate
+from xla_core.spmd.async_collectives import make_synchronous
 
 
 @dataclass
@@ -202,17 +210,23 @@ def _within_limit(graph: BlockGraph, base: list[int], estimator: LatencyEstimato
     return None
 
 
-def schedule_block(block: Block, nested: NestedPeaks, estimator: LatencyEstimator,
-                   max_in_flight: int = 1, memory_limit: int = 0) -> bool:
-    """Schedule ``block`` (inner blocks first); returns whether any order changed."""
+def schedule_block(block: Block, root: Operation, nested: NestedPeaks,
+                   estimator: LatencyEstimator, max_in_flight: int = 1,
+                   memory_limit: int = 0) -> bool:
+    """Schedule ``block`` of function ``root`` (inner blocks first); returns whether any
+    order changed."""
     changed = False
     for op in block.operations:
         for region in op.regions:
             if op.name == ASYNC_START:
                 continue  # the wrapped collective alone
             for inner in region.blocks:
-                changed |= schedule_block(inner, nested, estimator, max_in_flight,
+                changed |= schedule_block(inner, root, nested, estimator, max_in_flight,
                                           memory_limit)
+    if not estimator.overlaps_compute:
+        pairs = [(start_of(op), op) for op in block.operations if op.name == ASYNC_DONE]
+        make_synchronous(block, root, pairs)
+        changed |= bool(pairs)
     try:
         windowed = BlockGraph(block, nested)
     except BuffersError:
@@ -247,7 +261,7 @@ def schedule_module(module: Module, estimator: LatencyEstimator, max_in_flight: 
     changed = False
     for func in module.functions():
         if func.body is not None and func.name not in fused:
-            changed |= schedule_block(func.body, nested, estimator, max_in_flight,
+            changed |= schedule_block(func.body, func.op, nested, estimator, max_in_flight,
                                       memory_limit)
     return changed
 
@@ -258,6 +272,7 @@ class LatencyHidingSchedulerPass(Pass):
     memory schedule elsewhere (see the module doc)."""
     name = "latency-hiding-scheduler"
     hardware: str = "cpu"
+    devices_per_host: int = 0
     transport: str = "shared-memory"
     max_in_flight: int = 1
     memory_limit: int = 0
@@ -265,7 +280,11 @@ class LatencyHidingSchedulerPass(Pass):
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         from xla_core.cost.hardware import hardware
-        estimator = CostModelEstimator(hardware(self.hardware), module, self.transport)
+        if self.devices_per_host < 0:
+            raise SchedulingError(f"latency-hiding-scheduler: devices-per-host must be >= 0, "
+                                  f"got {self.devices_per_host}")
+        estimator = CostModelEstimator(hardware(self.hardware, self.devices_per_host), module,
+                                       self.transport)
         if self.profile:
             from xla_core.cost.profile import read_profile
             estimator = MeasuredEstimator.from_profile(estimator, module,

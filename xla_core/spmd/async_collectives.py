@@ -13,7 +13,9 @@ gradient work after it). Collectives already wrapped are left alone.
 ``convert-async-to-sync`` turns a pair with nothing between its start and its done back
 into the synchronous collective (XLA's convert_async_collectives_to_sync): a pair that
 overlaps nothing only costs a thread hand-off. Run after the creator, it leaves a program
-where nothing can overlap exactly as it was.
+where nothing can overlap exactly as it was. (``make_synchronous`` is the join; the
+latency-hiding scheduler uses it for every pair where the hardware leaves no core for
+communication beside compute.)
 """
 from __future__ import annotations
 
@@ -105,6 +107,15 @@ def _join_block(block: Block, root: Operation) -> bool:
     ops = block.operations
     pairs = [(ops[i - 1], op) for i, op in enumerate(ops)
              if op.name == ASYNC_DONE and i > 0 and ops[i - 1] is start_of(op)]
+    make_synchronous(block, root, pairs)
+    return bool(pairs)
+
+
+def make_synchronous(block: Block, root: Operation, pairs) -> None:
+    """Each (start, done) of ``pairs`` in ``block`` (of function ``root``) becomes its
+    synchronous collective, where the start was: the done's readers come after the start,
+    and the ops between them did not wait for it."""
+    ops = block.operations
     for start, done in pairs:
         collective = wrapped_collective(start)
         collective.operands = list(start.operands)
@@ -112,4 +123,3 @@ def _join_block(block: Block, root: Operation) -> bool:
         ops.remove(done)
         ops[ops.index(start)] = collective
         collective.parent = block
-    return bool(pairs)
