@@ -10,10 +10,10 @@ in one order). The new order is kept only if its peak stays within the limit and
 simulated time (xla_core/scheduling/timeline.py) is below the baseline's; else the
 baseline stays. Inner blocks (loop and branch bodies) are scheduled first, on their own.
 Where the hardware leaves no core for a communication thread beside the computing ones
-(``LatencyEstimator.overlaps_compute`` false: e.g. 8 devices on 2 cores), no order hides a
-collective and a pair only adds its thread hand-off: every pair of the block becomes its
-synchronous collective first (``make_synchronous``, as convert-async-to-sync joins), and
-the block gets the memory schedule.
+(``LatencyEstimator.overlaps_compute`` false: e.g. 8 devices on 2 cores), the timeline runs
+a started collective whole at its start, so no order beats the baseline: the block keeps
+its memory schedule (``convert-async-to-sync`` with the same hardware then makes every pair
+synchronous).
 
 Options: ``hardware`` (an xla_core.cost description, default ``cpu``), ``devices-per-host``
 (the devices running at once on the host, ``hardware(name, devices_per_host)``; 0: as
@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stablehlo.ir.core import Block, Module, Operation
+from stablehlo.ir.core import Block, Module
 from stablehlo.ir.ops.async_collectives import (ASYNC_DONE, ASYNC_START, start_of,
                                                  wrapped_collective)
 from xla_core.buffers.liveness import BlockGraph, BuffersError, NestedPeaks, is_fusion
@@ -54,7 +54,6 @@ from xla_core.passes.base import Pass, PassContext
 from xla_core.scheduling.estimator import CostModelEstimator, LatencyEstimator, \
     MeasuredEstimator, SchedulingError
 from xla_core.scheduling.timeline import Clock, simulate
-from xla_core.spmd.async_collectives import make_synchronous
 
 
 @dataclass
@@ -210,30 +209,24 @@ def _within_limit(graph: BlockGraph, base: list[int], estimator: LatencyEstimato
     return None
 
 
-def schedule_block(block: Block, root: Operation, nested: NestedPeaks,
-                   estimator: LatencyEstimator, max_in_flight: int = 1,
-                   memory_limit: int = 0) -> bool:
-    """Schedule ``block`` of function ``root`` (inner blocks first); returns whether any
-    order changed."""
+def schedule_block(block: Block, nested: NestedPeaks, estimator: LatencyEstimator,
+                   max_in_flight: int = 1, memory_limit: int = 0) -> bool:
+    """Schedule ``block`` (inner blocks first); returns whether any order changed."""
     changed = False
     for op in block.operations:
         for region in op.regions:
             if op.name == ASYNC_START:
                 continue  # the wrapped collective alone
             for inner in region.blocks:
-                changed |= schedule_block(inner, root, nested, estimator, max_in_flight,
+                changed |= schedule_block(inner, nested, estimator, max_in_flight,
                                           memory_limit)
-    if not estimator.overlaps_compute:
-        pairs = [(start_of(op), op) for op in block.operations if op.name == ASYNC_DONE]
-        make_synchronous(block, root, pairs)
-        changed |= bool(pairs)
     try:
         windowed = BlockGraph(block, nested)
     except BuffersError:
         return changed  # a dynamically shaped value: keep program order, as memory-schedule
     order, peak = best_schedule(windowed)
     ops = windowed.ops
-    if any(op.name == ASYNC_START for op in ops):
+    if estimator.overlaps_compute and any(op.name == ASYNC_START for op in ops):
         free = BlockGraph(block, nested, async_windows=False)
         candidate = _within_limit(free, order, estimator, memory_limit or peak, max_in_flight)
         if candidate is not None and simulate([ops[i] for i in candidate], estimator).now < \
@@ -261,7 +254,7 @@ def schedule_module(module: Module, estimator: LatencyEstimator, max_in_flight: 
     changed = False
     for func in module.functions():
         if func.body is not None and func.name not in fused:
-            changed |= schedule_block(func.body, func.op, nested, estimator, max_in_flight,
+            changed |= schedule_block(func.body, nested, estimator, max_in_flight,
                                       memory_limit)
     return changed
 

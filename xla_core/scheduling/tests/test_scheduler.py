@@ -215,7 +215,8 @@ def _order_on(devices_per_host: int, text: str = START_EARLY) -> list:
     module = stablehlo.parse(text)
     for p in parse_pass_list(f"async-collective-creator,latency-hiding-scheduler"
                              f"{{hardware=generic-cpu devices-per-host={devices_per_host}}},"
-                             f"convert-async-to-sync"):
+                             f"convert-async-to-sync"
+                             f"{{hardware=generic-cpu devices-per-host={devices_per_host}}}"):
         p.run(module, PassContext())
     verify_module(module)
     return names(module.lookup("main").body.operations)
@@ -230,8 +231,9 @@ def test_devices_with_a_core_each_for_communication_keep_the_overlap():
 
 def test_devices_oversubscribing_the_cores_keep_their_collectives_synchronous():
     # 8 devices on 4 cores: a communication thread would take a core from compute, so no
-    # order hides a collective; each pair becomes its synchronous collective where the
-    # start was (the creator's window left the all-reduce in program order)
+    # order hides a collective: the scheduler keeps the memory schedule and
+    # convert-async-to-sync makes each pair its synchronous collective where the start was
+    # (the creator's window left the all-reduce in program order)
     assert _order_on(8) == ["dot_general", "dot_general", "all_reduce", "add", "return"]
     three = _order_on(8, THREE_GATHERS)
     assert "async_start" not in three and three.count("all_gather") == 3
