@@ -198,12 +198,13 @@ def _registered(name: str) -> HardwareDescription:
 # tools/check_estimates.py does; `openhlo opt` and the passes alone describe one device.
 # Overlap needs a free core for each device's communication thread besides its executing
 # one (communication_beside_compute: cores >= 2N). Without it, 8 devices on 2 cores
-# measured the async pairs' step no faster than the synchronous collectives' and their
-# thread hand-offs cost CPU time (tools/README.md, bench_lhs): the scheduler then keeps
-# every collective synchronous, and its timeline adds each collective's whole time to the
-# step (xla_core/scheduling/timeline.py). The absolute estimates (the step's makespan, each collective's
-# time) change with N. What it leaves out, measured on the 8-device FSDP step on 2 cores
-# (tools/check_estimates.py, tools/README.md): a collective's wait at the rendezvous for
+# measured the async pairs' step no faster than synchronous collectives, and their thread
+# hand-offs cost CPU time (tools/README.md, bench_lhs): the scheduler's timeline then runs
+# each started collective whole (xla_core/scheduling/timeline.py) and
+# convert-async-to-sync{hardware=...} makes every pair synchronous. The absolute estimates
+# (the step's makespan, each collective's time) change with N. What it leaves out, measured
+# on the 8-device FSDP step on 2 cores (tools/check_estimates.py, tools/README.md): a
+# collective's wait at the rendezvous for
 # its slowest peer (the time slices of oversubscribed threads, not derivable from the
 # program) and other processes' load on the same cores.
 

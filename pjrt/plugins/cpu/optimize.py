@@ -28,8 +28,8 @@ here: ``CpuClient._compiler``), so 8 virtual devices on 2 cores are scheduled as
 are (their collectives stay synchronous: no core is left for a communication thread).
 
 The pipeline is registered as ``cpu`` in xla_core's pipeline registry (by pjrt/registry.py,
-lazily, next to the backend itself), so ``openhlo opt --pipeline=cpu`` runs it too (one device per host there). xla_core's
-compile driver runs it, on a copy of the program (see ``xla_core/compile/driver.py``).
+lazily, next to the backend itself), so ``openhlo opt --pipeline=cpu`` runs it too (one
+device per host there). xla_core's compile driver runs it, on a copy of the program (see ``xla_core/compile/driver.py``).
 """
 from __future__ import annotations
 
@@ -60,8 +60,9 @@ def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
     is) moves starts early and dones late, and the pairs still with nothing between become
     synchronous, or every pair where the ``cpu`` description shared by ``devices_per_host``
     devices leaves no core for a communication thread (``convert-async-to-sync{hardware=cpu
-    ...}``, before fusion as well). Without ``latency_hiding``: the memory schedule alone. ``profile``: a trace
-    whose measured times the latency-hiding scheduler uses (``profile_of``).
+    ...}``, before fusion as well). Without ``latency_hiding``: the memory schedule alone.
+    ``profile``: a trace whose measured times the latency-hiding scheduler uses
+    (``profile_of``).
     ``devices_per_host``: the devices sharing the host, for fusion's and the scheduler's
     hardware description (0: one, as ``hardware("cpu")`` describes it)."""
     host = f"{{hardware=cpu devices-per-host={devices_per_host}}}"
