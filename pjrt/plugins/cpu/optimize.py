@@ -29,7 +29,8 @@ are (their collectives stay synchronous: no core is left for a communication thr
 
 The pipeline is registered as ``cpu`` in xla_core's pipeline registry (by pjrt/registry.py,
 lazily, next to the backend itself), so ``openhlo opt --pipeline=cpu`` runs it too (one
-device per host there). xla_core's compile driver runs it, on a copy of the program (see ``xla_core/compile/driver.py``).
+device per host there). xla_core's compile driver runs it, on a copy of the program (see
+``xla_core/compile/driver.py``).
 """
 from __future__ import annotations
 
