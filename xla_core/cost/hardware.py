@@ -98,6 +98,15 @@ class HardwareDescription:
         return max(1.0, self.devices_per_host / self.cores)
 
     @property
+    def communication_beside_compute(self) -> bool:
+        """Whether a device's communication thread runs beside its computing one, so that a
+        started collective overlaps compute: the host has a core for each device's executing
+        and communication thread (``cores >= 2 * devices_per_host``). Otherwise the copies of
+        one device's collective take cores from the compute of another, and an async pair
+        only adds its thread hand-off (see Note [devices sharing a host's cores])."""
+        return self.cores >= 2 * self.devices_per_host
+
+    @property
     def compute_sharing(self) -> float:
         """Factor by which a device's kernels stretch when ``devices_per_host`` devices
         compute at once: ``peak_flops`` is what the whole host achieves (calibrate.py
@@ -137,9 +146,18 @@ def register_hardware(name: str, description_or_factory, *, override: bool = Fal
     return HARDWARE.register(name, description_or_factory, override=override)
 
 
-def hardware(name: str) -> HardwareDescription:
+def hardware(name: str, devices_per_host: int = 0) -> HardwareDescription:
     """The description registered as ``name``; factories are called on each lookup
-    (``"cpu"`` reads its on-disk cache, so this is cheap after the first time)."""
+    (``"cpu"`` reads its on-disk cache, so this is cheap after the first time).
+    ``devices_per_host`` > 0: shared by that many devices (``shared_by``); 0: as registered."""
+    if devices_per_host < 0:
+        raise ValueError(f"hardware {name!r}: devices_per_host must be >= 0 (0: as "
+                         f"registered), got {devices_per_host}")
+    described = _registered(name)
+    return described.shared_by(devices_per_host) if devices_per_host else described
+
+
+def _registered(name: str) -> HardwareDescription:
     entry = HARDWARE.get(name)
     if isinstance(entry, HardwareDescription):
         return entry
@@ -175,10 +193,18 @@ def hardware(name: str) -> HardwareDescription:
 # reductions on the device's own thread) keeps a core while N <= cores and gets cores/N of
 # one beyond: core_sharing = max(1, N / cores). roofline_seconds (cost/estimates.py)
 # applies both; the scheduler's estimator scales collectives by core_sharing. The compile
-# pipeline describes one device (N = 1); tools/check_estimates.py describes the
-# executable's devices. The absolute estimates (the step's makespan, each collective's
-# time) change with N. What it leaves out, measured on the 8-device FSDP step on 2 cores
-# (tools/check_estimates.py, tools/README.md): a collective's wait at the rendezvous for
+# pipeline describes the executable's devices of this process (the cpu backend fills in the
+# compile option `devices_per_host`, pjrt/plugins/cpu/optimize.py), as
+# tools/check_estimates.py does; `openhlo opt` and the passes alone describe one device.
+# Overlap needs a free core for each device's communication thread besides its executing
+# one (communication_beside_compute: cores >= 2N). Without it, 8 devices on 2 cores
+# measured the async pairs' step no faster than synchronous collectives, and their thread
+# hand-offs cost CPU time (tools/README.md, bench_lhs): the scheduler's timeline then runs
+# each started collective whole (xla_core/scheduling/timeline.py) and
+# convert-async-to-sync{hardware=...} makes every pair synchronous. The absolute estimates
+# (the step's makespan, each collective's time) change with N. What it leaves out, measured
+# on the 8-device FSDP step on 2 cores (tools/check_estimates.py, tools/README.md): a
+# collective's wait at the rendezvous for
 # its slowest peer (the time slices of oversubscribed threads, not derivable from the
 # program) and other processes' load on the same cores.
 

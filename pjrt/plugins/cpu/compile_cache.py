@@ -74,13 +74,15 @@ def _compiler_fingerprint() -> str:
     return _COMPILER_FINGERPRINT
 
 
-def identity(level: int, pipeline: str | None = None, profile: str | None = None) -> str:
+def identity(level: int, pipeline: str | None = None, profile: str | None = None,
+             host: str = "") -> str:
     """The backend's identity in the compile driver's cache key (``xla_core.compile.cache_key``
     adds the program and the compile options): the compiler's fingerprint, the optimization
-    level, the pipeline it runs (``optimize.pipeline_name``) and the content hash of the
-    profile its scheduler uses (``optimize.profile_of``), if any."""
+    level, the pipeline it runs (``optimize.pipeline_name``), the content hash of the
+    profile its scheduler uses (``optimize.profile_of``), if any, and ``host``: what decides
+    the devices sharing the host the pipeline describes (``CpuClient._compiler``)."""
     used = f" profile={profile}" if profile else ""
-    return f"cpu {_compiler_fingerprint()} opt_level={level} pipeline={pipeline}{used}"
+    return f"cpu {_compiler_fingerprint()} opt_level={level} pipeline={pipeline}{used} {host}"
 
 
 def load(cache_key: str) -> Optional[CachedProgram]:

@@ -135,3 +135,66 @@ def test_the_test_sessions_caches_are_temporary(tmp_path_factory):
     pjrt.make_client("cpu").compile(SOFTMAX.replace("%r = stablehlo.add %p, %x",
                                                     "%r = stablehlo.subtract %p, %x"))
     assert set(pathlib.Path(compile_cache.cache_dir()).glob("*.pkl")) - before  # written there
+
+
+def _host_options(pipeline) -> set:
+    """(pass, devices_per_host) of the passes of ``pipeline`` that describe the host."""
+    return {(p.name, p.devices_per_host) for p in pipeline.passes
+            if hasattr(p, "devices_per_host")}
+
+
+def test_the_executable_devices_here_describe_the_host_to_fusion_and_the_scheduler():
+    from xla_core.compile import CompileRequest
+    client = pjrt.make_client("cpu", num_devices=8)
+    options = CompileOptions(num_partitions=4)
+    backend = client._compiler(options)
+    four = CompileRequest(options, "main", num_replicas=1, num_partitions=4)
+    assert client.devices_here(four) == 4
+    assert _host_options(backend.pipeline(four)) == {
+        ("fusion", 4), ("latency-hiding-scheduler", 4), ("convert-async-to-sync", 4)}
+    # two replicas of three partitions on devices 0-5, or on the ones the options name
+    six = CompileRequest(options, "main", num_replicas=2, num_partitions=3)
+    assert client.devices_here(six) == 6
+    # the option, where given, describes the host instead (and keys the cache: identity)
+    given = CompileOptions(num_partitions=4, env_option_overrides={"devices_per_host": 1})
+    assert _host_options(client._compiler(given).pipeline(four)) == {
+        ("fusion", 1), ("latency-hiding-scheduler", 1), ("convert-async-to-sync", 1)}
+    assert client._compiler(given).identity != backend.identity
+    with pytest.raises(ArgumentError, match="devices_per_host"):
+        client._compiler(CompileOptions(env_option_overrides={"devices_per_host": 0}))
+
+
+def test_devices_without_a_core_for_communication_run_synchronous_collectives(cache_dir):
+    # 2 devices described as 8 on the calibrated host (fewer than 16 cores here, else
+    # there is a core for every communication thread and the pair may stay)
+    from xla_core.cost import hardware
+    text = """
+func.func @main(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %r = "stablehlo.all_reduce"(%x) ({
+    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+      %s = stablehlo.add %p, %q : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  %a = stablehlo.dot_general %w, %w, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %y = stablehlo.negate %r : tensor<64x64xf32>
+  return %y, %a : tensor<64x64xf32>, tensor<64x64xf32>
+}
+"""
+    if hardware("cpu", 8).communication_beside_compute:
+        pytest.skip("this host has a core for each of 8 devices' two threads")
+    client = pjrt.make_client("cpu", num_devices=2)
+    rng = np.random.default_rng(0)
+    args = [[rng.standard_normal((64, 64)).astype(np.float32) for _ in range(2)]
+            for _ in range(2)]
+    results = {}
+    for devices in (1, 8):
+        exe = client.compile(text, CompileOptions(
+            num_replicas=2, env_option_overrides={"devices_per_host": devices}))
+        names = [op.name for op in exe.optimized_module.walk()]
+        assert ("openhlo.async_start" in names) == (devices == 1)
+        results[devices] = [[b.to_numpy() for b in out] for out in exe.execute_sharded(args)]
+    for one, eight in zip(results[1], results[8]):
+        for a, b in zip(one, eight):
+            np.testing.assert_array_equal(a, b)
+    # each replica's all-reduce of %x: the sum over both, negated
+    np.testing.assert_array_equal(results[8][0][0], -(args[0][0] + args[1][0]))
