@@ -191,7 +191,8 @@ func.func @main(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf
         exe = client.compile(text, CompileOptions(
             num_replicas=2, env_option_overrides={"devices_per_host": devices}))
         names = [op.name for op in exe.optimized_module.walk()]
-        assert ("openhlo.async_start" in names) == hardware("cpu", devices).communication_beside_compute
+        overlaps = hardware("cpu", devices).communication_beside_compute
+        assert ("openhlo.async_start" in names) == overlaps
         results[devices] = [[b.to_numpy() for b in out] for out in exe.execute_sharded(args)]
     for one, shared in zip(results[1], results[crowded]):
         for a, b in zip(one, shared):
