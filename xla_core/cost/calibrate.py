@@ -1,7 +1,7 @@
 """Measure this machine's f32 matmul throughput and memory bandwidth, once.
 
-The measurement takes well under two seconds (numpy f32 matmuls of 512..1024,
-a copy of a 64 MiB array, best of a few repeats) and is cached as JSON in
+The measurement takes about a second (numpy f32 matmuls of 32..1024, a copy of a 64 MiB
+array, best of a few repeats) and is cached as JSON in
 ``$OPENHLO_CACHE_DIR/hardware/<host-key>.json`` (the root from ``xla_core.cache_root``,
 default ``~/.cache/openhlo``), so later processes only read a file. The key names the
 machine: hostname, CPU model (from ``/proc/cpuinfo``) and core count; a cache
@@ -11,12 +11,19 @@ Nothing here touches the network.
 Best-of-N is used rather than the mean: the machine may be shared, and the cost
 model wants what the hardware can do, not what a noisy neighbour left over.
 numpy's matmul is a BLAS call, so this is the throughput a library-backed dot
-achieves, a realistic "peak" for the roofline.
+achieves, a realistic "peak" for the roofline. Each size's rate is kept as well
+(``matmul_curve``, Note [matmul curve] in hardware.py): small products reach a
+fraction of the peak.
+
+``fit_latency_bandwidth`` fits ``latency + bytes / bandwidth`` to timed transfers; ``openhlo
+calibrate`` (tools/calibrate.py) uses it for the runtime's collectives and writes a whole
+hardware description.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -27,13 +34,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from stablehlo.errors import OpenHLOError
 from xla_core.cost.hardware import HardwareDescription
 from xla_core.cache_root import cache_root
 
-CACHE_VERSION = 1
-DEFAULT_MATMUL_SIZES = (512, 768, 1024)
+# 2: the record gained matmul_curve.
+CACHE_VERSION = 2
+# The curve's sizes: the small ones are those of sharded steps' dots, the large ones reach
+# the BLAS peak.
+DEFAULT_MATMUL_SIZES = (32, 64, 128, 256, 512, 768, 1024)
 DEFAULT_COPY_BYTES = 64 * 1024 * 1024
 DEFAULT_REPEATS = 3
+# A timing of a small product covers this many seconds of back-to-back calls, so the
+# clock's resolution and one call's jitter do not decide its rate.
+MIN_TIMED_SECONDS = 2e-3
+
+
+class CalibrationError(OpenHLOError):
+    """Measurements that cannot be fitted (too few, or times that do not grow with size)."""
 
 
 def cache_dir() -> str:
@@ -69,22 +87,30 @@ def cache_path(key: str | None = None) -> str:
     return os.path.join(cache_dir(), f"{host}-{digest}.json")
 
 
-def measure_matmul_flops(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
-                         repeats: int = DEFAULT_REPEATS) -> float:
-    """Best f32 matmul rate (flop/s) over ``sizes``, counting 2*n^3 flops per n x n product."""
+def measure_matmul_curve(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
+                         repeats: int = DEFAULT_REPEATS) -> list[list[float]]:
+    """``[[flops, flop/s], ...]``: the best f32 rate of an n x n product for each n of
+    ``sizes`` (2*n^3 flops), timed over enough back-to-back calls to last
+    ``MIN_TIMED_SECONDS``."""
     rng = np.random.default_rng(0)
-    best = 0.0
-    for n in sizes:
+    curve = []
+    for n in sorted(sizes):
         a = rng.standard_normal((n, n), dtype=np.float32)
         b = rng.standard_normal((n, n), dtype=np.float32)
         out = np.empty((n, n), dtype=np.float32)
         np.matmul(a, b, out=out)  # warm-up: thread pool start, page faults on `out`
+        start = time.perf_counter()
+        np.matmul(a, b, out=out)
+        calls = max(1, math.ceil(MIN_TIMED_SECONDS / max(time.perf_counter() - start, 1e-9)))
+        best = 0.0
         for _ in range(repeats):
             start = time.perf_counter()
-            np.matmul(a, b, out=out)
+            for _ in range(calls):
+                np.matmul(a, b, out=out)
             elapsed = time.perf_counter() - start
-            best = max(best, 2.0 * n ** 3 / max(elapsed, 1e-9))
-    return best
+            best = max(best, calls * 2.0 * n ** 3 / max(elapsed, 1e-9))
+        curve.append([2.0 * n ** 3, best])
+    return curve
 
 
 def measure_memory_bandwidth(nbytes: int = DEFAULT_COPY_BYTES,
@@ -107,9 +133,10 @@ def measure_machine(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
                     repeats: int = DEFAULT_REPEATS) -> dict:
     """Fresh measurements (no cache)."""
     start = time.perf_counter()
-    flops = measure_matmul_flops(sizes, repeats)
+    curve = measure_matmul_curve(sizes, repeats)
     bandwidth = measure_memory_bandwidth(nbytes, repeats)
-    return {"peak_flops": flops, "memory_bandwidth": bandwidth,
+    return {"peak_flops": max(rate for _, rate in curve), "matmul_curve": curve,
+            "memory_bandwidth": bandwidth,
             "measure_seconds": time.perf_counter() - start,
             "method": {"matmul_sizes": list(sizes), "copy_bytes": int(nbytes),
                        "repeats": int(repeats), "numpy": np.__version__}}
@@ -126,6 +153,11 @@ def _read_cache(path: str, key: str) -> dict | None:
         return None
     if not all(isinstance(data.get(k), (int, float)) and data[k] > 0
                for k in ("peak_flops", "memory_bandwidth", "cores")):
+        return None
+    curve = data.get("matmul_curve")
+    if not isinstance(curve, list) or not all(
+            isinstance(p, list) and len(p) == 2 and
+            all(isinstance(v, (int, float)) and v > 0 for v in p) for p in curve):
         return None
     return data
 
@@ -149,8 +181,8 @@ def calibrate(*, refresh: bool = False, sizes: Sequence[int] = DEFAULT_MATMUL_SI
     """This machine's numbers: from the cache when present (unless ``refresh``),
     else measured with the given parameters and written to the cache.
 
-    Returns the cached record: ``peak_flops``, ``memory_bandwidth``, ``cores``,
-    ``host_key``, ``version``, ``measured_at`` (Unix time), ``method``.
+    Returns the cached record: ``peak_flops``, ``matmul_curve``, ``memory_bandwidth``,
+    ``cores``, ``host_key``, ``version``, ``measured_at`` (Unix time), ``method``.
     """
     key = host_key()
     path = cache_path(key)
@@ -170,4 +202,30 @@ def calibrated_cpu() -> HardwareDescription:
     data = calibrate()
     return HardwareDescription(name="cpu", peak_flops=float(data["peak_flops"]),
                                memory_bandwidth=float(data["memory_bandwidth"]),
-                               cores=int(data["cores"]))
+                               cores=int(data["cores"]),
+                               matmul_curve=tuple((float(f), float(r))
+                                                  for f, r in data["matmul_curve"]))
+
+
+def fit_latency_bandwidth(nbytes: Sequence[float], seconds: Sequence[float]
+                          ) -> tuple[float, float]:
+    """(latency seconds, bandwidth bytes/s) of ``seconds = latency + nbytes / bandwidth``,
+    fitted by least squares on relative errors (each timing weighted by 1/seconds: the
+    sizes span orders of magnitude, and an unweighted fit would let the largest decide the
+    latency); a negative latency is clamped to 0 and the bandwidth refitted. Raises
+    CalibrationError for fewer than two distinct sizes or times that do not grow with them."""
+    x = np.asarray(nbytes, dtype=np.float64)
+    t = np.asarray(seconds, dtype=np.float64)
+    if x.shape != t.shape or len(np.unique(x)) < 2 or not np.all(t > 0):
+        raise CalibrationError(f"fitting latency and bandwidth needs positive times of at "
+                               f"least two sizes; got {len(np.unique(x))} size(s), "
+                               f"times {t.tolist()}")
+    w = 1.0 / t
+    (latency, per_byte), *_ = np.linalg.lstsq(np.stack([w, x * w], axis=1), t * w, rcond=None)
+    if latency < 0:
+        latency = 0.0
+        per_byte = float(np.sum(x * w * w * t) / np.sum((x * w) ** 2))
+    if per_byte <= 0:
+        raise CalibrationError(f"times {t.tolist()} do not grow with sizes {x.tolist()} "
+                               f"bytes: measure larger sizes")
+    return float(latency), float(1.0 / per_byte)
