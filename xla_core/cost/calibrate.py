@@ -1,7 +1,7 @@
 """Measure this machine's f32 matmul throughput and memory bandwidth, once.
 
 The measurement takes about a second (numpy f32 matmuls of 32..1024, a copy of a 64 MiB
-array, best of a few repeats) and is cached as JSON in
+array, best of several timings) and is cached as JSON in
 ``$OPENHLO_CACHE_DIR/hardware/<host-key>.json`` (the root from ``xla_core.cache_root``,
 default ``~/.cache/openhlo``), so later processes only read a file. The key names the
 machine: hostname, CPU model (from ``/proc/cpuinfo``) and core count; a cache
@@ -46,8 +46,12 @@ DEFAULT_MATMUL_SIZES = (32, 64, 128, 256, 512, 768, 1024)
 DEFAULT_COPY_BYTES = 64 * 1024 * 1024
 DEFAULT_REPEATS = 3
 # A timing of a small product covers this many seconds of back-to-back calls, so the
-# clock's resolution and one call's jitter do not decide its rate.
+# clock's resolution and one call's jitter do not decide its rate; a size is timed at least
+# `repeats` times and until CURVE_SECONDS_PER_SIZE have passed: on a loaded host, BLAS's
+# threads on a product just large enough to be split wait for each other's cores, and only
+# some timings show what the size reaches.
 MIN_TIMED_SECONDS = 2e-3
+CURVE_SECONDS_PER_SIZE = 0.05
 
 
 class CalibrationError(OpenHLOError):
@@ -69,7 +73,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown-cpu"
 
 
-def _core_count() -> int:
+def core_count() -> int:
     if hasattr(os, "sched_getaffinity"):  # cores this process may run on, not the host's
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
@@ -77,7 +81,7 @@ def _core_count() -> int:
 
 def host_key() -> str:
     """``hostname|cpu model|cores``: what makes two machines' numbers differ."""
-    return f"{socket.gethostname()}|{_cpu_model()}|{_core_count()}"
+    return f"{socket.gethostname()}|{_cpu_model()}|{core_count()}"
 
 
 def cache_path(key: str | None = None) -> str:
@@ -90,8 +94,8 @@ def cache_path(key: str | None = None) -> str:
 def measure_matmul_curve(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
                          repeats: int = DEFAULT_REPEATS) -> list[list[float]]:
     """``[[flops, flop/s], ...]``: the best f32 rate of an n x n product for each n of
-    ``sizes`` (2*n^3 flops), timed over enough back-to-back calls to last
-    ``MIN_TIMED_SECONDS``."""
+    ``sizes`` (2*n^3 flops), each timing over enough back-to-back calls to last
+    ``MIN_TIMED_SECONDS``, at least ``repeats`` timings and ``CURVE_SECONDS_PER_SIZE``."""
     rng = np.random.default_rng(0)
     curve = []
     for n in sorted(sizes):
@@ -102,13 +106,14 @@ def measure_matmul_curve(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
         start = time.perf_counter()
         np.matmul(a, b, out=out)
         calls = max(1, math.ceil(MIN_TIMED_SECONDS / max(time.perf_counter() - start, 1e-9)))
-        best = 0.0
-        for _ in range(repeats):
+        best, timings, begin = 0.0, 0, time.perf_counter()
+        while timings < repeats or time.perf_counter() - begin < CURVE_SECONDS_PER_SIZE:
             start = time.perf_counter()
             for _ in range(calls):
                 np.matmul(a, b, out=out)
             elapsed = time.perf_counter() - start
             best = max(best, calls * 2.0 * n ** 3 / max(elapsed, 1e-9))
+            timings += 1
         curve.append([2.0 * n ** 3, best])
     return curve
 
@@ -191,7 +196,7 @@ def calibrate(*, refresh: bool = False, sizes: Sequence[int] = DEFAULT_MATMUL_SI
         if cached is not None:
             return cached
     data = measure_machine(sizes, nbytes, repeats)
-    data.update(version=CACHE_VERSION, host_key=key, cores=_core_count(),
+    data.update(version=CACHE_VERSION, host_key=key, cores=core_count(),
                 measured_at=time.time())
     _write_cache(path, data)
     return data

@@ -135,3 +135,16 @@ def test_the_test_sessions_caches_are_temporary(tmp_path_factory):
     pjrt.make_client("cpu").compile(SOFTMAX.replace("%r = stablehlo.add %p, %x",
                                                     "%r = stablehlo.subtract %p, %x"))
     assert set(pathlib.Path(compile_cache.cache_dir()).glob("*.pkl")) - before  # written there
+
+
+def test_compile_cache_identity_names_the_hardware_description(tmp_path, monkeypatch):
+    """OPENHLO_HARDWARE changes what the pipeline's cost model reads, so programs compiled
+    under another description are not reused."""
+    from pjrt.plugins.cpu import compile_cache
+    from xla_core.cost.hardware import GENERIC_CPU, HARDWARE_ENV
+    measured = compile_cache.identity(1, "cpu")
+    path = tmp_path / "generic.json"
+    path.write_text(GENERIC_CPU.to_json())
+    monkeypatch.setenv(HARDWARE_ENV, str(path))
+    assert compile_cache.identity(1, "cpu") != measured
+    assert f"hardware={GENERIC_CPU.cache_key()}" in compile_cache.identity(1, "cpu")
