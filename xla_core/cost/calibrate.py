@@ -2,7 +2,7 @@
 
 The measurement takes about a second (numpy f32 matmuls of 32..1024, a copy of a 64 MiB
 array, best of several timings) and is cached as JSON in
-``$OPENHLO_CACHE_DIR/hardware/<host-key>.json`` (the root from ``xla_core.cache_root``,
+``$OPENHLO_CACHE_DIR/hardware/<host-key>-v<version>.json`` (the root from ``xla_core.cache_root``,
 default ``~/.cache/openhlo``), so later processes only read a file. The key names the
 machine: hostname, CPU model (from ``/proc/cpuinfo``) and core count; a cache
 file whose recorded key or format version differs is ignored and rewritten.
@@ -88,14 +88,17 @@ def cache_path(key: str | None = None) -> str:
     key = host_key() if key is None else key
     host = re.sub(r"[^A-Za-z0-9_.-]", "_", key.split("|", 1)[0])[:64] or "host"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    return os.path.join(cache_dir(), f"{host}-{digest}.json")
+    # the format version in the name: checkouts of different versions sharing the folder
+    # keep a file each instead of replacing each other's
+    return os.path.join(cache_dir(), f"{host}-{digest}-v{CACHE_VERSION}.json")
 
 
 def measure_matmul_curve(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
                          repeats: int = DEFAULT_REPEATS) -> list[list[float]]:
     """``[[flops, flop/s], ...]``: the best f32 rate of an n x n product for each n of
     ``sizes`` (2*n^3 flops), each timing over enough back-to-back calls to last
-    ``MIN_TIMED_SECONDS``, at least ``repeats`` timings and ``CURVE_SECONDS_PER_SIZE``."""
+    ``MIN_TIMED_SECONDS``, at least ``repeats`` timings and ``CURVE_SECONDS_PER_SIZE``; never
+    below a smaller size's rate (non-decreasing in n)."""
     rng = np.random.default_rng(0)
     curve = []
     for n in sorted(sizes):
@@ -114,7 +117,9 @@ def measure_matmul_curve(sizes: Sequence[int] = DEFAULT_MATMUL_SIZES,
             elapsed = time.perf_counter() - start
             best = max(best, calls * 2.0 * n ** 3 / max(elapsed, 1e-9))
             timings += 1
-        curve.append([2.0 * n ** 3, best])
+        # an n x n product can be done as products of smaller blocks, so it reaches at least
+        # a smaller size's rate: a dip below it is a timing that lost its cores
+        curve.append([2.0 * n ** 3, max([best] + [rate for _, rate in curve])])
     return curve
 
 

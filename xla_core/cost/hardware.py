@@ -55,8 +55,9 @@ class HardwareDescription:
     Collectives cost a fixed latency per collective plus the bytes each device moves over
     a bandwidth, for two transports: ``collective_*`` between virtual devices of one
     process (threads meeting in a rendezvous and copying through shared memory) and
-    ``network_*`` across processes (gloo over TCP). These are documented constants, not
-    measured (see Note [collective constants]); the latency-hiding scheduler
+    ``network_*`` across processes (gloo over TCP). Their defaults are documented constants
+    (see Note [collective constants]); ``openhlo calibrate`` measures them (tools/calibrate.py)
+    and writes a description with the measured figures; the latency-hiding scheduler
     (xla_core/scheduling) reads them.
 
     ``devices_per_host`` is how many devices run at once on this host's ``cores`` (the cpu
@@ -328,7 +329,9 @@ def hardware(name: str) -> HardwareDescription:
 # each byte is read and written and several devices copy at once): 20 us and 4 GB/s.
 # Across processes gloo adds a TCP round trip per step (loopback or a LAN: ~100 us) and
 # moves bytes at about 1 GB/s (10 GbE-class). Both are deliberately round numbers for
-# ranking schedules; a measured profile replaces them per op (xla_core/scheduling).
+# ranking schedules; a measured profile replaces them per op (xla_core/scheduling), and
+# `openhlo calibrate` writes a description with figures fitted to the runtime's own timed
+# collectives on the machine.
 # They describe one collective with the host's cores free for it: under core sharing (Note
 # [devices sharing a host's cores]) its copies and wake-ups stretch like compute does.
 
