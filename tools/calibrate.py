@@ -11,8 +11,9 @@ Measures, on the machine it runs on:
   dependent collectives in one program (the chain's extra length over a single collective
   gives one collective's time without the dispatch around it; median over repeats), the
   bytes each device moves as the scheduler counts them (``moved_bytes``, ring algorithm),
-  then ``latency + bytes / bandwidth`` fitted by least squares
-  (``fit_latency_bandwidth``). Over one group of ``min(cores, 8)`` devices (at least 2)
+  then ``latency + bytes / bandwidth`` fitted by least squares (``fit_latency_bandwidth``:
+  each collective its own latency, one bandwidth; the link's latency is their mean, each
+  one's is kept in the measurement). Over one group of ``min(cores, 8)`` devices (at least 2)
   this gives ``collective_latency/bandwidth``; with ``--mesh`` a client of the mesh's
   devices runs every group along each axis at once and gives that axis's ``axis_links``
   entry;
@@ -200,10 +201,12 @@ def measure_link(client, groups: list[list[int]], settings: Settings, sharing: f
             moved = moved_bytes(_collective(parse_module(short)))
             points.append({"op": op, "bytes": size, "moved_bytes": moved, "seconds": seconds})
     usable = [p for p in points if p["seconds"] > 0]
-    latency, bandwidth = fit_latency_bandwidth([p["moved_bytes"] for p in usable],
-                                               [p["seconds"] / sharing for p in usable])
-    return {"latency": latency, "bandwidth": bandwidth, "groups": groups,
-            "core_sharing": sharing, "points": points}
+    fit = fit_latency_bandwidth([p["moved_bytes"] for p in usable],
+                                [p["seconds"] / sharing for p in usable],
+                                [p["op"] for p in usable])
+    return {"latency": fit.latency, "bandwidth": fit.bandwidth,
+            "latency_by_op": fit.latencies, "groups": groups, "core_sharing": sharing,
+            "points": points}
 
 
 def _sharing(devices: int) -> float:
@@ -243,8 +246,9 @@ def measure_network(processes: int, settings: Settings, timeout_s: float = NETWO
         command = [sys.executable, "-m", "tools.calibrate", "--network-worker", out,
                    "--sizes", ",".join(map(str, settings.sizes)), "--chain",
                    str(settings.chain), "--repeats", str(settings.repeats)]
+        # process 0's progress lines are already prefixed by its own _progress
         launch(command, processes, timeout_s, cwd=root,
-               on_stderr_line=lambda index, line: index == 0 and _progress(line.rstrip()))
+               on_stderr_line=lambda index, line: index == 0 and sys.stderr.write(line))
         with open(out, encoding="utf-8") as f:
             return json.load(f)
 

@@ -31,6 +31,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -217,25 +218,46 @@ def calibrated_cpu() -> HardwareDescription:
                                                   for f, r in data["matmul_curve"]))
 
 
-def fit_latency_bandwidth(nbytes: Sequence[float], seconds: Sequence[float]
-                          ) -> tuple[float, float]:
-    """(latency seconds, bandwidth bytes/s) of ``seconds = latency + nbytes / bandwidth``,
-    fitted by least squares on relative errors (each timing weighted by 1/seconds: the
-    sizes span orders of magnitude, and an unweighted fit would let the largest decide the
-    latency); a negative latency is clamped to 0 and the bandwidth refitted. Raises
-    CalibrationError for fewer than two distinct sizes or times that do not grow with them."""
+class LinkFit(NamedTuple):
+    """``latency`` (seconds; the mean of ``latencies``, each kind's) and ``bandwidth``
+    (bytes/s, shared by the kinds) of ``fit_latency_bandwidth``."""
+    latency: float
+    bandwidth: float
+    latencies: dict
+
+
+def fit_latency_bandwidth(nbytes: Sequence[float], seconds: Sequence[float],
+                          kinds: Sequence[str] | None = None) -> LinkFit:
+    """``seconds = latency[kind] + nbytes / bandwidth`` fitted by least squares on relative
+    errors (each timing weighted by 1/seconds: the sizes span orders of magnitude, and an
+    unweighted fit would let the largest decide the latencies). ``kinds`` labels each timing
+    (the collective: an all-gather may pay a fixed cost an all-reduce does not); every kind
+    gets its own latency, all share the bandwidth (one transport); without ``kinds``, one
+    latency. A negative latency is clamped to 0 and the rest refitted. Raises
+    CalibrationError for timings that cannot say a bandwidth (one size per kind, times not
+    positive) or that do not grow with size."""
     x = np.asarray(nbytes, dtype=np.float64)
     t = np.asarray(seconds, dtype=np.float64)
-    if x.shape != t.shape or len(np.unique(x)) < 2 or not np.all(t > 0):
+    labels = list(kinds) if kinds is not None else [""] * len(x)
+    names = list(dict.fromkeys(labels))
+    if x.shape != t.shape or len(labels) != len(x) or not np.all(t > 0) or \
+            not any(len({b for b, k in zip(x, labels) if k == name}) > 1 for name in names):
         raise CalibrationError(f"fitting latency and bandwidth needs positive times of at "
-                               f"least two sizes; got {len(np.unique(x))} size(s), "
-                               f"times {t.tolist()}")
+                               f"least two sizes of one kind; got sizes {x.tolist()}, "
+                               f"kinds {labels}, times {t.tolist()}")
     w = 1.0 / t
-    (latency, per_byte), *_ = np.linalg.lstsq(np.stack([w, x * w], axis=1), t * w, rcond=None)
-    if latency < 0:
-        latency = 0.0
-        per_byte = float(np.sum(x * w * w * t) / np.sum((x * w) ** 2))
+    free = list(names)  # kinds whose latency is fitted (the others are clamped to 0)
+    while True:
+        columns = [w * np.array([k == name for k in labels]) for name in free] + [x * w]
+        solution, *_ = np.linalg.lstsq(np.stack(columns, axis=1), t * w, rcond=None)
+        latencies = dict(zip(free, solution[:-1]))
+        negative = [name for name, latency in latencies.items() if latency < 0]
+        if not negative:
+            break
+        free = [name for name in free if name not in negative]
+    per_byte = float(solution[-1])
     if per_byte <= 0:
         raise CalibrationError(f"times {t.tolist()} do not grow with sizes {x.tolist()} "
                                f"bytes: measure larger sizes")
-    return float(latency), float(1.0 / per_byte)
+    latencies = {name: float(latencies.get(name, 0.0)) for name in names}
+    return LinkFit(float(np.mean(list(latencies.values()))), 1.0 / per_byte, latencies)

@@ -84,19 +84,33 @@ def test_default_location_without_env(monkeypatch, tmp_path):
 def test_fit_recovers_latency_and_bandwidth_from_exact_timings(latency, bandwidth):
     nbytes = [4096, 65536, 1 << 20, 4 << 20, 65536]
     seconds = [latency + b / bandwidth for b in nbytes]
-    fitted = calibrate_module.fit_latency_bandwidth(nbytes, seconds)
-    assert fitted == pytest.approx((latency, bandwidth), rel=1e-9, abs=1e-15)
+    fit = calibrate_module.fit_latency_bandwidth(nbytes, seconds)
+    assert (fit.latency, fit.bandwidth) == pytest.approx((latency, bandwidth), rel=1e-9,
+                                                         abs=1e-15)
+
+
+def test_fit_gives_each_kind_its_latency_and_one_bandwidth():
+    # an all-gather with a 7 ms fixed cost, an all-reduce with 70 us, both at 2 GB/s; the
+    # all-gather measured at one size only: its latency still follows from the shared slope
+    reduce_sizes, gather_sizes = [4096, 1 << 20, 4 << 20], [1 << 20]
+    nbytes = reduce_sizes + gather_sizes
+    seconds = [70e-6 + b / 2e9 for b in reduce_sizes] + [7e-3 + b / 2e9 for b in gather_sizes]
+    kinds = ["all_reduce"] * 3 + ["all_gather"]
+    fit = calibrate_module.fit_latency_bandwidth(nbytes, seconds, kinds)
+    assert fit.bandwidth == pytest.approx(2e9, rel=1e-9)
+    assert fit.latencies == pytest.approx({"all_reduce": 70e-6, "all_gather": 7e-3}, rel=1e-9)
+    assert fit.latency == pytest.approx((70e-6 + 7e-3) / 2, rel=1e-9)
 
 
 def test_fit_clamps_a_negative_latency():
     # exact timings of 1 GB/s less 5 us: the intercept would be negative; through the origin,
-    # the slope is the relative-error fit's sum(x/t) / sum((x/t)^2)
+    # the slope is the relative-error fit's sum((x/t)^2) / sum(x/t)
     nbytes = [1e5, 1e6, 1e7]
     seconds = [b / 1e9 - 5e-6 for b in nbytes]
     ratios = [b / t for b, t in zip(nbytes, seconds)]
-    latency, bandwidth = calibrate_module.fit_latency_bandwidth(nbytes, seconds)
-    assert latency == 0.0
-    assert bandwidth == pytest.approx(sum(r * r for r in ratios) / sum(ratios), rel=1e-12)
+    fit = calibrate_module.fit_latency_bandwidth(nbytes, seconds)
+    assert fit.latency == 0.0
+    assert fit.bandwidth == pytest.approx(sum(r * r for r in ratios) / sum(ratios), rel=1e-12)
 
 
 @pytest.mark.parametrize("nbytes, seconds, message", [
