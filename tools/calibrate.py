@@ -9,7 +9,8 @@ Measures, on the machine it runs on:
 * the runtime's own collectives between virtual devices of the cpu backend: all-reduce and
   all-gather of a few sizes (f32, ``--quick``: fewer and smaller), each timed as a chain of
   dependent collectives in one program (the chain's extra length over a single collective
-  gives one collective's time without the dispatch around it; median over repeats), the
+  gives one collective's time without the dispatch around it; best of the repeats, as for
+  the matmuls: what the collective costs when no other job takes its cores), the
   bytes each device moves as the scheduler counts them (``moved_bytes``, ring algorithm),
   then ``latency + bytes / bandwidth`` fitted by least squares (``fit_latency_bandwidth``:
   each collective its own latency, one bandwidth; the link's latency is their mean, each
@@ -36,7 +37,6 @@ import dataclasses
 import json
 import os
 import socket
-import statistics
 import sys
 import tempfile
 import time
@@ -149,7 +149,7 @@ def _collective(module):
 
 def time_chain(client, text: str, op: str, count: int, group_size: int, length: int,
                repeats: int) -> float:
-    """Median seconds of one execution of the chain program ``text`` on every addressable
+    """Best seconds of one execution of the chain program ``text`` on every addressable
     device of ``client``, its result checked first (ones: an all-reduce chain gives
     group_size ** length, an all-gather chain ones)."""
     exe = client.compile(text)
@@ -173,17 +173,13 @@ def time_chain(client, text: str, op: str, count: int, group_size: int, length: 
         start = time.perf_counter()
         run()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
-def measure_link(client, groups: list[list[int]], settings: Settings, sharing: float,
-                 label: str) -> dict:
-    """Latency and bandwidth of collectives among each of ``groups`` (all at once) on
-    ``client``'s devices, normalised by ``sharing`` (module doc); with the timed points. A
-    point whose chain was not slower than one collective (noise on a loaded host) is kept
-    in ``points`` but left out of the fit."""
+def time_points(client, groups: list[list[int]], settings: Settings, label: str) -> list:
+    """One collective's seconds for each op and size of ``settings``, among each of
+    ``groups`` (all at once) on ``client``'s devices, with the bytes each device moves."""
     from stablehlo.text import parse_module
-    from xla_core.cost.calibrate import fit_latency_bandwidth
     from xla_core.scheduling.estimator import moved_bytes
     num_replicas = sum(len(g) for g in groups)
     points = []
@@ -200,13 +196,32 @@ def measure_link(client, groups: list[list[int]], settings: Settings, sharing: f
             seconds = (chained - once) / settings.chain
             moved = moved_bytes(_collective(parse_module(short)))
             points.append({"op": op, "bytes": size, "moved_bytes": moved, "seconds": seconds})
+    return points
+
+
+def fit_link(points: list, groups: list[list[int]], sharing: float, label: str) -> dict:
+    """Latency and bandwidth of ``points`` (``time_points``), normalised by ``sharing``
+    (module doc); with the points and groups. A point whose chain was not slower than one
+    collective (noise on a loaded host) is kept in ``points`` but left out of the fit."""
+    from xla_core.cost.calibrate import CalibrationError, fit_latency_bandwidth
     usable = [p for p in points if p["seconds"] > 0]
-    fit = fit_latency_bandwidth([p["moved_bytes"] for p in usable],
-                                [p["seconds"] / sharing for p in usable],
-                                [p["op"] for p in usable])
+    try:
+        fit = fit_latency_bandwidth([p["moved_bytes"] for p in usable],
+                                    [p["seconds"] / sharing for p in usable],
+                                    [p["op"] for p in usable])
+    except CalibrationError as e:
+        raise CalibrationError(f"collectives among {label}: {e} (timings this noisy come "
+                               f"from a busy machine: calibrate again when it is quieter, "
+                               f"or without --quick)") from None
     return {"latency": fit.latency, "bandwidth": fit.bandwidth,
             "latency_by_op": fit.latencies, "groups": groups, "core_sharing": sharing,
             "points": points}
+
+
+def measure_link(client, groups: list[list[int]], settings: Settings, sharing: float,
+                 label: str) -> dict:
+    """``fit_link`` of ``time_points``."""
+    return fit_link(time_points(client, groups, settings, label), groups, sharing, label)
 
 
 def _sharing(devices: int) -> float:
@@ -234,11 +249,11 @@ def measure_mesh(axes: tuple, settings: Settings) -> dict:
             for name, size in axes if size > 1}
 
 
-def measure_network(processes: int, settings: Settings, timeout_s: float = NETWORK_TIMEOUT_S
-                    ) -> dict:
-    """Between ``processes`` processes on loopback, one device each (their collectives go
-    over gloo): each runs ``python -m tools.calibrate --network-worker``; process 0's
-    figures."""
+def time_network(processes: int, settings: Settings, timeout_s: float = NETWORK_TIMEOUT_S
+                 ) -> list:
+    """``time_points`` between ``processes`` processes on loopback, one device each (their
+    collectives go over gloo): each runs ``python -m tools.calibrate --network-worker``;
+    process 0's timings."""
     from pjrt.distributed.launch import launch
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with tempfile.TemporaryDirectory(prefix="openhlo-calibrate-") as tmp:
@@ -254,7 +269,7 @@ def measure_network(processes: int, settings: Settings, timeout_s: float = NETWO
 
 
 def network_worker(out: str, settings: Settings) -> int:
-    """One process of ``measure_network``: joins the others (the launcher's environment)."""
+    """One process of ``time_network``: joins the others (the launcher's environment)."""
     import pjrt
     from pjrt.distributed.options import from_environment
     options = from_environment()
@@ -262,8 +277,8 @@ def network_worker(out: str, settings: Settings) -> int:
         raise CliError("--network-worker runs under pjrt.distributed.launch")
     client = pjrt.make_client("cpu", num_devices=1, distributed=options)
     processes = options.num_processes
-    result = measure_link(client, [list(range(processes))], settings, _sharing(processes),
-                          f"{processes} processes")
+    result = time_points(client, [list(range(processes))], settings,
+                         f"{processes} processes")
     if options.process_index == 0:
         with open(out, "w", encoding="utf-8") as f:
             json.dump(result, f)
@@ -296,7 +311,9 @@ def calibrate_machine(*, mesh: tuple | None = None, num_processes: int | None = 
     if num_processes is not None:
         if num_processes < 2:
             raise CliError(f"--num-processes must be at least 2, got {num_processes}")
-        network = measure_network(num_processes, settings)
+        network = fit_link(time_network(num_processes, settings),
+                           [list(range(num_processes))], _sharing(num_processes),
+                           f"{num_processes} processes")
         fields.update(network_latency=network["latency"], network_bandwidth=network["bandwidth"])
         measurement["collectives"]["network"] = network
     return dataclasses.replace(base, **fields), measurement
@@ -338,7 +355,7 @@ def _progress(line: str) -> None:
 
 def main(argv=None) -> int:
     """``python -m tools.calibrate --network-worker OUT --sizes ... --chain N --repeats N``:
-    one process of ``measure_network``."""
+    one process of ``time_network``."""
     parser = argparse.ArgumentParser(prog="python -m tools.calibrate")
     parser.add_argument("--network-worker", required=True, metavar="OUT")
     parser.add_argument("--sizes", required=True)
