@@ -289,6 +289,8 @@ def calibrate_machine(*, mesh: tuple | None = None, num_processes: int | None = 
                       refresh: bool = False, quick: bool = False):
     """The measured description and its ``measurement`` record."""
     from xla_core.cost import calibrate as machine
+    if num_processes is not None and num_processes < 2:
+        raise CliError(f"--num-processes must be at least 2, got {num_processes}")
     settings = Settings.of(quick)
     _progress("matmul and memory bandwidth" + (" (measuring)" if refresh else ""))
     record = machine.calibrate(refresh=refresh)
@@ -309,8 +311,6 @@ def calibrate_machine(*, mesh: tuple | None = None, num_processes: int | None = 
                                      for name, link in links.items())
         measurement["collectives"]["mesh"] = {"axes": [list(a) for a in mesh], **links}
     if num_processes is not None:
-        if num_processes < 2:
-            raise CliError(f"--num-processes must be at least 2, got {num_processes}")
         network = fit_link(time_network(num_processes, settings),
                            [list(range(num_processes))], _sharing(num_processes),
                            f"{num_processes} processes")

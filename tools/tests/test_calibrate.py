@@ -81,3 +81,9 @@ def test_network_timings_across_two_processes(cache_root):
     assert [(p["op"], p["bytes"], p["moved_bytes"]) for p in points] == [
         (op, size, size) for op in calibrate.OPS for size in settings.sizes]
     assert all(math.isfinite(p["seconds"]) for p in points)
+
+
+def test_one_process_is_refused_before_measuring(capsys, monkeypatch):
+    monkeypatch.setattr(calibrate, "measure_host", lambda settings: pytest.fail("measured"))
+    r = run_cli(capsys, "calibrate", "--num-processes", "1")
+    assert r.code == 1 and "--num-processes must be at least 2, got 1" in r.err
