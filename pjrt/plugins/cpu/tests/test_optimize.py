@@ -143,6 +143,7 @@ def test_compile_cache_identity_names_the_hardware_description(tmp_path, monkeyp
     from pjrt.plugins.cpu import compile_cache
     from xla_core.cost.hardware import GENERIC_CPU, HARDWARE_ENV
     measured = compile_cache.identity(1, "cpu")
+    assert "hardware=" not in measured  # this machine's calibration: the processor's
     path = tmp_path / "generic.json"
     path.write_text(GENERIC_CPU.to_json())
     monkeypatch.setenv(HARDWARE_ENV, str(path))
