@@ -199,3 +199,17 @@ func.func @main(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf
             np.testing.assert_array_equal(a, b)
     # each replica's all-reduce of %x: the sum over both, negated
     np.testing.assert_array_equal(results[crowded][0][0], -(args[0][0] + args[1][0]))
+
+
+def test_compile_cache_identity_names_the_hardware_description(tmp_path, monkeypatch):
+    """OPENHLO_HARDWARE changes what the pipeline's cost model reads, so programs compiled
+    under another description are not reused."""
+    from pjrt.plugins.cpu import compile_cache
+    from xla_core.cost.hardware import GENERIC_CPU, HARDWARE_ENV
+    measured = compile_cache.identity(1, "cpu")
+    assert "hardware=" not in measured  # this machine's calibration: the processor's
+    path = tmp_path / "generic.json"
+    path.write_text(GENERIC_CPU.to_json())
+    monkeypatch.setenv(HARDWARE_ENV, str(path))
+    assert compile_cache.identity(1, "cpu") != measured
+    assert f"hardware={GENERIC_CPU.cache_key()}" in compile_cache.identity(1, "cpu")
