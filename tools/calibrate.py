@@ -90,17 +90,13 @@ def add_parser(subparsers) -> None:
 
 
 def parse_mesh(text: str) -> tuple:
-    """``"x=4,y=2"`` -> ``(("x", 4), ("y", 2))``."""
-    axes = []
-    for part in text.split(","):
-        name, _, size = part.partition("=")
-        if not name.strip() or not size.strip().isdigit() or int(size) < 1:
-            raise argparse.ArgumentTypeError(
-                f"mesh axes are NAME=SIZE separated by commas (e.g. x=4,y=2), got {text!r}")
-        axes.append((name.strip(), int(size)))
-    if len({n for n, _ in axes}) != len(axes):
-        raise argparse.ArgumentTypeError(f"mesh {text!r} names an axis twice")
-    return tuple(axes)
+    """``"x=4,y=2"`` -> ``(("x", 4), ("y", 2))``, read as ``--auto-sharding --mesh`` reads it."""
+    from xla_core.spmd.auto_sharding import AutoShardingError
+    from xla_core.spmd.auto_sharding import parse_mesh as read_mesh
+    try:
+        return read_mesh(text).axes
+    except AutoShardingError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def axis_groups(axes: tuple, axis: str) -> list[list[int]]:
