@@ -136,6 +136,13 @@ class CostModelEstimator:
         return self.sharing * (self.latency + moved_bytes(collective) / self.bandwidth)
 
 
+def sequential_seconds(estimator: LatencyEstimator, module: Module, entry: str = "main") -> float:
+    """``entry``'s ops one after another, nothing overlapped: the step time a plan is judged
+    by when schedules are left out (auto-sharding's checks against expert plans)."""
+    return sum(estimator.collective_seconds(op) if op.name in COLLECTIVES
+               else estimator.op_seconds(op) for op in module.lookup(entry).body.operations)
+
+
 class MeasuredEstimator:
     """``base``'s estimates, except where ``measured(op)`` gives seconds (a profile of a
     run): those replace the estimate for that op. ``replaced`` records the ops whose
