@@ -235,9 +235,12 @@ def use_spmd(auto: bool | None = False, mesh: Mesh | None = None, *, memory_limi
     if not isinstance(mesh, Mesh):
         raise ShardingError(f"use_spmd: expected a frameworks.torch.sharding.Mesh, got "
                             f"{type(mesh).__name__}")
-    if isinstance(memory_limit, str):
-        from xla_core.spmd.auto_sharding import parse_bytes
-        parse_bytes(memory_limit)  # bad text is refused now, not at the first compile
+    if isinstance(memory_limit, str):  # bad text is refused now, not at the first compile
+        from xla_core.spmd.auto_sharding import AutoShardingError, parse_bytes
+        try:
+            parse_bytes(memory_limit)
+        except AutoShardingError as exc:
+            raise ShardingError(f"use_spmd: {exc}") from None
     if time_limit_s is not None and not time_limit_s > 0:
         raise ShardingError(f"use_spmd: time_limit_s must be positive, got {time_limit_s!r}")
     _auto_setting = AutoSpmd(mesh, memory_limit, hardware, time_limit_s)
@@ -493,8 +496,7 @@ class ShardedProgram:
     """A segment compiled for ``mesh.size()`` partitions; called like a single-device
     LoadedExecutable (global numpy arrays in, global numpy arrays out). With a ``placement``
     (placement.py: a pipeline stage's devices) the partitions run on its group of devices.
-    With ``auto``, auto-sharding chooses every layout the marked ``shardings`` leave open
-    (``self.plan``)."""
+    With ``auto``, auto-sharding chooses every layout the marked ``shardings`` leave open."""
 
     def __init__(self, module, entry: str, shardings, mesh: Mesh, placement=None,
                  auto: AutoSpmd | None = None):
@@ -505,7 +507,8 @@ class ShardedProgram:
                                 f"there are {fixed} ({_ENV} / set_num_devices)")
         annotate(module, entry, shardings, mesh, replicate_unmarked=auto is None)
         self.auto = auto
-        self.plan = None if auto is None else _auto_shard(module, entry, auto)
+        if auto is not None:
+            _auto_shard(module, entry, auto)
         self.mesh = mesh
         if placement is None:
             self.executable = client(mesh.size()).compile(
@@ -546,9 +549,8 @@ class ShardedProgram:
                 _record(t, s)
 
 
-def _auto_shard(module, entry: str, auto: AutoSpmd):
-    """Choose and write the layouts of ``module``'s ``entry`` (its marked arguments kept);
-    the plan."""
+def _auto_shard(module, entry: str, auto: AutoSpmd) -> None:
+    """Choose and write the layouts of ``module``'s ``entry`` (its marked arguments kept)."""
     from xla_core.passes import PassContext, Pipeline, parse_pass_list
     from xla_core.spmd.auto_sharding import AutoShardingError, apply_plan, auto_shard
     # auto-sharding sees a call as one opaque op
@@ -567,4 +569,3 @@ def _auto_shard(module, entry: str, auto: AutoSpmd):
         for line in plan.explain():
             logger.info("openhlo: auto-sharding %s: %s", entry, line)
     apply_plan(module, plan, entry)
-    return plan

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import pjrt
 from frameworks.torch import sharding as xs
 from frameworks.torch.backend import openhlo_backend
 from frameworks.torch.tests.torch_support import records
@@ -101,11 +102,13 @@ def test_switching_off_compiles_the_unsharded_program_again():
     with torch.no_grad():
         sharded = run(x, t)
     before = len(xs.compiled_programs())
+    pjrt.reset_metrics()
     xs.use_spmd(auto=False)
     with torch.no_grad():
         plain = run(x, t)
         want = _loss_fn(model)(x, t)
     assert len(xs.compiled_programs()) == before  # nothing partitioned any more
+    assert pjrt.metrics().recompilations == {"torch: new input auto-sharding": 1}
     torch.testing.assert_close(sharded, want, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(plain, want, rtol=1e-5, atol=1e-6)
 
@@ -170,8 +173,7 @@ def test_mesh_size_must_match_the_devices_and_the_marks():
 
 
 def test_bad_and_unmeetable_memory_limits_are_refused():
-    from xla_core.spmd.auto_sharding import AutoShardingError
-    with pytest.raises(AutoShardingError, match="memory limit '2 apples'"):
+    with pytest.raises(xs.ShardingError, match="use_spmd: memory limit '2 apples'"):
         xs.use_spmd(auto=True, mesh=_mesh(), memory_limit="2 apples")
     xs.use_spmd(auto=True, mesh=_mesh(), hardware=HW, memory_limit="1KiB")
     with pytest.raises(xs.ShardingError, match=r"auto-sharding inference_\d+: memory limit"):
