@@ -45,26 +45,25 @@ inline auto comparable(V v) {
 
 using PickTable = std::array<uint8_t, kValueStates * kIndexRelations>;
 
-// (av, ai) = body((av, ai), (bv, bi)).
+// (av, ai) = body((av, ai), (bv, bi)). Branch-free (selects, no jumps): on real data the
+// comparisons go either way at random.
 template <typename V, typename I>
 inline void apply(const PickTable& picks, V& av, I& ai, V bv, I bi) {
   const auto a = comparable(av);
   const auto b = comparable(bv);
-  size_t state;
+  // lt 0, eq 1, gt 2 (VALUE_STATES' order)
+  size_t state = static_cast<size_t>(a == b) + 2 * static_cast<size_t>(a > b);
   if constexpr (std::is_floating_point_v<decltype(a)>) {
     const bool a_nan = a != a, b_nan = b != b;
-    if (a_nan || b_nan) {
-      state = a_nan ? (b_nan ? 5 : 3) : 4;
-    } else {
-      state = a < b ? 0 : (a == b ? 1 : 2);
-    }
-  } else {
-    state = a < b ? 0 : (a == b ? 1 : 2);
+    // nan_first 3, nan_second 4, nan_both 5
+    const size_t nan_state =
+        3 + static_cast<size_t>(!a_nan) + 2 * static_cast<size_t>(a_nan & b_nan);
+    state = (a_nan | b_nan) ? nan_state : state;
   }
-  const size_t relation = ai < bi ? 0 : (ai == bi ? 1 : 2);
+  const size_t relation = static_cast<size_t>(ai == bi) + 2 * static_cast<size_t>(ai > bi);
   const uint8_t pick = picks[state * kIndexRelations + relation];
-  if (pick & 1) av = bv;
-  if (pick & 2) ai = bi;
+  av = (pick & 1) ? bv : av;
+  ai = (pick & 2) ? bi : ai;
 }
 
 // Folds the `count` pairs of `values`/`indices` into (v, i), which holds the init pair, as
@@ -198,12 +197,20 @@ Step make_pair_reduce_window(const OpSpec& spec, const WindowAttrs& w,
   const auto strides = row_major_strides(shape);
   Shape out_shape, window;
   auto tables = std::make_shared<std::vector<std::vector<int64_t>>>();
+  // The dimensions a window moves along; in the others (window 1, no padding or base
+  // dilation: batch and channels of a pooling) every tap of window o reads element o.
+  std::vector<size_t> moving;
+  std::array<bool, kMaxRank> is_moving{};
   int64_t taps = 1;
   for (size_t d = 0; d < rank; ++d) {
     out_shape.push_back(window_count(shape[d], w, d));
     window.push_back(w.window[d]);
     tables->push_back(tap_table(shape[d], strides[d], out_shape[d], w, d));
     taps *= w.window[d];
+    if (w.window[d] != 1 || w.pad_low[d] != 0 || w.pad_high[d] != 0 || w.base[d] != 1) {
+      moving.push_back(d);
+      is_moving[d] = true;
+    }
   }
   for (const TensorSpec& result : spec.results) {
     require(result.shape == out_shape, "unexpected reduce_window result shape");
@@ -216,28 +223,32 @@ Step make_pair_reduce_window(const OpSpec& spec, const WindowAttrs& w,
     using I = typename decltype(index_tag)::type;
     return [=](ExecContext&, const Array* operands, Array* outs) {
       for (size_t k = 0; k < 2; ++k) outs[k] = allocate(results[k].dtype, results[k].shape);
+      const int64_t num_moving = static_cast<int64_t>(moving.size());
       run_pair<V, I>(outputs, taps, picks, operands, outs,
                      [&](int64_t o, const V* in_values, const I* in_indices, V init_value,
                          I init_index, V* values, I* indices) {
         // The window's taps in lexicographic order (the interpreter's window axes).
         int64_t pos[kMaxRank], tap[kMaxRank];
+        int64_t base = 0;
         for (int64_t d = static_cast<int64_t>(rank) - 1, rest = o; d >= 0; --d) {
           pos[d] = rest % out_shape[d];
           rest /= out_shape[d];
-          tap[d] = 0;
+          if (!is_moving[d]) base += (*frozen)[d][pos[d]];
         }
+        std::fill(tap, tap + num_moving, 0);
         for (int64_t t = 0; t < taps; ++t) {
-          int64_t offset = 0;
+          int64_t offset = base;
           bool valid = true;
-          for (size_t d = 0; d < rank; ++d) {
-            const int64_t v = (*frozen)[d][pos[d] * window[d] + tap[d]];
+          for (int64_t k = 0; k < num_moving; ++k) {
+            const size_t d = moving[k];
+            const int64_t v = (*frozen)[d][pos[d] * window[d] + tap[k]];
             valid &= v >= 0;
             offset += v;
           }
           values[t] = valid ? in_values[offset] : init_value;
           indices[t] = valid ? in_indices[offset] : init_index;
-          for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0 && ++tap[d] == window[d]; --d) {
-            tap[d] = 0;
+          for (int64_t k = num_moving - 1; k >= 0 && ++tap[k] == window[moving[k]]; --k) {
+            tap[k] = 0;
           }
         }
       });
