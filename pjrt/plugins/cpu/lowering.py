@@ -420,11 +420,12 @@ class Lowering:
         """((name, attribute record, operand types, result types), None) for ``op``'s native
         kernel, or (None, why there is none); the native side may still refuse the record
         (``Unsupported``)."""
-        region = region_attrs(op)
-        if op.regions and not region:
-            return None, "its region is not a simple combiner or comparator"
         if op.name not in _kernel_names():
             return None, "no native kernel"
+        region = region_attrs(op)
+        if op.regions and not region:
+            return None, ("its region is not a simple combiner or comparator, nor an "
+                          "argmax-like (value, index) selection")
         if any(isinstance(v.type, TokenType) for v in list(op.operands) + list(op.results)):
             return None, "tokens are handled by the interpreter"
         if any(isinstance(getattr(v.type, "element_type", None), QuantizedType)
