@@ -21,12 +21,14 @@ RewriteFn = Callable[[Operation, Builder, list], Optional[list]]
 
 
 def rebuild(module: Module, func: Func, rewrite: RewriteFn,
-            extra_results: Optional[Callable[[dict], list]] = None) -> Func:
-    """Replace ``func`` in ``module`` by its rewritten copy; returns the new function."""
+            extra_results: Optional[Callable[[dict], list]] = None,
+            arg_types: Optional[list] = None) -> Func:
+    """Replace ``func`` in ``module`` by its rewritten copy; returns the new function.
+    ``arg_types``: the new function's argument types (default: the old ones)."""
     b = Builder(Module())
     mapping: dict = {}
     body = func.body
-    with b.at(func.op.location), b.function(func.name, func.type.inputs) as (new, args):
+    with b.at(func.op.location), b.function(func.name, arg_types or func.type.inputs) as (new, args):
         for old, fresh in zip(body.arguments, args):
             mapping[old] = fresh
         for op in body.operations[:-1]:
