@@ -7,8 +7,9 @@ quantized types to integer and float math).
 """
 from xla_core.quantization.config import (GRANULARITIES, METHODS, MODES, QuantizationConfig,
                                           QuantizationError)
+from xla_core.quantization.debugger import NumericsReport, debug_numerics
 from xla_core.quantization.quantizer import quantize
 from xla_core.quantization.report import QuantizationReport
 
-__all__ = ["quantize", "QuantizationConfig", "QuantizationError", "QuantizationReport",
+__all__ = ["quantize", "debug_numerics", "NumericsReport", "QuantizationConfig", "QuantizationError", "QuantizationReport",
            "MODES", "GRANULARITIES", "METHODS"]
