@@ -71,7 +71,7 @@ def quantize_command(args: argparse.Namespace) -> int:
     from xla_core.passes import PassContext, Pipeline, parse_pass_list
     from xla_core.quantization import QuantizationConfig, quantize
     from xla_core.quantization.debugger import debug_numerics
-    text, filename = read_source(args.file)
+    text, filename = read_source(args.file, args.sources)
     module = parse_module(text, filename)
     config = QuantizationConfig(args.mode, granularity=args.granularity, method=args.method,
                                 skip=tuple(args.skip), percentile=args.percentile,
