@@ -11,5 +11,5 @@ from xla_core.quantization.debugger import NumericsReport, debug_numerics
 from xla_core.quantization.quantizer import quantize
 from xla_core.quantization.report import QuantizationReport
 
-__all__ = ["quantize", "debug_numerics", "NumericsReport", "QuantizationConfig", "QuantizationError", "QuantizationReport",
-           "MODES", "GRANULARITIES", "METHODS"]
+__all__ = ["quantize", "debug_numerics", "NumericsReport", "QuantizationConfig",
+           "QuantizationError", "QuantizationReport", "MODES", "GRANULARITIES", "METHODS"]

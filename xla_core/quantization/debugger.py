@@ -25,7 +25,8 @@ import numpy as np
 
 from stablehlo.ir.core import Module
 from xla_core.quantization.calibration import Runner, interpreter_runner
-from xla_core.quantization.quantizer import (_config, calibrate, choose_units, input_sets,
+from xla_core.quantization.config import QuantizationError
+from xla_core.quantization.quantizer import (calibrate, choose_units, input_sets, make_config,
                                              prepare, rewrite_units)
 from xla_core.quantization.report import QuantizationReport
 from xla_core.quantization.units import find_units
@@ -103,13 +104,12 @@ def debug_numerics(module: Module, mode: Optional[str] = None, calibration=None,
                    threshold_db: float = 25.0, **options) -> NumericsReport:
     """Per-layer error of quantizing ``module`` as ``quantize`` would (same arguments), on
     the ``calibration`` inputs (needed by every mode here: they are what is compared)."""
-    config = _config(mode, config, options)
+    config = make_config(mode, config, options)
     runner = runner or interpreter_runner
     isolated_module, func = prepare(module, entry)
     units = choose_units(func, config, QuantizationReport(config.mode))
     sets = input_sets(calibration, func)
     if not sets:
-        from xla_core.quantization.config import QuantizationError
         raise QuantizationError("debug-numerics: needs calibration inputs to compare on")
     ranges = (calibrate(isolated_module, entry, units, sets, config, runner)
               if config.needs_calibration and units else {})

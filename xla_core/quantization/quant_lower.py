@@ -35,7 +35,7 @@ from stablehlo.interpreter.quantization import (DATA_MOVEMENT_OPS, expressed_typ
 from stablehlo.ir.attr_readers import struct_ints
 from stablehlo.ir.attributes import dense
 from stablehlo.ir.core import Module, Operation, Value
-from stablehlo.ir.types import F32, I32, QuantizedType, TensorType, Type, numpy_dtype
+from stablehlo.ir.types import F32, I32, QuantizedType, Type, numpy_dtype
 from xla_core.passes.base import Pass, PassContext, PassError
 from xla_core.quantization.rebuild import rebuild
 

@@ -120,7 +120,7 @@ def quantize(module: Module, mode: Optional[str] = None, calibration=None, *,
     (a list of argument lists) or paths of ``.npz`` files, needed by ``static-int8``.
     ``runner`` runs the float program for calibration (default: the reference interpreter).
     """
-    config = _config(mode, config, options)
+    config = make_config(mode, config, options)
     copy, func = prepare(module, entry)
     report = QuantizationReport(config.mode)
     units = choose_units(func, config, report)
@@ -147,7 +147,7 @@ def input_sets(calibration, func: Func) -> list:
     return [list(inputs) for inputs in calibration]
 
 
-def _config(mode, config, options) -> QuantizationConfig:
+def make_config(mode, config, options) -> QuantizationConfig:
     if config is not None:
         if mode is not None or options:
             raise QuantizationError("quantize: give either config or mode and options")

@@ -28,7 +28,8 @@ def rebuild(module: Module, func: Func, rewrite: RewriteFn,
     b = Builder(Module())
     mapping: dict = {}
     body = func.body
-    with b.at(func.op.location), b.function(func.name, arg_types or func.type.inputs) as (new, args):
+    signature = arg_types or func.type.inputs
+    with b.at(func.op.location), b.function(func.name, signature) as (new, args):
         for old, fresh in zip(body.arguments, args):
             mapping[old] = fresh
         for op in body.operations[:-1]:
