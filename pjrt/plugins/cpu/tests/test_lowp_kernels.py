@@ -231,3 +231,20 @@ def test_program_with_low_precision_dots_equals_interpreter():
         for g, e in zip(got, want):
             assert g.dtype == e.dtype
             np.testing.assert_array_equal(np.asarray(g, np.float64), np.asarray(e, np.float64))
+
+
+def test_slow_precision_is_warned_once(monkeypatch, caplog):
+    import logging
+
+    from pjrt.plugins.cpu import precision
+    monkeypatch.setattr(precision, "_warned", set())
+    native().lowp.force_portable(True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="openhlo.cpu"):
+            for _ in range(2):
+                pjrt.make_client("cpu").compile(dot_text((2, 3), (3, 4), [], [], [1], [0],
+                                                         "i8", "i32"))
+    finally:
+        native().lowp.force_portable(False)
+    warnings = [r for r in caplog.records if "cannot run fast" in r.getMessage()]
+    assert len(warnings) == 1 and "AVX-512 VNNI" in warnings[0].getMessage()
