@@ -38,6 +38,10 @@ int8_t weight_at(const uint8_t* row, int bits, int64_t c) {
 
 // --- fast path: R rows of x against one block ---------------------------------------------
 
+// GCC 12's headers make the sign extensions below read an uninitialized "undefined" vector
+// (the unmasked form ignores it) and warn at every use; the warning says nothing about ours.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 template <int Bits>
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline void decode_row(
     const uint8_t* row, __m512 w[4]) {
