@@ -42,6 +42,7 @@ from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
 from pjrt.plugins.cpu.collectives import collective_attrs
 from pjrt.plugins.cpu.kernel_attrs import encode
 from pjrt.plugins.cpu.native_module import NATIVE_ELEMENT_TYPES, RAW_STORAGE, native
+from pjrt.plugins.cpu.precision import warn_if_slow
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -443,6 +444,7 @@ class Lowering:
                 [native_type(r.type) for r in op.results]), None
 
     def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
+        warn_if_slow(op)
         kernel, reason = self._native_kernel(op)
         if kernel is not None:
             try:
