@@ -201,3 +201,34 @@ def test_loop_with_an_op_the_template_lacks_runs_in_the_executor():
     args = _inputs("scan")
     for g, w in zip(exe(*args), evaluate(stablehlo.parse(text), args)):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+# The body returns a value from outside the loop, one value twice and an argument
+# unchanged: the executor moves only the body's own results out of their slots.
+RETURNS = """
+func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %out = stablehlo.multiply %y, %y : tensor<4xf32>
+  %r:5 = stablehlo.while(%i = %c0, %a = %x, %b = %x, %c = %y, %d = %x)
+      : tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>""" + \
+    COUNTER.format(steps=4) + """
+      %s = stablehlo.add %a, %c : tensor<4xf32>
+      stablehlo.return %i1, %s, %s, %c, %out : tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+    }
+  return %r#1, %r#2, %r#3, %r#4 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}"""
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_loop_results_from_outside_twice_and_unchanged(whole, monkeypatch):
+    if not whole:
+        monkeypatch.setattr(program, "loop_source", lambda *a: None)
+    exe = _compile(RETURNS)
+    assert bool(exe.program.compiled) == whole
+    x, y = _inputs("trade")
+    got = exe(x, y)
+    want = [x + 4 * y, x + 4 * y, y, y * y]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    for g, w in zip(got, exe(x, y)):  # a second run sees the same values from outside
+        np.testing.assert_array_equal(g, w)
