@@ -11,7 +11,8 @@ load average over the run, since the figures mean little on a loaded machine.
 
 The loops (issue 19): an elementwise ``fori_loop`` (500 steps of ``x*0.99 + 0.01*tanh(x)``
 on 256 floats), a ``lax.scan`` over 12 layers of an MLP (stacked weights, each step a
-dynamic slice, a dot and an epilogue), a 1,000-step Euler integrator of damped nonlinear
+dynamic slice, a dot and an epilogue; and again stacking a per-layer output, a
+dynamic_update_slice), a 1,000-step Euler integrator of damped nonlinear
 oscillators, and a sampling loop (100 steps of logits, a softmax and a mix with the step's
 noise, which a dynamic slice picks).
 """
@@ -57,6 +58,19 @@ def _mlp_scan(rng):
                (0.1 * rng.standard_normal((12, 64))).astype(np.float32))
 
 
+def _scan_outputs(rng):
+    from jax import lax
+    import jax.numpy as jnp
+
+    def f(h, ws):
+        def layer(h, w):
+            h = jnp.tanh(h @ w)
+            return h, jnp.sum(h * h, axis=-1)
+        return lax.scan(layer, h, ws)
+    return f, (rng.standard_normal((8, 64)).astype(np.float32),
+               (0.15 * rng.standard_normal((12, 64, 64))).astype(np.float32))
+
+
 def _euler(rng):
     from jax import lax
     import jax.numpy as jnp
@@ -92,6 +106,7 @@ def _sampling(rng):
 LOOPS = {
     "tanh_loop": Loop("fori_loop of 500 elementwise steps on 256 floats", _tanh_loop),
     "mlp_scan": Loop("scan over 12 MLP layers, [8,64] x [64,64] each", _mlp_scan),
+    "scan_outputs": Loop("the same scan, stacking each layer's row norms", _scan_outputs),
     "euler": Loop("1,000-step Euler integrator of 1024 oscillators", _euler),
     "sampling": Loop("100 sampling steps: logits, softmax, noise slice", _sampling),
 }
@@ -122,10 +137,10 @@ def measure(name: str, client, budget: float) -> dict:
 
 
 def report(rows: list[dict], load: tuple) -> str:
-    lines = [f"{'loop':<10} {'openhlo ms':>10} {'xla ms':>8} {'ratio':>6}  compiled whole  "
+    lines = [f"{'loop':<12} {'openhlo ms':>10} {'xla ms':>8} {'ratio':>6}  compiled whole  "
              "max |diff|"]
     for r in rows:
-        lines.append(f"{r['loop']:<10} {r['openhlo_ms']:>10.4f} {r['xla_ms']:>8.4f} "
+        lines.append(f"{r['loop']:<12} {r['openhlo_ms']:>10.4f} {r['xla_ms']:>8.4f} "
                      f"{r['ratio']:>6.2f}  {'yes' if r['compiled_whole'] else 'no':<14}  "
                      f"{r['max_abs_diff']:.2e}")
     lines.append(f"load average before / after: {load[0]:.2f} / {load[1]:.2f} "

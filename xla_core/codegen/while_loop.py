@@ -1,22 +1,24 @@
 """The while template: a whole ``stablehlo.while`` as one kernel with the loop inside.
 
 A loop whose condition and body (after fusion) are made of fusions, lone dot_generals,
-contiguous dynamic_slices, reshapes, constants, scalar broadcasts and elementwise ops the
-renderer handles (the trip counter's compare and add) becomes one generated function: the
-condition is evaluated and the body run in compiled code, with every temporary allocated once
-per call, so an iteration costs its arithmetic, not a trip through the backend's executor per
-op. Nothing is generated twice: a fusion in the body runs the kernel its kind's template
-writes (templates.py), a lone dot the output template's GEMM (``output.dot_kernel``), an
-elementwise op the scalar-op protocol (scalar.py); the loop kernel calls them. So a loop
-gives the bits its ops give when the executor runs it. Anything else keeps the loop in the
-executor (``loop_source`` returns None and logs why).
+contiguous dynamic_slices and dynamic_update_slices, reshapes, constants, scalar broadcasts
+and elementwise ops the renderer handles (the trip counter's compare and add) becomes one
+generated function: the condition is evaluated and the body run in compiled code, with every
+temporary allocated once per call, so an iteration costs its arithmetic, not a trip through
+the backend's executor per op. Nothing is generated twice: a fusion in the body runs the
+kernel its kind's template writes (templates.py), a lone dot the output template's GEMM
+(``output.dot_kernel``), an elementwise op the scalar-op protocol (scalar.py); the loop
+kernel calls them. So a loop gives the bits its ops give when the executor runs it. Anything
+else keeps the loop in the executor (``loop_source`` returns None and logs why).
 
 Values and buffers (Note [loop buffers]): a carried value that the body changes lives in a
 buffer of the kernel (``c<k>``); a body value computed by a fusion, dot or elementwise op in a
 buffer of its own, allocated once; reshapes and contiguous dynamic slices are pointers into
-their operand (no copy); constants are filled once, before the loop. A carried value the body
-returns unchanged (a scan's stacked weights) is read where it is, and is no result of the
-kernel: the backend aliases that result to the operand (``GeneratedLoop.results``).
+their operand (no copy); a dynamic_update_slice writes into the carried value it updates
+where nothing else reads that value (a scan's stacked outputs); constants are filled once,
+before the loop. A carried value the body returns unchanged (a scan's stacked weights) is
+read where it is, and is no result of the kernel: the backend aliases that result to the
+operand (``GeneratedLoop.results``).
 """
 from __future__ import annotations
 
@@ -77,6 +79,7 @@ class _LoopWriter:
         self.kernels: list[str] = []  # the fusion and dot kernels the loop calls
         self.math: set = set()
         self.count = 0
+        self.in_place: set = set()    # dynamic_update_slices that write into their operand
 
     def fresh(self) -> str:
         self.count += 1
@@ -107,6 +110,8 @@ class _LoopWriter:
                 self.names[op.results[0]] = self.names[op.operands[0]]
             elif op.name == "stablehlo.dynamic_slice":
                 lines.append(self._dynamic_slice(op))
+            elif op.name == "stablehlo.dynamic_update_slice":
+                self._dynamic_update_slice(op, lines)
             elif op.name == "stablehlo.constant":
                 self.hoisted.append(self._elementwise(op))
                 self.constants.add(self.names[op.results[0]])
@@ -134,26 +139,50 @@ class _LoopWriter:
         lines.append(f"  {{ const void* ki[] = {{{ins or 'nullptr'}}}; void* ko[] = {{{outs}}}; "
                      f"{symbol}(env, ki, ko); }}")
 
-    def _dynamic_slice(self, op: Operation) -> str:
-        """A pointer into the operand: the slice is one contiguous run of it (dimensions of
-        size 1, then one of any size, then whole ones); the start indices are clamped as the
-        op's semantics say."""
-        src = op.operands[0]
-        shape, sizes = list(src.type.shape), list(attr(op, "slice_sizes"))
+    def _offset(self, op: Operation, shape: list, sizes: list, indices: list) -> str:
+        """The element offset of the block of ``sizes`` at ``indices`` (scalar values) in a
+        row-major ``shape``, the indices clamped as dynamic_slice and dynamic_update_slice
+        clamp them; the block must be one contiguous run (dimensions of size 1, then one of
+        any size, then whole ones)."""
         first = next((d for d, n in enumerate(sizes) if n != 1), len(sizes))
         if any(sizes[d] != shape[d] for d in range(first + 1, len(shape))):
-            raise NotGeneratable("a dynamic_slice that is no contiguous run of its operand")
+            raise NotGeneratable(f"a {op.name} that is no contiguous run of its operand")
         terms = []
-        for d, (index, st) in enumerate(zip(op.operands[1:], strides(shape))):
+        for d, (index, st) in enumerate(zip(indices, strides(shape))):
             hi = shape[d] - sizes[d]
             if d > first or hi == 0:
                 continue
             s = f"(int64_t){self.names[index]}[0]"
             terms.append(f"({s} < 0 ? 0 : ({s} > {hi} ? {hi} : {s})) * {st}")
+        return " + ".join(terms) or "0"
+
+    def _dynamic_slice(self, op: Operation) -> str:
+        """A pointer into the operand (no copy)."""
+        src = op.operands[0]
+        offset = self._offset(op, list(src.type.shape), list(attr(op, "slice_sizes")),
+                              list(op.operands[1:]))
         name = self.fresh()
         self.names[op.results[0]] = name
         ctype = self.renderer.ctype(op.results[0].type)
-        return f"  const {ctype}* {name} = {self.names[src]} + {' + '.join(terms) or '0'};"
+        return f"  const {ctype}* {name} = {self.names[src]} + {offset};"
+
+    def _dynamic_update_slice(self, op: Operation, lines: list[str]) -> None:
+        """The update written over its block: into the carried buffer itself where the op is
+        that carried value's only use and gives its next value (a scan's stacked outputs,
+        Note [loop buffers]), else into a copy of the operand."""
+        src, update = op.operands[0], op.operands[1]
+        r = self.renderer
+        ctype = r.ctype(src.type)
+        offset = self._offset(op, list(src.type.shape), list(update.type.shape),
+                              list(op.operands[2:]))
+        if op in self.in_place:
+            out = self.names[src]
+            self.names[op.results[0]] = out
+        else:
+            out = self.buffer(op.results[0])
+            lines.append("  " + r.copy(out, self.names[src], ctype, max(_size(src.type), 1)))
+        lines.append("  " + r.copy(f"{out} + {offset}", self.names[update], ctype,
+                                   _size(update.type)))
 
     def _elementwise(self, op: Operation) -> str:
         r = self.renderer
@@ -196,6 +225,24 @@ def _is_fusion(op: Operation) -> bool:
     return name is not None and name.value == "openhlo.fusion"
 
 
+def _in_place_updates(op: Operation) -> set:
+    """The body's dynamic_update_slices whose operand is a carried value used by nothing else
+    in the body and whose result is that carried value's next value (and nothing else's)."""
+    body = op.regions[1].blocks[0]
+    returned = list(body.operations[-1].operands)
+    found = set()
+    for inner in body.operations:
+        if inner.name != "stablehlo.dynamic_update_slice":
+            continue
+        arg, result = inner.operands[0], inner.results[0]
+        if arg not in body.arguments or returned.count(result) != 1:
+            continue
+        uses = sum(list(o.operands).count(arg) for o in body.operations)
+        if uses == 1 and returned.index(result) == body.arguments.index(arg):
+            found.add(inner)
+    return found
+
+
 def _unchanged(op: Operation) -> list[bool]:
     """Per loop operand: whether the body returns it as it got it."""
     body = op.regions[1].blocks[0]
@@ -207,6 +254,7 @@ def while_kernel(op: Operation, module, captured: list, target: KernelTarget) ->
     """The kernel of ``op`` (a stablehlo.while); its inputs: the loop operands, then
     ``captured``."""
     w = _LoopWriter(module, target)
+    w.in_place = _in_place_updates(op)
     r = target.renderer
     params = []
     for k, v in enumerate(list(op.operands) + list(captured)):
@@ -256,6 +304,8 @@ def _iteration_end(w: _LoopWriter, carried: list, returned: list) -> tuple[list[
     copies, swaps, seconds, claimed = [], [], set(), set()
     for k, name, ctype, n in carried:
         src = w.names[returned[k]]
+        if src == name:  # updated in place
+            continue
         if src in w.owned and src not in w.constants and src not in claimed:
             claimed.add(src)
             swaps.append(f"{{ {ctype}* t = {name}; {name} = {src}; {src} = t; }}")

@@ -1,6 +1,7 @@
 """Whole loops as one generated kernel (xla_core/codegen/while_loop.py) after fusion: the
 loop kinds of issue 19 (elementwise steps, an Euler integrator, a scan over stacked layer
-weights, a sampling loop with softmax reductions, carried values that trade places), each
+weights, a sampling loop with softmax reductions, a scan with stacked outputs, carried values
+that trade places), each
 checked bit for bit against the same program whose loop the executor runs (the same fusion
 kernels, called per instruction) and against the reference interpreter."""
 from __future__ import annotations
@@ -130,6 +131,41 @@ func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<
 }"""
 
 
+# lax.scan with stacked outputs: a row reduction of each step written into the carried
+# [3, 2] outputs by dynamic_update_slices: in place where nothing else reads the operand
+# (%ys), into a copy where something does (%zs, read after the update).
+SCAN_OUTPUTS = """
+func.func @main(%h: tensor<2x8xf32>, %ws: tensor<3x8x8xf32>)
+    -> (tensor<2x8xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %z = stablehlo.constant dense<0.0> : tensor<3x2xf32>
+  %r:6 = stablehlo.while(%w = %ws, %i = %c0, %x = %h, %ys = %z, %zs = %z, %acc = %z)
+      : tensor<3x8x8xf32>, tensor<i32>, tensor<2x8xf32>, tensor<3x2xf32>, tensor<3x2xf32>,
+        tensor<3x2xf32>""" + \
+    COUNTER.format(steps=3) + """
+      %ws1 = stablehlo.dynamic_slice %w, %i, %c0, %c0, sizes = [1, 8, 8]
+          : (tensor<3x8x8xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x8x8xf32>
+      %wi = stablehlo.reshape %ws1 : (tensor<1x8x8xf32>) -> tensor<8x8xf32>
+      %y = stablehlo.dot_general %x, %wi, contracting_dims = [1] x [0]
+          : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+      %x1 = stablehlo.tanh %y : tensor<2x8xf32>
+      %sq = stablehlo.multiply %x1, %x1 : tensor<2x8xf32>
+      %zero = stablehlo.constant dense<0.0> : tensor<f32>
+      %s = stablehlo.reduce(%sq init: %zero) applies stablehlo.add across dimensions = [1]
+          : (tensor<2x8xf32>, tensor<f32>) -> tensor<2xf32>
+      %s2 = stablehlo.reshape %s : (tensor<2xf32>) -> tensor<1x2xf32>
+      %ys1 = stablehlo.dynamic_update_slice %ys, %s2, %i, %c0
+          : (tensor<3x2xf32>, tensor<1x2xf32>, tensor<i32>, tensor<i32>) -> tensor<3x2xf32>
+      %zs1 = stablehlo.dynamic_update_slice %zs, %s2, %i, %c0
+          : (tensor<3x2xf32>, tensor<1x2xf32>, tensor<i32>, tensor<i32>) -> tensor<3x2xf32>
+      %acc1 = stablehlo.add %acc, %zs : tensor<3x2xf32>
+      stablehlo.return %w, %i1, %x1, %ys1, %zs1, %acc1 : tensor<3x8x8xf32>, tensor<i32>,
+          tensor<2x8xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+    }
+  return %r#2, %r#3, %r#4, %r#5 : tensor<2x8xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+}"""
+
+
 def _inputs(name: str) -> list[np.ndarray]:
     rng = np.random.default_rng(7)
 
@@ -140,11 +176,12 @@ def _inputs(name: str) -> list[np.ndarray]:
             "scan": lambda: [f32(2, 8), f32(3, 8, 8, scale=0.4), f32(3, 8, scale=0.1)],
             "sampling": lambda: [f32(2, 8), f32(8, 16, scale=0.5), f32(16, 8, scale=0.5),
                                  f32(4, 2, 8, scale=0.1)],
+            "scan_outputs": lambda: [f32(2, 8), f32(3, 8, 8, scale=0.4)],
             "trade": lambda: [f32(4), f32(4)]}[name]()
 
 
 LOOPS = {"elementwise": ELEMENTWISE, "euler": EULER, "scan": SCAN, "sampling": SAMPLING,
-         "trade": TRADE}
+         "scan_outputs": SCAN_OUTPUTS, "trade": TRADE}
 
 
 @pytest.fixture(autouse=True)
