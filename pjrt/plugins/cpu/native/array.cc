@@ -142,7 +142,9 @@ Storage::Storage(size_t bytes) : nbytes(bytes) {
   const int small = small_class(rounded);
   if (small >= 0) {
     SmallBlocks* lists = small_blocks();
-    if (lists != nullptr && lists->count[small] > 0) data = lists->blocks[small][--lists->count[small]];
+    if (lists != nullptr && lists->count[small] > 0) {
+      data = lists->blocks[small][--lists->count[small]];
+    }
   }
   if (data == nullptr) {
     data = std::aligned_alloc(alignment, rounded);

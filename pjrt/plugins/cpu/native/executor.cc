@@ -83,7 +83,9 @@ bool dies_at(const Instr& instr, size_t i) {
 // the results. A value from outside the loop is read again by the next iteration.
 std::vector<bool> movable_results(const Program& body) {
   std::vector<int32_t> defined(body.params);
-  for (const Instr& instr : body.instrs) defined.insert(defined.end(), instr.out.begin(), instr.out.end());
+  for (const Instr& instr : body.instrs) {
+    defined.insert(defined.end(), instr.out.begin(), instr.out.end());
+  }
   std::sort(defined.begin(), defined.end());
   const size_t n = body.results.size();
   std::vector<bool> movable(n);
