@@ -68,9 +68,18 @@ BlockCache& block_cache() {
   return *cache;
 }
 
+size_t rounded_size(size_t bytes, size_t alignment) {
+  // aligned_alloc needs a size that is a multiple of the alignment (and non-zero).
+  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  return rounded == 0 ? alignment : rounded;
+}
+
+size_t alignment_for(size_t bytes) { return bytes >= kHugeThreshold ? kHugePage : kAlignment; }
+
 // Note [small block cache]: a loop the executor runs allocates a few small results per
-// iteration (a counter, a predicate, a step's value); aligned_alloc + free of those were
-// about a third of an iteration's time. Freed blocks up to kSmallMaxBytes are kept per
+// iteration (a counter, a predicate, a step's value); aligned_alloc + free of those (and
+// malloc + free of their shared_ptr control blocks) were about a third of an iteration's
+// time. Freed blocks up to kSmallMaxBytes are kept per
 // thread, per 64-byte size class, at most kSmallPerClass each, and handed out again on the
 // same thread (a block freed on another thread joins that thread's lists). A thread's lists
 // are freed when it ends; blocks freed after that (during exit) go back to the C library.
@@ -99,18 +108,49 @@ SmallBlocks* small_blocks() {
   return &lists;
 }
 
-// The size class of a block of `rounded` bytes (a multiple of kAlignment), or -1.
-int small_class(size_t rounded) {
-  return rounded <= kSmallMaxBytes ? static_cast<int>(rounded / kAlignment) - 1 : -1;
+// A kept block of `rounded` bytes (a multiple of kAlignment), or nullptr.
+void* take_small(size_t rounded) {
+  if (rounded > kSmallMaxBytes) return nullptr;
+  SmallBlocks* lists = small_blocks();
+  const size_t c = rounded / kAlignment - 1;
+  if (lists == nullptr || lists->count[c] == 0) return nullptr;
+  return lists->blocks[c][--lists->count[c]];
 }
 
-size_t rounded_size(size_t bytes, size_t alignment) {
-  // aligned_alloc needs a size that is a multiple of the alignment (and non-zero).
-  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  return rounded == 0 ? alignment : rounded;
+// Keeps the block `p` of `rounded` bytes for take_small, or frees it.
+void give_small(void* p, size_t rounded) {
+  SmallBlocks* lists = rounded <= kSmallMaxBytes ? small_blocks() : nullptr;
+  const size_t c = rounded / kAlignment - 1;
+  if (lists != nullptr && lists->count[c] < kSmallPerClass) {
+    lists->blocks[c][lists->count[c]++] = p;
+  } else {
+    std::free(p);
+  }
 }
 
-size_t alignment_for(size_t bytes) { return bytes >= kHugeThreshold ? kHugePage : kAlignment; }
+// The allocator of an array's shared Storage (its control block and the Storage in one
+// small block), from the same per-thread lists.
+template <class T>
+struct SmallBlockAllocator {
+  using value_type = T;
+  SmallBlockAllocator() = default;
+  template <class U>
+  SmallBlockAllocator(const SmallBlockAllocator<U>&) {}  // NOLINT: rebinding is implicit
+  T* allocate(size_t n) {
+    const size_t rounded = rounded_size(n * sizeof(T), kAlignment);
+    void* p = take_small(rounded);
+    if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) { give_small(p, rounded_size(n * sizeof(T), kAlignment)); }
+  template <class U>
+  bool operator==(const SmallBlockAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const SmallBlockAllocator<U>&) const { return false; }
+};
+
+
 
 }  // namespace
 
@@ -138,14 +178,7 @@ DType dtype_from_name(const std::string& name) {
 Storage::Storage(size_t bytes) : nbytes(bytes) {
   const size_t alignment = alignment_for(bytes);
   const size_t rounded = rounded_size(bytes, alignment);
-  data = bytes >= kCacheMinBytes ? block_cache().take(rounded) : nullptr;
-  const int small = small_class(rounded);
-  if (small >= 0) {
-    SmallBlocks* lists = small_blocks();
-    if (lists != nullptr && lists->count[small] > 0) {
-      data = lists->blocks[small][--lists->count[small]];
-    }
-  }
+  data = bytes >= kCacheMinBytes ? block_cache().take(rounded) : take_small(rounded);
   if (data == nullptr) {
     data = std::aligned_alloc(alignment, rounded);
     if (data == nullptr) throw std::bad_alloc();
@@ -158,14 +191,10 @@ Storage::Storage(size_t bytes) : nbytes(bytes) {
 Storage::~Storage() {
   if (!owned) return;
   const size_t rounded = rounded_size(nbytes, alignment_for(nbytes));
-  const int small = small_class(rounded);
-  SmallBlocks* lists = small >= 0 ? small_blocks() : nullptr;
   if (nbytes >= kCacheMinBytes) {
     block_cache().give(data, rounded);
-  } else if (lists != nullptr && lists->count[small] < kSmallPerClass) {
-    lists->blocks[small][lists->count[small]++] = data;
   } else {
-    std::free(data);
+    give_small(data, rounded);
   }
   g_live_count.fetch_sub(1, std::memory_order_relaxed);
   g_live_bytes.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
@@ -178,7 +207,8 @@ Array allocate(DType dtype, const Shape& shape) {
   Array a;
   a.dtype = dtype;
   a.shape = shape;
-  a.storage = std::make_shared<Storage>(num_bytes(dtype, shape));
+  a.storage = std::allocate_shared<Storage>(SmallBlockAllocator<Storage>(),
+                                           num_bytes(dtype, shape));
   return a;
 }
 
