@@ -79,33 +79,45 @@ size_t alignment_for(size_t bytes) { return bytes >= kHugeThreshold ? kHugePage 
 // Note [small block cache]: a loop the executor runs allocates a few small results per
 // iteration (a counter, a predicate, a step's value); aligned_alloc + free of those (and
 // malloc + free of their shared_ptr control blocks) were about a third of an iteration's
-// time. Freed blocks up to kSmallMaxBytes are kept per
-// thread, per 64-byte size class, at most kSmallPerClass each, and handed out again on the
-// same thread (a block freed on another thread joins that thread's lists). A thread's lists
-// are freed when it ends; blocks freed after that (during exit) go back to the C library.
+// time. Freed blocks up to kSmallMaxBytes are kept per thread, per 64-byte size class, at
+// most kSmallPerClass each, and handed out again on the same thread (a block freed on
+// another thread joins that thread's lists). A thread's lists are freed when it ends;
+// blocks freed after that (during exit) go back to the C library.
 constexpr size_t kSmallMaxBytes = 1024;
 constexpr size_t kSmallClasses = kSmallMaxBytes / kAlignment;
 constexpr int kSmallPerClass = 32;
 
+// Trivially destructible (and zero-initialized), so a block freed after the thread's
+// destructors ran still reads `state` and goes back to the C library; one thread-local
+// access per allocation.
 struct SmallBlocks {
+  enum State : uint8_t { kUnused, kLive, kGone };
   void* blocks[kSmallClasses][kSmallPerClass];
-  int count[kSmallClasses] = {};
-  ~SmallBlocks();
+  int count[kSmallClasses];
+  State state;
 };
 
-thread_local bool t_small_blocks_gone = false;  // trivially destructible: readable at exit
+thread_local SmallBlocks t_small_blocks;
 
-SmallBlocks::~SmallBlocks() {
-  t_small_blocks_gone = true;
-  for (size_t c = 0; c < kSmallClasses; ++c) {
-    for (int i = 0; i < count[c]; ++i) std::free(blocks[c][i]);
+struct SmallBlocksRelease {
+  ~SmallBlocksRelease() {
+    SmallBlocks& lists = t_small_blocks;
+    lists.state = SmallBlocks::kGone;
+    for (size_t c = 0; c < kSmallClasses; ++c) {
+      for (int i = 0; i < lists.count[c]; ++i) std::free(lists.blocks[c][i]);
+      lists.count[c] = 0;
+    }
   }
-}
+};
 
 SmallBlocks* small_blocks() {
-  if (t_small_blocks_gone) return nullptr;
-  thread_local SmallBlocks lists;
-  return &lists;
+  SmallBlocks* lists = &t_small_blocks;
+  if (lists->state == SmallBlocks::kLive) return lists;
+  if (lists->state == SmallBlocks::kGone) return nullptr;
+  thread_local SmallBlocksRelease release;  // the first use registers the release at exit
+  (void)release;
+  lists->state = SmallBlocks::kLive;
+  return lists;
 }
 
 // A kept block of `rounded` bytes (a multiple of kAlignment), or nullptr.
