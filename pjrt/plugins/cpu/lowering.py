@@ -362,20 +362,27 @@ class Lowering:
         self._lower_kernel_or_fallback(collective, inner, ins, outs, b)
 
     def _lower_compiled_while(self, op, env, ins, outs, b: _ProgramBuilder) -> bool:
-        """A loop of elementwise math as one generated kernel (codegen/), if it is one."""
+        """A whole loop as one generated kernel (codegen/), if the generator made one. The
+        results the body leaves unchanged are no outputs of the kernel: they alias their
+        operands."""
         compiled = self.fusions.loop(op)
         if compiled is None:
             return False
-        library, symbol, captured = compiled
-        slots = ins + [env[v] for v in captured]
+        library, symbol, made = compiled
+        slots = ins + [env[v] for v in made.captured]
+        computed = [outs[k] for k in made.results]
         try:
             b.add("add_generated", op.where(), library, symbol,
-                  [native_type(r.type) for r in op.results], slots, outs, [],
-                  uses=slots, outs=outs)
+                  [native_type(op.results[k].type) for k in made.results], slots, computed,
+                  [], uses=slots, outs=computed)
         except native().Unsupported as exc:
             LOG.warning("%s: generated kernel unusable (%s); the executor runs the loop",
                         op.where(), exc)
             return False
+        same = [k for k in range(len(outs)) if k not in made.results]
+        if same:
+            b.add("add_alias", op.where(), [ins[k] for k in same], [outs[k] for k in same],
+                  uses=[ins[k] for k in same], outs=[outs[k] for k in same])
         self.compiled.append(op.where())
         return True
 
