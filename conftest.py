@@ -1,5 +1,6 @@
 """Test-session settings for every test folder: the session's caches live in a temporary
-folder, never in the user's ``~/.cache/openhlo``."""
+folder, never in the user's ``~/.cache/openhlo``, and a user's ``OPENHLO_HARDWARE`` does not
+change what the cost model reads."""
 from __future__ import annotations
 
 import pytest
@@ -12,8 +13,10 @@ def _session_cache_root(tmp_path_factory):
     nor read programs and kernels a previous run left there; subprocesses inherit it. Tests
     that need a cache of their own still set the variable themselves."""
     from xla_core.cache_root import CACHE_DIR_ENV
+    from xla_core.cost.hardware import HARDWARE_ENV
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_DIR_ENV, str(tmp_path_factory.mktemp("openhlo-cache")))
+        patch.delenv(HARDWARE_ENV, raising=False)
         yield
 
 

@@ -288,8 +288,19 @@ def _profiled(exe, inputs: list, backend: str) -> list:
     exe(*inputs)  # warm-up: first-touch and cache effects are not the program's time
     with profile() as prof:
         results = exe(*inputs)
-    sys.stderr.write(prof.report() + "\n")
+    sys.stderr.write(prof.report() + "\n" + _fallbacks_report(exe) + "\n")
     return results
+
+
+def _fallbacks_report(exe) -> str:
+    """The ops the cpu backend left to the reference interpreter (each a call back into
+    Python), with why: what to make native next."""
+    fallbacks = exe.fallbacks
+    if not fallbacks:
+        return "interpreter fallbacks: none"
+    lines = [f"interpreter fallbacks: {len(fallbacks)}"]
+    lines += [f"  {fallback.where}: {fallback.reason}" for fallback in fallbacks]
+    return "\n".join(lines)
 
 
 def _traced(exe, inputs: list, args: argparse.Namespace) -> list:

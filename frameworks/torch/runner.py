@@ -80,10 +80,11 @@ def describe_changes(old: tuple, new: tuple) -> str:
 
 def recompile_cause(old_key: tuple, new_key: tuple) -> str:
     """The metrics' name for what made a graph specialize again (keys are ``(input
-    signature, shardings, placement)``): ``torch: new input shapes``, ``... dtypes``,
-    ``... values``."""
+    signature, shardings, placement, auto-sharding)``): ``torch: new input shapes``,
+    ``... dtypes``, ``... values``."""
     kinds = []
-    (old, old_shardings, old_placement), (new, new_shardings, new_placement) = old_key, new_key
+    (old, old_shardings, old_placement, old_auto) = old_key
+    (new, new_shardings, new_placement, new_auto) = new_key
     pairs = [(o, n) for o, n in zip(old, new) if o != n]
     if len(old) != len(new):
         kinds.append("count")
@@ -97,6 +98,8 @@ def recompile_cause(old_key: tuple, new_key: tuple) -> str:
         kinds.append("shardings")
     if old_placement != new_placement:
         kinds.append("placement")
+    if old_auto != new_auto:
+        kinds.append("auto-sharding")
     return "torch: new input " + " and ".join(kinds)
 
 
@@ -160,9 +163,11 @@ class Plan:
     """A graph specialized to one input signature: compiled segments and eager nodes."""
 
     def __init__(self, gm: torch.fx.GraphModule, args: Sequence, client, name: str,
-                 shardings: tuple | None = None, placement: _placement.Placement | None = None):
+                 shardings: tuple | None = None, placement: _placement.Placement | None = None,
+                 auto: _sharding.AutoSpmd | None = None):
         self.graph = gm.graph
         self.placement = placement
+        self.auto = auto  # use_spmd(auto=True): every segment is auto-sharded
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         # placeholder -> its Sharding (sharding.py): segments taking one run partitioned
         self.shardings = {n: s for n, s in zip(self.placeholders, shardings or ())
@@ -256,10 +261,10 @@ class Plan:
         try:
             if not outputs:
                 executable = None
-            elif any(sharded):
-                mesh = next(s.mesh for s in sharded if s is not None)
-                executable = _sharding.ShardedProgram(module, name, sharded, mesh,
-                                                      self.placement)
+            elif any(sharded) or self.auto is not None:
+                executable = _sharding.ShardedProgram(module, name, sharded,
+                                                      self._mesh(sharded), self.placement,
+                                                      self.auto)
             elif self.placement is not None:
                 executable = self.placement.compile(module)
             else:
@@ -271,6 +276,17 @@ class Plan:
             self.eager.update((node, reason) for node in step)
             raise LoweringFailed(step[0], reason) from exc
         return _Segment(list(inputs), outputs, executable)
+
+    def _mesh(self, sharded: list) -> _sharding.Mesh:
+        """The mesh a partitioned segment runs on: the auto-sharding one (marked inputs must
+        be on it too), else the marked inputs'."""
+        marked = next((s.mesh for s in sharded if s is not None), None)
+        if self.auto is None:
+            return marked
+        if marked is not None and marked != self.auto.mesh:
+            raise _sharding.ShardingError(f"inputs marked on {marked}, but auto-sharding "
+                                          f"runs on {self.auto.mesh} (use_spmd's mesh)")
+        return self.auto.mesh
 
     def _meta(self, node: torch.fx.Node):
         return self.constants[node] if node in self.constants else node.meta["val"]
@@ -333,18 +349,21 @@ class GraphRunner:
         args = list(args)
         shardings = _sharding.shardings_of(args)  # None unless mark_sharding was used
         placement = _placement.current()  # None unless inside placement.on_devices
-        key = (_signature(args), shardings, placement)
+        auto = _sharding.auto_spmd()  # None unless use_spmd(auto=True) / OPENHLO_AUTO_SPMD
+        key = (_signature(args), shardings, placement, auto)
         plan = self.plans.get(key)
         if plan is None:
             if self._last is not None:
                 changes = [describe_changes(self._last[0], key[0]),
                            _sharding.describe_changes(self._last[1], shardings),
                            f"placement {self._last[2]} -> {placement}"
-                           if self._last[2] != placement else ""]
+                           if self._last[2] != placement else "",
+                           f"auto-sharding {self._last[3] or 'off'} -> {auto or 'off'}"
+                           if self._last[3] != auto else ""]
                 logger.info("openhlo: recompiling %s: %s", self.name,
                             ", ".join(filter(None, changes)))
                 counters.count_recompilation(recompile_cause(self._last, key))
-            plan = Plan(self.gm, args, self.client, self.name, shardings, placement)
+            plan = Plan(self.gm, args, self.client, self.name, shardings, placement, auto)
             self.plans[key] = plan
         self._last = key
         return list(plan.run(args))

@@ -22,6 +22,12 @@ arguments are cut into per-device pieces and the results put back together, so c
 global tensors. Forward and backward graphs alike (the backward graph finds the sharded
 parameters among its saved tensors).
 
+Auto-sharding (PyTorch/XLA's ``use_spmd(auto=True)``): after ``use_spmd(auto=True, mesh=...)``
+(or with ``OPENHLO_AUTO_SPMD=1`` and ``OPENHLO_AUTO_SPMD_MESH=4,2``) every compiled segment,
+marked or not, is sharded on the mesh by ``xla_core.spmd.auto_sharding``: ``mark_sharding``
+layouts stay as constraints, the plan chooses the rest, and the segment runs partitioned
+with global tensors in and out. ``use_spmd(auto=False)`` switches it off again.
+
 The number of virtual devices is the mesh size; ``OPENHLO_TORCH_NUM_DEVICES`` (or
 ``set_num_devices``) fixes it, and a mesh of another size is then refused. Under torchrun
 the devices are spread over its processes (distributed.py), each feeding the full inputs.
@@ -35,6 +41,8 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import logging
+
 import numpy as np
 import torch
 
@@ -42,8 +50,10 @@ from stablehlo.ir.sharding import Mesh as _SpmdMesh
 from stablehlo.ir.sharding import ShardingError, TensorSharding
 
 __all__ = [
+    "AutoSpmd",
     "Mesh",
     "ShardingError",
+    "auto_spmd",
     "clear_sharding",
     "compiled_programs",
     "get_1d_mesh",
@@ -53,7 +63,10 @@ __all__ = [
     "num_devices",
     "set_global_mesh",
     "set_num_devices",
+    "use_spmd",
 ]
+
+logger = logging.getLogger("openhlo.torch")
 
 _ENV = "OPENHLO_TORCH_NUM_DEVICES"
 _num_devices_override: int | None = None
@@ -178,6 +191,85 @@ def get_1d_mesh(axis_name: str | None = None) -> Mesh:
     """All devices on one axis (``OPENHLO_TORCH_NUM_DEVICES`` of them; 8 when unset)."""
     n = num_devices() or 8
     return Mesh(np.arange(n), (n,), (axis_name,) if axis_name else None)
+
+
+# ---- auto-sharding: use_spmd(auto=True) -----------------------------------------------------
+
+_AUTO_ENV = "OPENHLO_AUTO_SPMD"
+_AUTO_MESH_ENV = "OPENHLO_AUTO_SPMD_MESH"
+
+
+@dataclass(frozen=True)
+class AutoSpmd:
+    """How compiled segments are auto-sharded: on ``mesh``, under ``memory_limit`` bytes per
+    device (an int or text such as ``"2GiB"``; None: no limit), costed on the
+    ``xla_core.cost`` hardware description ``hardware``, the solver given ``time_limit_s``
+    seconds (None: auto-sharding's default)."""
+    mesh: Mesh
+    memory_limit: int | str | None = None
+    hardware: str = "cpu"
+    time_limit_s: float | None = None
+
+    def __str__(self) -> str:
+        return f"on mesh {dict(self.mesh.shape())}"
+
+
+# None: OPENHLO_AUTO_SPMD decides; False: off whatever it says
+_auto_setting: AutoSpmd | bool | None = None
+
+
+def use_spmd(auto: bool | None = False, mesh: Mesh | None = None, *, memory_limit=None,
+             hardware: str = "cpu", time_limit_s: float | None = None) -> None:
+    """PyTorch/XLA's ``use_spmd``. ``auto=True``: from now on every compiled graph (forward
+    and backward) is auto-sharded on ``mesh`` (default: ``OPENHLO_AUTO_SPMD_MESH``, else the
+    global mesh, else every device on one axis); ``mark_sharding`` layouts stay as
+    constraints. ``auto=False``: only marked tensors are sharded (the default). ``auto=None``:
+    back to what ``OPENHLO_AUTO_SPMD`` says. See ``AutoSpmd`` for the other options."""
+    global _auto_setting
+    if auto is None or auto is False:
+        _auto_setting = auto
+        return
+    if auto is not True:
+        raise ShardingError(f"use_spmd(auto=...) takes True, False or None, got {auto!r}")
+    mesh = mesh if mesh is not None else _default_auto_mesh()
+    if not isinstance(mesh, Mesh):
+        raise ShardingError(f"use_spmd: expected a frameworks.torch.sharding.Mesh, got "
+                            f"{type(mesh).__name__}")
+    if isinstance(memory_limit, str):  # bad text is refused now, not at the first compile
+        from xla_core.spmd.auto_sharding import AutoShardingError, parse_bytes
+        try:
+            parse_bytes(memory_limit)
+        except AutoShardingError as exc:
+            raise ShardingError(f"use_spmd: {exc}") from None
+    if time_limit_s is not None and not time_limit_s > 0:
+        raise ShardingError(f"use_spmd: time_limit_s must be positive, got {time_limit_s!r}")
+    _auto_setting = AutoSpmd(mesh, memory_limit, hardware, time_limit_s)
+
+
+def auto_spmd() -> AutoSpmd | None:
+    """The auto-sharding in force (``use_spmd``, else ``OPENHLO_AUTO_SPMD``), or None."""
+    if _auto_setting is not None:
+        return _auto_setting or None
+    value = os.environ.get(_AUTO_ENV, "")
+    if value in ("", "0"):
+        return None
+    if value != "1":
+        raise ShardingError(f"{_AUTO_ENV}={value!r}: expected 1 (on) or 0 (off)")
+    return AutoSpmd(_default_auto_mesh())
+
+
+def _default_auto_mesh() -> Mesh:
+    value = os.environ.get(_AUTO_MESH_ENV, "")
+    if not value:
+        return get_global_mesh() or get_1d_mesh()
+    try:
+        shape = tuple(int(part) for part in value.split(","))
+        return Mesh(np.arange(max(math.prod(shape), 0)), shape)
+    except ValueError:
+        raise ShardingError(f"{_AUTO_MESH_ENV}={value!r} is not a mesh shape such as "
+                            f"4,2") from None
+    except ShardingError as exc:
+        raise ShardingError(f"{_AUTO_MESH_ENV}={value!r}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -361,10 +453,11 @@ def compiled_programs() -> list:
 
 
 def annotate(module, entry: str, shardings: Sequence[Sharding | None], mesh: Mesh,
-             result_shardings: Sequence[Sharding | None] | None = None) -> None:
-    """Give ``module``'s ``entry`` the ``sdy.mesh``, argument shardings (None: replicated) and
-    the partition count; with ``result_shardings``, the results' too (else propagation
-    chooses them)."""
+             result_shardings: Sequence[Sharding | None] | None = None,
+             replicate_unmarked: bool = True) -> None:
+    """Give ``module``'s ``entry`` the ``sdy.mesh``, argument shardings (None: replicated,
+    or unannotated when not ``replicate_unmarked``) and the partition count; with
+    ``result_shardings``, the results' too (else propagation chooses them)."""
     from stablehlo.ir.attributes import ArrayAttr, DictAttr, IntegerAttr, StringAttr
     from stablehlo.ir.core import Operation
     from stablehlo.ir.sharding import MeshAttr, ShardingAttr
@@ -378,9 +471,10 @@ def annotate(module, entry: str, shardings: Sequence[Sharding | None], mesh: Mes
     for i, s in enumerate(shardings):
         items = dict(func.arg_attrs(i).items)
         # an unmarked tensor is replicated (as in PyTorch/XLA): said explicitly, so that
-        # propagation does not split it to suit its users
-        items["sdy.sharding"] = ShardingAttr.of(_spec_or_replicated(
-            s, len(func.type.inputs[i].shape)))
+        # propagation does not split it to suit its users; auto-sharding chooses its layout
+        if s is not None or replicate_unmarked:
+            items["sdy.sharding"] = ShardingAttr.of(_spec_or_replicated(
+                s, len(func.type.inputs[i].shape)))
         attrs.append(DictAttr(tuple(items.items())))
     func.op.attributes["arg_attrs"] = ArrayAttr(tuple(attrs))
     if result_shardings is not None:
@@ -401,15 +495,20 @@ def _spec_or_replicated(s: Sharding | None, rank: int) -> TensorSharding:
 class ShardedProgram:
     """A segment compiled for ``mesh.size()`` partitions; called like a single-device
     LoadedExecutable (global numpy arrays in, global numpy arrays out). With a ``placement``
-    (placement.py: a pipeline stage's devices) the partitions run on its group of devices."""
+    (placement.py: a pipeline stage's devices) the partitions run on its group of devices.
+    With ``auto``, auto-sharding chooses every layout the marked ``shardings`` leave open."""
 
-    def __init__(self, module, entry: str, shardings, mesh: Mesh, placement=None):
+    def __init__(self, module, entry: str, shardings, mesh: Mesh, placement=None,
+                 auto: AutoSpmd | None = None):
         import pjrt
         fixed = num_devices()
         if placement is None and fixed is not None and fixed != mesh.size():
             raise ShardingError(f"inputs sharded over a mesh of {mesh.size()} device(s), but "
                                 f"there are {fixed} ({_ENV} / set_num_devices)")
-        annotate(module, entry, shardings, mesh)
+        annotate(module, entry, shardings, mesh, replicate_unmarked=auto is None)
+        self.auto = auto
+        if auto is not None:
+            _auto_shard(module, entry, auto)
         self.mesh = mesh
         if placement is None:
             self.executable = client(mesh.size()).compile(
@@ -440,7 +539,33 @@ class ShardedProgram:
 
     def record_results(self, tensors: Sequence[torch.Tensor]) -> None:
         """Give the result tensors their propagated shardings (as PyTorch/XLA's tensors keep
-        theirs): the backward graph then finds the layouts of the activations it saved."""
+        theirs): the backward graph then finds the layouts of the activations it saved.
+        Not under auto-sharding: each graph's plan chooses its own layouts, and a recorded
+        one would stay a constraint (a mark) after auto-sharding is switched off."""
+        if self.auto is not None:
+            return
         for t, s in zip(tensors, self.result_shardings):
             if s is not None:
                 _record(t, s)
+
+
+def _auto_shard(module, entry: str, auto: AutoSpmd) -> None:
+    """Choose and write the layouts of ``module``'s ``entry`` (its marked arguments kept)."""
+    from xla_core.passes import PassContext, Pipeline, parse_pass_list
+    from xla_core.spmd.auto_sharding import AutoShardingError, apply_plan, auto_shard
+    # auto-sharding sees a call as one opaque op
+    Pipeline("inline", parse_pass_list("inline")).run(module, PassContext())
+    options = {} if auto.time_limit_s is None else {"time_limit_s": auto.time_limit_s}
+    try:
+        plan = auto_shard(module, None, memory_limit=auto.memory_limit,
+                          hardware=auto.hardware, entry=entry, **options)
+    except AutoShardingError as exc:  # the user's mesh or limit: not a backend bug
+        raise ShardingError(f"auto-sharding {entry}: {exc}") from exc
+    if plan.solution.fallback:
+        logger.warning("openhlo: auto-sharding %s: %s; the plan is the greedy one (a longer "
+                       "use_spmd(time_limit_s=...) lets the solver finish)", entry,
+                       plan.solution.status)
+    if logger.isEnabledFor(logging.INFO):
+        for line in plan.explain():
+            logger.info("openhlo: auto-sharding %s: %s", entry, line)
+    apply_plan(module, plan, entry)

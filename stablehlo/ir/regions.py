@@ -9,7 +9,9 @@ the partitioner split it across devices, and backends generate it as a loop with
 accumulator. Its identity per element type is what the accumulator starts from.
 
 ``region_argreduce`` recognises the one common reducer that is no monoid per result: a
-(value, index) pair kept by argmax or argmin, ties to the lower index.
+(value, index) pair kept by argmax or argmin, ties to the lower index. It also tabulates which
+side the body keeps for every order relation of the two pairs, NaN values included, so a
+backend can run the body as a table lookup and give its exact bits.
 
 The recognisers look at structure only, never run the region.
 """
@@ -149,13 +151,28 @@ def region_monoid(region) -> Optional[Monoid]:
     return monoids[0]
 
 
+# The states of the value pair (first, second) that decide a (value, index) body: the three
+# order relations, then which of the two is NaN (comparisons with a NaN are unordered: only
+# NE holds). Index pairs are integers, always ordered.
+VALUE_STATES = ("lt", "eq", "gt", "nan_first", "nan_second", "nan_both")
+_RELATIONS = ("lt", "eq", "gt")
+
+
 @dataclass(frozen=True)
 class ArgReduce:
     """A (value, index) reducer that keeps the pair with the larger (``which == "max"``) or
     smaller value, the one with the lower index among equal values: argmax and argmin. It
     is a selection by a total order, so, like max and min, it is associative, commutative
-    and idempotent on ordered values; what it does with a NaN is the body's own."""
+    and idempotent on ordered values; what it does with a NaN is the body's own.
+
+    ``picks`` is the body itself as a table: for each value state (``VALUE_STATES``) and
+    each relation of the index pair (lt, eq, gt), in that nesting, ``value_side + 2 *
+    index_side``, where a side is 0 for the first argument of its pair and 1 for the second.
+    It covers every input (NaNs and signed zeros too), so a kernel applying it in the
+    interpreter's fold order gives the interpreter's bits. None when the body compares
+    values in TOTALORDER, whose NaN and signed-zero order the states do not describe."""
     which: str  # "max" or "min"
+    picks: Optional[tuple[int, ...]] = None
 
     @property
     def value_monoid(self) -> Monoid:
@@ -164,10 +181,10 @@ class ArgReduce:
         return MONOIDS["stablehlo.maximum" if self.which == "max" else "stablehlo.minimum"]
 
 
-# The order relations of a pair (first, second): how every comparison direction reads them.
-_RELATIONS = ("lt", "eq", "gt")
-_FLIPPED = {"lt": "gt", "eq": "eq", "gt": "lt"}
-_HOLDS = {"EQ": {"eq"}, "NE": {"lt", "gt"}, "LT": {"lt"}, "LE": {"lt", "eq"},
+# How every comparison direction reads the relation of its (first, second) operands; "un"
+# (unordered: a NaN among them) satisfies NE only.
+_FLIPPED = {"lt": "gt", "eq": "eq", "gt": "lt", "un": "un"}
+_HOLDS = {"EQ": {"eq"}, "NE": {"lt", "gt", "un"}, "LT": {"lt"}, "LE": {"lt", "eq"},
           "GT": {"gt"}, "GE": {"gt", "eq"}}
 _LOGIC = {"stablehlo.and": lambda a, b: a and b, "stablehlo.or": lambda a, b: a or b,
           "stablehlo.xor": lambda a, b: a != b}
@@ -220,7 +237,19 @@ def region_argreduce(region) -> Optional[ArgReduce]:
             if which not in (None, kind):
                 return None
             which = kind
-    return ArgReduce(which)
+    return ArgReduce(which, _pick_table(ops[:-1], selects, pairs))
+
+
+def _pick_table(ops, selects, pairs) -> Optional[tuple[int, ...]]:
+    """``ArgReduce.picks`` of a recognised body, or None (a TOTALORDER value compare)."""
+    table = []
+    for value_state in VALUE_STATES:
+        for index_relation in _RELATIONS:
+            picks = _picks(ops, selects, pairs, (value_state, index_relation))
+            if picks is None:
+                return None
+            table.append(picks[0] + 2 * picks[1])
+    return tuple(table)
 
 
 def _argreduce_types(pairs) -> bool:
@@ -287,9 +316,19 @@ def _compare(op, pairs, relations) -> Optional[bool]:
             allowed.add("TOTALORDER")  # the numeric order on ordered values
         if kind is not None and kind.value not in allowed:
             return None
-        if x is y:
+        if relation.startswith("nan"):
+            if kind is not None and kind.value == "TOTALORDER":
+                return None  # a NaN is ordered there
+            between = "un" if any(_is_nan(v, pair, relation) for v in (x, y)) else "eq"
+        elif x is y:
             between = "eq"
         else:
             between = relation if x is pair[0] else _FLIPPED[relation]
         return between in _HOLDS[op.attributes["comparison_direction"].value]
     return None
+
+
+def _is_nan(value, pair, state: str) -> bool:
+    """Whether ``value``, a member of the value ``pair``, is NaN in value state ``state``
+    (in a NaN state only the non-NaN member can meet a comparison as "eq": with itself)."""
+    return state == "nan_both" or (value is pair[0]) == (state == "nan_first")

@@ -7,6 +7,11 @@
   when MLIR refuses the text;
 * ``mlir_context(allow_unregistered)`` is the shared context both use.
 
+* ``mlir_verify_quantized(text)`` is ``mlir_verify`` for programs with ``!quant.uniform``
+  types, which jaxlib's MLIR cannot read (it has no quant dialect): it asks the upstream MLIR
+  bundled with IREE's compiler (PyPI ``iree-base-compiler``, a test dependency), which
+  registers StableHLO and the quant dialect with their verifiers.
+
 ``check.*`` ops are unknown to MLIR: with ``allow_unregistered`` they pass as unregistered
 ops (their text must then be in generic form). ``mlir_reprint`` always allows them.
 
@@ -78,6 +83,20 @@ def mlir_reprint(text: str, generic: bool = False) -> str:
     with mlir_context(allow_unregistered=True), ir.Location.unknown():
         module = _parse(text)
         return module.operation.get_asm(enable_debug_info=False, print_generic_op_form=generic)
+
+
+def mlir_verify_quantized(text: str):
+    """None if upstream MLIR with the quant dialect (IREE's) parses and verifies ``text``;
+    the error text otherwise. Tests guard with ``pytest.importorskip("iree.compiler")``."""
+    from iree.compiler import ir
+    with ir.Context(), ir.Location.unknown():
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as exc:
+            return str(exc)
+        if not module.operation.verify():
+            return "the module does not verify"
+    return None
 
 
 def conformance_files(folder: str) -> list[str]:

@@ -154,11 +154,32 @@ def test_opt_levels_and_profile(capsys, tmp_path, hello_args, monkeypatch, level
         np.testing.assert_allclose(data["out1"], sums, rtol=1e-5, atol=1e-5)
     profiled = r.err.splitlines()
     assert profiled[0].split() == ["ms", "calls", "%", "instruction"]
+    assert profiled[-1] == "interpreter fallbacks: none"
     ops = " ".join(profiled[1:])
     if level == "0":  # op by op: the dot, the bias add and the relu are instructions
         assert "'stablehlo.dot_general'" in ops and "'stablehlo.maximum'" in ops
     else:  # the compiler fused them
         assert "'stablehlo.composite'" in ops and "'stablehlo.maximum'" not in ops
+
+
+def test_profile_lists_interpreter_fallbacks(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENHLO_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "map.mlir"
+    path.write_text("""
+func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %r = "stablehlo.map"(%x) ({
+    ^bb0(%a: tensor<f32>):
+      %e = stablehlo.sine %a : tensor<f32>
+      stablehlo.return %e : tensor<f32>
+  }) {dimensions = array<i64: 0>} : (tensor<3xf32>) -> tensor<3xf32>
+  return %r : tensor<3xf32>
+}
+""")
+    r = run_cli(capsys, "run", path, "--profile")
+    assert r.code == 0, r.err
+    report = r.err.split("interpreter fallbacks: ", 1)[1].splitlines()
+    assert report[0] == "1"
+    assert "map.mlir:3:3: 'stablehlo.map'" in report[1] and "no native kernel" in report[1]
 
 
 def test_bad_opt_level_and_profile_elsewhere(capsys):

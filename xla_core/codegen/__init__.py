@@ -1,4 +1,4 @@
-"""The shared code generator: fusions and loops of elementwise math as kernel source text.
+"""The shared code generator: fusions and whole while loops as kernel source text.
 
 | file | what |
 |---|---|
@@ -8,8 +8,8 @@
 | `body.py` | `Body`: fusion values as scalar expressions at index expressions |
 | `target.py` | `KernelTarget`: what a backend decides (calling convention, threads, widths, GEMM) |
 | `kernel.py`, `loop.py`, `reduction.py`, `output.py` | the fusion kernel templates |
-| `while_loop.py` | the loop-of-elementwise template (a whole `while` as one kernel) |
-| `templates.py` | `TEMPLATES` by fusion kind; `fusion_kernel` |
+| `while_loop.py` | the while template: a whole `while` as one kernel, calling its body's fusion and dot kernels |
+| `templates.py` | `TEMPLATES` by fusion kind and `while`; `fusion_kernel` |
 
 A backend brings a renderer for its language (one subclass of ``ScalarRenderer``) and a
 ``KernelTarget``; it compiles and loads the text itself (the cpu backend:

@@ -19,8 +19,9 @@ NaN included (tests/test_fusion_codegen_math.py checks them against numpy/scipy)
 
 These are the float versions. double uses the C library throughout (scalar, within an ULP):
 f64 programs are reference computations where a few ULP per op add up (the conformance
-suites allow 3). sin, cos, tan, pow, atan2, cbrt and rsqrt take the C library's double
-function for float too, rounded once (as the reference interpreter does).
+suites allow 3). sin, cos, tan, pow, atan2, cbrt, rsqrt and erfc take the C library's double
+function for float too, rounded once (as the reference interpreter does; erfc keeps its
+relative accuracy in the far tail, where 1 - erf(x) would cancel to nothing).
 
 One definition per target language (Note [one math for both tiers]): the C++ renderer
 (cpp.py) calls these ``ohm_*`` functions, and the cpu backend's native kernels, which run a
@@ -129,7 +130,7 @@ def _functions(T: str) -> dict[str, tuple[str, tuple[str, ...]]]:
 
 
 # Functions a float argument takes through the C library's double version, rounded once.
-_VIA_DOUBLE = {name: f"__builtin_{name}(x)" for name in ("sin", "cos", "tan", "cbrt")}
+_VIA_DOUBLE = {name: f"__builtin_{name}(x)" for name in ("sin", "cos", "tan", "cbrt", "erfc")}
 _VIA_DOUBLE["rsqrt"] = "1. / __builtin_sqrt(x)"
 _VIA_DOUBLE2 = {"pow": "__builtin_pow(x, y)", "atan2": "__builtin_atan2(x, y)"}
 

@@ -140,3 +140,25 @@ def output_kernel(k: Kernel) -> str:
     part += ["      " + x for x in inner + stores]
     part += ["    }", "  }", "}"]
     return k.source(part, nb * per_batch, -(-target.task_macs // (tm * tn * max(1, kk))))
+
+
+def dot_kernel(target, dot) -> str:
+    """The kernel ``SYMBOL`` of a lone ``dot``, with no epilogue (a while loop's body calls
+    it: while_loop.py): ``out0 = in0 x in1`` as one GEMM per batch element, a task each."""
+    elem, (lb, lcd, (ta, lda, _, m)), (rb, _, (tb, ldb, _, n)) = \
+        gemm_layout(target.renderer, dot)
+    lhs, rhs = dot.operands
+    lshape, rshape = list(lhs.type.shape), list(rhs.type.shape)
+    batch = list(dot.results[0].type.shape)[:len(lb)]
+    a_off, b_off = ["in0"], ["in1"]
+    for pos, (dl, dr) in enumerate(zip(lb, rb)):
+        index = f"(bt / {size(batch[pos + 1:])} % {batch[pos]})"
+        a_off.append(f"{index} * {strides(lshape)[dl]}")
+        b_off.append(f"{index} * {strides(rshape)[dr]}")
+    kk = size([lshape[d] for d in lcd])
+    gemm = target.gemm(elem, ta, tb, str(m), str(n), kk, " + ".join(a_off), lda,
+                       " + ".join(b_off), ldb, f"out0 + bt * {m * n}", n)
+    ctype = target.renderer.TYPES[elem]
+    part = target.bind([ctype, ctype], [ctype])
+    part += ["for (int64_t bt = b; bt < e; ++bt) {", "  " + gemm, "}"]
+    return target.kernel(part, max(1, size(batch)), 1)

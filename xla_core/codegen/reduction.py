@@ -109,7 +109,7 @@ def _reduce_step(k: Kernel, op, acc: str, lane: str, idx, keep: str | None = Non
 # later loop over the row (a buffered value costs a store and a load from L1/L2).
 _EXPENSIVE = frozenset({
     "stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.log",
-    "stablehlo.log_plus_one", "stablehlo.tanh", "stablehlo.logistic", "chlo.erf",
+    "stablehlo.log_plus_one", "stablehlo.tanh", "stablehlo.logistic", "chlo.erf", "chlo.erfc",
     "stablehlo.power", "stablehlo.atan2", "stablehlo.sine", "stablehlo.cosine",
     "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.divide"})
 

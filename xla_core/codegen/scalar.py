@@ -29,8 +29,9 @@ _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="
 _UNARY_MATH = {
     "stablehlo.exponential": "exp", "stablehlo.exponential_minus_one": "expm1",
     "stablehlo.log": "log", "stablehlo.log_plus_one": "log1p", "stablehlo.tanh": "tanh",
-    "stablehlo.logistic": "logistic", "chlo.erf": "erf", "stablehlo.sine": "sin",
-    "stablehlo.cosine": "cos", "stablehlo.tan": "tan", "stablehlo.cbrt": "cbrt",
+    "stablehlo.logistic": "logistic", "chlo.erf": "erf", "chlo.erfc": "erfc",
+    "stablehlo.sine": "sin", "stablehlo.cosine": "cos", "stablehlo.tan": "tan",
+    "stablehlo.cbrt": "cbrt",
     "stablehlo.rsqrt": "rsqrt", "stablehlo.sqrt": "sqrt", "stablehlo.abs": "fabs",
     "stablehlo.floor": "floor", "stablehlo.ceil": "ceil",
     "stablehlo.round_nearest_even": "rint", "stablehlo.round_nearest_afz": "round"}

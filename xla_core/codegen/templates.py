@@ -1,8 +1,10 @@
-"""The kernel template of each fusion kind, and the text of one fusion's kernel.
+"""The kernel template of each fusion kind and of a while loop, and the text of one
+fusion's kernel.
 
 ``TEMPLATES`` maps a fusion kind's name (xla_core/fusion/kinds.py) to the function that
-writes its kernel; ``fusion_kernel`` finds a fusion's decomposition and runs its kind's
-template for a backend's ``KernelTarget``.
+writes its kernel, and ``while`` to the template of a whole loop (while_loop.py, which
+calls the others' kernels); ``fusion_kernel`` finds a fusion's decomposition and runs its
+kind's template for a backend's ``KernelTarget``.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ TEMPLATES: Registry = Registry("kernel template")
 TEMPLATES.register("loop", "xla_core.codegen.loop:loop_kernel")
 TEMPLATES.register("reduction", "xla_core.codegen.reduction:reduction_kernel")
 TEMPLATES.register("output", "xla_core.codegen.output:output_kernel")
+TEMPLATES.register("while", "xla_core.codegen.while_loop:while_kernel")
 
 
 def fusion_kernel(op: Operation, module: Module, target: KernelTarget) -> tuple[str, set, list]:

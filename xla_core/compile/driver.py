@@ -13,7 +13,8 @@ The runtime contract (``pjrt``) resolves what to compile (the entry, replica and
 counts: a ``CompileRequest``) and binds the result to devices; it does no compiler work. A
 backend describes itself with a ``Backend``: its identity (keyed into the cache), the name
 of its pipeline (registered in ``xla_core.passes.PIPELINES``; None: the program is
-generated as given; or a function building it with this compile's settings), its code
+generated as given; or a function of the ``CompileRequest`` building it with this
+compile's settings, e.g. the devices the executable runs on), its code
 generator and its persistent cache. The program handed in is
 never rewritten: partitioning and the pipeline work on copies, and a Module is never printed
 back to text (the cache key is its structural fingerprint).
@@ -58,14 +59,16 @@ class Backend:
 
     ``identity``: the backend's name, version and every setting that changes what it
     generates (part of the cache key). ``pipeline``: a registered pipeline name, a function
-    returning the ``Pipeline`` to run (one with options of this compile), or None.
+    of the ``CompileRequest`` returning the ``Pipeline`` to run (one with options of this
+    compile; what it reads beyond the program and the compile options belongs in
+    ``identity``), or None.
     ``generate(module, request)``: the optimized module -> the backend's executable payload
     (None: the payload is the module itself). ``load_cached(key)``: ``(module, payload)`` of
     an earlier compile from the backend's persistent cache, or None; without it nothing is
     keyed. The backend stores entries itself, under ``Compiled.cache_key``, once it knows
     the payload is worth keeping."""
     identity: str
-    pipeline: Union[str, Callable[[], "Pipeline"], None] = None
+    pipeline: Union[str, Callable[[CompileRequest], "Pipeline"], None] = None
     generate: Optional[Callable[[Module, CompileRequest], object]] = None
     load_cached: Optional[Callable[[str], Optional[tuple]]] = None
 
@@ -119,7 +122,7 @@ def compile_module(module: Module, request: CompileRequest, backend: Backend, *,
     # Before any backend compiler materializes a value.
     from xla_core.buffers.size_limit import check_buffer_sizes
     check_buffer_sizes(module)
-    compiled = _optimize(module, backend.pipeline)
+    compiled = _optimize(module, backend.pipeline, request)
     compiled.cache_key = key
     compiled.payload = (compiled.optimized if backend.generate is None
                         else backend.generate(compiled.optimized, request))
@@ -170,15 +173,16 @@ def _from_cache(key: str, backend: Backend) -> Optional[Compiled]:
     return Compiled(module, module, payload, cache_key=key, cache_hit=True)
 
 
-def _optimize(module: Module, spec: Union[str, Callable[[], "Pipeline"], None]) -> Compiled:
-    """``module`` through the pipeline ``spec`` names or builds, on a copy
+def _optimize(module: Module, spec: Union[str, Callable[[CompileRequest], "Pipeline"], None],
+              request: CompileRequest) -> Compiled:
+    """``module`` through the pipeline ``spec`` names or builds for ``request``, on a copy
     (``Compiled.payload`` left unset)."""
     if spec is None:
         return Compiled(module, module, None)
     from xla_core.passes import PassContext, make_pipeline
     copy = _copy(module)
     ctx = PassContext(verify=os.environ.get("OPENHLO_VERIFY_PASSES") == "1")
-    pipeline = make_pipeline(spec) if isinstance(spec, str) else spec()
+    pipeline = make_pipeline(spec) if isinstance(spec, str) else spec(request)
     pipeline_name = pipeline.name
     start = time.perf_counter()
     try:

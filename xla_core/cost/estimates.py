@@ -89,10 +89,15 @@ class CostModelError(ValueError):
 
 @dataclass(frozen=True)
 class Cost:
+    """``matmul_flops``: the part of ``flops`` done by matrix products (dot_general, dot,
+    convolution), which ``roofline_seconds`` costs at the hardware's rate for their size (a
+    sum of several products, like a loop's, at the rate of their total: one kernel is the
+    unit this model times)."""
     flops: float = 0.0
     bytes_read: float = 0.0
     bytes_written: float = 0.0
     transcendentals: float = 0.0
+    matmul_flops: float = 0.0
 
     @property
     def bytes_accessed(self) -> float:
@@ -101,11 +106,12 @@ class Cost:
     def __add__(self, other: Cost) -> Cost:
         return Cost(self.flops + other.flops, self.bytes_read + other.bytes_read,
                     self.bytes_written + other.bytes_written,
-                    self.transcendentals + other.transcendentals)
+                    self.transcendentals + other.transcendentals,
+                    self.matmul_flops + other.matmul_flops)
 
     def scaled(self, factor: float) -> Cost:
         return Cost(self.flops * factor, self.bytes_read * factor, self.bytes_written * factor,
-                    self.transcendentals * factor)
+                    self.transcendentals * factor, self.matmul_flops * factor)
 
 
 # ---------------------------------------------------------------------------
@@ -280,6 +286,10 @@ def _map(op: Operation, ctx: _Context) -> Cost:
     return _io(op, elements(op.results[0].type) * _region_weight(op.regions[0]))
 
 
+def _matmul(op: Operation, flops: float) -> Cost:
+    return dataclasses.replace(_io(op, flops), matmul_flops=flops)
+
+
 def _dot_general(op: Operation, ctx: _Context) -> Cost:
     lhs = op.operands[0].type
     if op.name == "stablehlo.dot":
@@ -289,7 +299,7 @@ def _dot_general(op: Operation, ctx: _Context) -> Cost:
         contracting = _product(lhs.shape[d] for d in dims)
     # every result element (batch x M x N) is a length-K dot product: K multiply-adds
     out = op.results[0].type
-    return _io(op, 2.0 * elements(out) * contracting * _complex_factor(lhs))
+    return _matmul(op, 2.0 * elements(out) * contracting * _complex_factor(lhs))
 
 
 def _convolution(op: Operation, ctx: _Context) -> Cost:
@@ -301,7 +311,8 @@ def _convolution(op: Operation, ctx: _Context) -> Cost:
     # the kernel's input-feature dim is already input features / feature_group_count
     features_per_group = kernel.shape[dn.kernel_input_feature_dimension]
     out = op.results[0].type
-    return _io(op, 2.0 * elements(out) * window * features_per_group * _complex_factor(kernel))
+    return _matmul(op, 2.0 * elements(out) * window * features_per_group *
+                   _complex_factor(kernel))
 
 
 def _fft(op: Operation, ctx: _Context) -> Cost:
@@ -369,7 +380,8 @@ def _call(op: Operation, ctx: _Context) -> Cost:
         ctx.calls.pop()
     if op.name == "stablehlo.composite":
         # one op: its intermediates never reach memory (see the module docstring)
-        return dataclasses.replace(_io(op, inside.flops), transcendentals=inside.transcendentals)
+        return dataclasses.replace(_io(op, inside.flops), transcendentals=inside.transcendentals,
+                                   matmul_flops=inside.matmul_flops)
     return inside
 
 
@@ -479,14 +491,18 @@ def fusion_cost(ops: Sequence[Operation], external_inputs: Iterable[Value] | Non
     costs = [op_cost(op) for op in group]
     constants = sum(_bytes(op.results) for op in group if op.name == "stablehlo.constant")
     return Cost(sum(c.flops for c in costs), _bytes(inputs) + constants, _bytes(outs),
-                sum(c.transcendentals for c in costs))
+                sum(c.transcendentals for c in costs), sum(c.matmul_flops for c in costs))
 
 
 def roofline_seconds(cost: Cost, hw: HardwareDescription) -> float:
     """Time of one kernel: bound by compute or by memory traffic, plus the step overhead;
     with the host shared by ``hw.devices_per_host`` devices computing at once (Note [devices
-    sharing a host's cores] in hardware.py), each gets its share."""
+    sharing a host's cores] in hardware.py), each gets its share. Matrix products run at
+    the rate of their size where ``hw`` has a ``matmul_curve`` (Note [matmul curve])."""
     compute = cost.flops * hw.compute_sharing / hw.peak_flops
+    if cost.matmul_flops and hw.matmul_curve:
+        compute += cost.matmul_flops * (1.0 / hw.device_matmul_rate(cost.matmul_flops) -
+                                         hw.compute_sharing / hw.peak_flops)
     memory = cost.bytes_accessed * hw.core_sharing / hw.memory_bandwidth
     return max(compute, memory) + hw.step_overhead
 

@@ -30,13 +30,15 @@ _BODY_OWNERS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
 DEFAULT_MAX_OPERANDS = 64
 
 
-def fuse_module(module: Module, *, hardware: str = "cpu",
+def fuse_module(module: Module, *, hardware: str = "cpu", devices_per_host: int = 0,
                 max_operands: int = DEFAULT_MAX_OPERANDS, multi_output: bool = True,
                 explain: Explain | None = None, codegen: CodegenHook = GENERATE_ALL) -> Explain:
-    """Fuse ``module`` in place; returns the explanation (lines and counters). ``codegen``:
-    the backend's hook saying what its generated kernels can hold (codegen_hook.py)."""
+    """Fuse ``module`` in place; returns the explanation (lines and counters). Costs are
+    estimated on ``hardware`` shared by ``devices_per_host`` devices (0: as registered).
+    ``codegen``: the backend's hook saying what its generated kernels can hold
+    (codegen_hook.py)."""
     explain = explain if explain is not None else Explain()
-    costs = CostCache(lookup_hardware(hardware))
+    costs = CostCache(lookup_hardware(hardware, devices_per_host))
     namer = FusionNamer(module)
     names = printed_names(module.op)  # before any block is outlined (see explain.py)
     for block in fusible_blocks(module):
@@ -79,13 +81,16 @@ class FusionPass(Pass):
     construction; it is no command-line option."""
     name = "fusion"
     hardware: str = "cpu"
+    devices_per_host: int = 0
     max_operands: int = DEFAULT_MAX_OPERANDS
     multi_output: bool = True
     codegen: CodegenHook = field(default=GENERATE_ALL, compare=False, repr=False)
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         program_dump = dump.current()  # the decisions are spelled out only when dumped
-        explain = fuse_module(module, hardware=self.hardware, max_operands=self.max_operands,
+        explain = fuse_module(module, hardware=self.hardware,
+                              devices_per_host=self.devices_per_host,
+                              max_operands=self.max_operands,
                               multi_output=self.multi_output, codegen=self.codegen,
                               explain=Explain(enabled=True) if program_dump else None)
         if program_dump is not None:

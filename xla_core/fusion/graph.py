@@ -106,6 +106,7 @@ class FusionGraph:
         self.users: dict[Value, dict[FusionNode, None]] = {}
         self.provider: dict[Value, FusionNode] = {}
         self.terminator: Operation | None = None
+        self.async_bounds: dict | None = None  # legality.async_bounds, once asked
         for i, op in enumerate(block.operations):
             self.index[op] = i
             is_terminator = i == len(block.operations) - 1 and op.name.endswith("return")
@@ -113,7 +114,7 @@ class FusionGraph:
                 why_not_fusible(op) or codegen.why_not_op(op)
             if is_terminator:
                 self.terminator = op
-            node = FusionNode(i, op, i, dict.fromkeys(_values_read(op)), why_not)
+            node = FusionNode(i, op, i, dict.fromkeys(values_read(op)), why_not)
             self.nodes[i] = node
             for v in node.inputs:
                 self.users.setdefault(v, {})[node] = None
@@ -235,7 +236,7 @@ class FusionGraph:
         node.version += 1
 
 
-def _values_read(op: Operation) -> list[Value]:
+def values_read(op: Operation) -> list[Value]:
     """Operands, then values an op's regions capture from outside it."""
     if not op.regions:
         return list(op.operands)

@@ -9,6 +9,20 @@ A ``Summary`` of a node (its dots, its reduction signature, the shapes its ops
 produce, which of its values derive from expensive ops) is cached on the node,
 so checking a candidate merge costs the sizes of the summaries, plus one walk
 over the consumer for the recomputation rule.
+
+Note [fusion around async pairs]
+A fusion runs where its last op was (``FusionNode.last``; outline.py keeps that order),
+so fusing moves every other op of it down to there. Between an ``openhlo.async_start``
+and its ``openhlo.async_done`` lie the ops that overlap the collective; the ops the
+start reads (transitively, in the block) must come before the start. So each op has a
+bound (``async_bounds``): the position of the done of every window it lies in, and of
+every start it feeds; a fusion whose last op is at or below the bound of one of its ops
+would move that op out of its window (the overlap is lost) or a start below the fusion
+(the window shrinks, or a cycle through the done appears), and is refused
+(``check_async``). In particular no fusion joins an op that reads a done's result with
+one of the ops that must run before that done. Ops before a start that it does not read
+may still join a fusion in the window (more overlap) or after the done (outside any
+window). Starts and dones themselves never fuse (they have effects).
 """
 from __future__ import annotations
 
@@ -17,12 +31,13 @@ from dataclasses import dataclass
 
 from stablehlo.ir.attributes import attr_to_python
 from stablehlo.ir.core import Operation
+from stablehlo.ir.ops.async_collectives import ASYNC_DONE, start_of
 from stablehlo.ir.ops.base import ELEMENTWISE, Effect, op_effects
 from stablehlo.ir.regions import region_monoid
 from stablehlo.ir.types import ComplexType, FloatType, QuantizedType, TensorType
 from xla_core.cost import elementwise_weight
 from xla_core.fusion.codegen_hook import GENERATE_ALL, CodegenHook
-from xla_core.fusion.graph import TERMINATOR, FusionGraph, FusionNode
+from xla_core.fusion.graph import TERMINATOR, FusionGraph, FusionNode, values_read
 from xla_core.fusion.kinds import kind_for, reduced_shape, shape_text, squeeze
 
 FUSION_NAME = "openhlo.fusion"
@@ -205,6 +220,55 @@ def check_recompute(graph: FusionGraph, producer: FusionNode, consumer: FusionNo
     return None
 
 
+def async_bounds(graph: FusionGraph) -> dict[Operation, int]:
+    """Per op of ``graph``'s block, the block position it must stay above (Note [fusion
+    around async pairs]); ops without a bound are left out. Computed once per graph, from
+    the block as it was given."""
+    if graph.async_bounds is None:
+        ops = graph.block.operations
+        index = graph.index
+        bounds: dict[Operation, int] = {}
+
+        def bound(op: Operation, position: int) -> None:
+            bounds[op] = min(bounds.get(op, position), position)
+
+        for d, done in enumerate(ops):
+            if done.name != ASYNC_DONE:
+                continue
+            start = start_of(done)
+            s = index[start]
+            for op in ops[s + 1:d]:
+                bound(op, d)
+            stack = [start]
+            while stack:  # what the start reads, transitively within the block
+                for v in values_read(stack.pop()):
+                    feeder = v.owner
+                    if isinstance(feeder, Operation) and index.get(feeder, s) < s and \
+                            bounds.get(feeder, len(ops)) > s:
+                        bound(feeder, s)
+                        stack.append(feeder)
+        graph.async_bounds = bounds
+    return graph.async_bounds
+
+
+def check_async(graph: FusionGraph, a: FusionNode, b: FusionNode) -> str | None:
+    """Why ``a`` and ``b`` may not become one fusion for the async pairs of the block (Note
+    [fusion around async pairs])."""
+    bounds = async_bounds(graph)
+    if not bounds:
+        return None
+    last = max(a.last, b.last)
+    for op in (*a.ops, *b.ops):
+        at = bounds.get(op)
+        if at is not None and at <= last:
+            limit = graph.block.operations[at]
+            what = "the async done" if limit.name == ASYNC_DONE else "the async start it feeds"
+            return (f"it would move {graph.names.get(op.results[0], op.name)} below "
+                    f"{what} {graph.names.get(limit.results[0], limit.name)} (an async "
+                    f"collective's overlap window)")
+    return None
+
+
 def why_not_fuse(graph: FusionGraph, producer: FusionNode, consumer: FusionNode,
                  n_consumers: int, max_operands: int) -> str | None:
     """Why ``producer`` may not be fused into ``consumer`` (one of ``n_consumers``)."""
@@ -212,6 +276,9 @@ def why_not_fuse(graph: FusionGraph, producer: FusionNode, consumer: FusionNode,
         if consumer.why_not == TERMINATOR:
             return "its value is returned (a computation root is never duplicated)"
         return f"consumer {describe(consumer, graph.names)} is not fusible: {consumer.why_not}"
+    reason = check_async(graph, producer, consumer)
+    if reason is not None:
+        return reason
     ps = summary(producer)
     if n_consumers > 1 and ps.expensive is not None:
         return (f"it would duplicate expensive {ps.expensive.name} into {n_consumers} "

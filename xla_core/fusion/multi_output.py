@@ -19,6 +19,7 @@ from stablehlo.ir.types import TensorType
 from xla_core.fusion.explain import Explain
 from xla_core.fusion.graph import FusionGraph, FusionNode
 from xla_core.fusion.legality import (
+    check_async,
     check_kind,
     check_outputs,
     check_recompute,
@@ -31,6 +32,9 @@ from xla_core.fusion.priority import CostCache, is_candidate
 def why_not_merge(graph: FusionGraph, a: FusionNode, b: FusionNode,
                   max_operands: int) -> str | None:
     """Why ``a`` and ``b`` cannot become one multi-output fusion (``a`` may feed ``b``)."""
+    reason = check_async(graph, a, b)
+    if reason is not None:
+        return reason
     merged = merge_summaries(summary(a), summary(b))
     reason = check_kind(merged, a.op_set | b.op_set, graph.names, graph.codegen)
     outputs = graph.merged_outputs(a, b)

@@ -31,7 +31,8 @@ class CostCache:
 
     def __init__(self, hw: HardwareDescription):
         self.hw = hw
-        self._op: dict[Operation, tuple] = {}   # op -> (flops, seconds as its own kernel)
+        # op -> (flops, seconds as its own kernel, flops of matrix products)
+        self._op: dict[Operation, tuple] = {}
         self._bytes: dict = {}
         self._type_bytes: dict = {}
         self._node: dict[int, tuple] = {}   # node id -> (version, seconds)
@@ -49,11 +50,16 @@ class CostCache:
         entry = self._op.get(op)
         if entry is None:
             cost = op_cost(op)
-            entry = self._op[op] = (cost.flops, roofline_seconds(cost, self.hw))
+            entry = self._op[op] = (cost.flops, roofline_seconds(cost, self.hw),
+                                    cost.matmul_flops)
         return entry
 
     def flops(self, op: Operation) -> float:
         return self._op_entry(op)[0]
+
+    def matmul_flops(self, dots) -> float:
+        """Flops of the matrix products ``dots`` (a node's, from its legality summary)."""
+        return sum(self._op_entry(op)[2] for op in dots)
 
     def value_bytes(self, v) -> int:
         b = self._bytes.get(v)   # by value first: hashing a type costs more than this
@@ -64,8 +70,9 @@ class CostCache:
             self._bytes[v] = b
         return b
 
-    def group_seconds(self, flops: float, inputs, outputs) -> float:
-        """Time of one kernel doing ``flops`` that reads ``inputs`` and writes ``outputs``.
+    def group_seconds(self, flops: float, inputs, outputs, matmul_flops: float = 0.0) -> float:
+        """Time of one kernel doing ``flops`` (``matmul_flops`` of them in a matrix product)
+        that reads ``inputs`` and writes ``outputs``.
 
         ``fusion_cost`` also charges constants inside a group; during fusion every
         constant is still outside (it is pulled in when the fusion is outlined),
@@ -73,7 +80,7 @@ class CostCache:
         """
         read = sum(self.value_bytes(v) for v in inputs)
         written = sum(self.value_bytes(v) for v in outputs)
-        return roofline_seconds(Cost(flops, read, written), self.hw)
+        return roofline_seconds(Cost(flops, read, written, matmul_flops=matmul_flops), self.hw)
 
     def seconds(self, node: FusionNode) -> float:
         cached = self._node.get(node.id)
@@ -81,7 +88,8 @@ class CostCache:
             return cached[1]
         if node.is_fusion():
             # a fusion got its flops when it was merged
-            seconds = self.group_seconds(node.flops, node.inputs, node.outputs)
+            seconds = self.group_seconds(node.flops, node.inputs, node.outputs,
+                                         self.matmul_flops(summary(node).dots))
         else:
             seconds = self._op_entry(node.ops[0])[1]
         self._node[node.id] = (node.version, seconds)
@@ -93,7 +101,9 @@ class CostCache:
         flops = graph.flops(a) + graph.flops(b)
         if not a.op_set.isdisjoint(b.op_set):   # ops duplicated into both count once
             flops -= sum(self.flops(op) for op in a.op_set & b.op_set)
-        return self.group_seconds(flops, graph.merged_inputs(a, b), outputs)
+        dots = dict.fromkeys(summary(a).dots + summary(b).dots)
+        return self.group_seconds(flops, graph.merged_inputs(a, b), outputs,
+                                  self.matmul_flops(dots))
 
 
 def producer_priority(graph: FusionGraph, costs: CostCache, producer: FusionNode,

@@ -30,6 +30,7 @@ PASSES.register("reduce-scatter-combiner", "xla_core.spmd.combiner:ReduceScatter
 PASSES.register("async-collective-creator",
                 "xla_core.spmd.async_collectives:AsyncCollectiveCreatorPass")
 PASSES.register("convert-async-to-sync", "xla_core.spmd.async_collectives:ConvertAsyncToSyncPass")
+PASSES.register("quant-lower", "xla_core.quantization.quant_lower:QuantLowerPass")
 
 
 def _default_pipeline() -> Pipeline:

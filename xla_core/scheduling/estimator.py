@@ -1,8 +1,10 @@
 """Latency estimates for scheduling: how long an op computes and a collective communicates.
 
 One interface, ``LatencyEstimator``: ``op_seconds(op)`` (the time the executing thread spends
-on ``op``) and ``collective_seconds(collective)`` (the time the collective occupies the
-communication, with ``collective`` the op a start wraps or a synchronous collective). The
+on ``op``), ``collective_seconds(collective)`` (the time the collective occupies the
+communication, with ``collective`` the op a start wraps or a synchronous collective) and
+``overlaps_compute`` (whether a started collective communicates beside the compute at all:
+``HardwareDescription.communication_beside_compute``). The
 scheduler and the schedule report use nothing else, so a measured profile replaces an
 estimate per op by wrapping the model (``MeasuredEstimator``) without the scheduler knowing.
 
@@ -29,7 +31,8 @@ collective_broadcast   operand bytes
 With several devices on the host (the cpu backend's virtual devices; ``hardware.shared_by(n)``
 describes n of them), each gets a share of it (xla_core/cost/hardware.py, Note [devices
 sharing a host's cores]): op times through ``roofline_seconds``, collectives scaled by
-``hardware.core_sharing`` (their copies run on each device's own thread).
+``hardware.core_sharing`` (their copies run on each device's own thread); and where the
+devices leave no core for the communication threads, nothing overlaps.
 """
 from __future__ import annotations
 
@@ -70,6 +73,11 @@ class LatencyEstimator(Protocol):
 
     def collective_seconds(self, collective: Operation) -> float:
         """Seconds ``collective`` (a start's wrapped op, or a synchronous one) communicates."""
+        ...
+
+    @property
+    def overlaps_compute(self) -> bool:
+        """Whether a started collective communicates while the executing thread computes."""
         ...
 
 
@@ -113,6 +121,7 @@ class CostModelEstimator:
         self.latency = hardware.network_latency if network else hardware.collective_latency
         self.bandwidth = hardware.network_bandwidth if network \
             else hardware.collective_bandwidth
+        self.overlaps_compute = hardware.communication_beside_compute
 
     def op_seconds(self, op: Operation) -> float:
         if op.name in (ASYNC_START, ASYNC_DONE) or (op.opdef is not None
@@ -125,6 +134,13 @@ class CostModelEstimator:
 
     def collective_seconds(self, collective: Operation) -> float:
         return self.sharing * (self.latency + moved_bytes(collective) / self.bandwidth)
+
+
+def sequential_seconds(estimator: LatencyEstimator, module: Module, entry: str = "main") -> float:
+    """``entry``'s ops one after another, nothing overlapped: the step time a plan is judged
+    by when schedules are left out (auto-sharding's checks against expert plans)."""
+    return sum(estimator.collective_seconds(op) if op.name in COLLECTIVES
+               else estimator.op_seconds(op) for op in module.lookup(entry).body.operations)
 
 
 class MeasuredEstimator:
@@ -140,6 +156,10 @@ class MeasuredEstimator:
         self.measured = measured
         self.measurements = list(measurements)
         self.replaced: dict[Operation, tuple[float, float]] = {}
+
+    @property
+    def overlaps_compute(self) -> bool:
+        return self.base.overlaps_compute  # a profile measures times, not the host's cores
 
     @classmethod
     def from_profile(cls, base: LatencyEstimator, module: Module, profile: MeasuredProfile,

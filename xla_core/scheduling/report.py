@@ -8,14 +8,17 @@ pipeline's output) and returns::
     {"collectives": [{"kind": "all-gather", "bytes": 4096, "overlaps": ["%3", ...],
                       "estimated_s": 1.2e-05, "exposed_s": 2e-06,
                       "function": "main", "iterations": 1}, ...],
-     "exposed_fraction": 0.17}
+     "exposed_fraction": 0.17, "overlaps_compute": true, "estimator": "cost model"}
 
 ``bytes`` are the collective's per-device result bytes (as xla_core/spmd/summary.py counts
 them); ``overlaps`` the printed names (``print_module``'s SSA names) of the ops the
 executing thread ran while it communicated; ``iterations`` how often its block runs per
 call (a loop body: the loop's trip count, else xla_core.cost's default guess).
 ``exposed_fraction`` is the exposed time over all collective time, each collective weighted
-by its iterations (0.0 without collectives). ``estimator`` says what the times are:
+by its iterations (0.0 without collectives). ``overlaps_compute`` says whether the
+estimator's hardware lets a started collective overlap compute at all (where it does not,
+as for devices oversubscribing the host's cores, every collective is exposed whatever the
+order: timeline.py). ``estimator`` says what the times are:
 ``"cost model"``, or ``"profile"`` (a ``MeasuredEstimator``), whose report adds
 ``"replaced": [{"key": ..., "estimated_s": ..., "measured_s": ...}, ...]``, every estimate
 a measured time replaced (keys as in the profile; a collective's communication is listed
@@ -73,7 +76,7 @@ def schedule_report(module: Module, estimator: LatencyEstimator) -> dict:
                 total += run.seconds * iterations
                 exposed += run.exposed * iterations
     report = {"collectives": entries, "exposed_fraction": exposed / total if total else 0.0,
-              "estimator": "cost model"}
+              "overlaps_compute": bool(estimator.overlaps_compute), "estimator": "cost model"}
     if isinstance(estimator, MeasuredEstimator):
         report["estimator"] = "profile"
         report["replaced"] = estimator.replaced_estimates()

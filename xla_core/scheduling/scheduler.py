@@ -9,8 +9,15 @@ order, and the starts in their original order, so every device still runs the co
 in one order). The new order is kept only if its peak stays within the limit and its
 simulated time (xla_core/scheduling/timeline.py) is below the baseline's; else the
 baseline stays. Inner blocks (loop and branch bodies) are scheduled first, on their own.
+Where the hardware leaves no core for a communication thread beside the computing ones
+(``LatencyEstimator.overlaps_compute`` false: e.g. 8 devices on 2 cores), the timeline runs
+a started collective whole at its start, so no order beats the baseline: the block keeps
+its memory schedule (``convert-async-to-sync`` with the same hardware then makes every pair
+synchronous).
 
-Options: ``hardware`` (an xla_core.cost description, default ``cpu``), ``transport``
+Options: ``hardware`` (an xla_core.cost description, default ``cpu``), ``devices-per-host``
+(the devices running at once on the host, ``hardware(name, devices_per_host)``; 0: as
+the description says, one device for the built-in ones), ``transport``
 (``shared-memory`` or ``network``), ``max-in-flight`` (collectives of one kind started and
 not yet done, default 1 as XLA's overlap limits), ``memory-limit`` (bytes; 0 = each
 block's memory-schedule peak), ``profile`` (a Chrome trace of a run, ``openhlo run
@@ -219,7 +226,7 @@ def schedule_block(block: Block, nested: NestedPeaks, estimator: LatencyEstimato
         return changed  # a dynamically shaped value: keep program order, as memory-schedule
     order, peak = best_schedule(windowed)
     ops = windowed.ops
-    if any(op.name == ASYNC_START for op in ops):
+    if estimator.overlaps_compute and any(op.name == ASYNC_START for op in ops):
         free = BlockGraph(block, nested, async_windows=False)
         candidate = _within_limit(free, order, estimator, memory_limit or peak, max_in_flight)
         if candidate is not None and simulate([ops[i] for i in candidate], estimator).now < \
@@ -258,6 +265,7 @@ class LatencyHidingSchedulerPass(Pass):
     memory schedule elsewhere (see the module doc)."""
     name = "latency-hiding-scheduler"
     hardware: str = "cpu"
+    devices_per_host: int = 0
     transport: str = "shared-memory"
     max_in_flight: int = 1
     memory_limit: int = 0
@@ -265,7 +273,11 @@ class LatencyHidingSchedulerPass(Pass):
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         from xla_core.cost.hardware import hardware
-        estimator = CostModelEstimator(hardware(self.hardware), module, self.transport)
+        if self.devices_per_host < 0:
+            raise SchedulingError(f"latency-hiding-scheduler: devices-per-host must be >= 0, "
+                                  f"got {self.devices_per_host}")
+        estimator = CostModelEstimator(hardware(self.hardware, self.devices_per_host), module,
+                                       self.transport)
         if self.profile:
             from xla_core.cost.profile import read_profile
             estimator = MeasuredEstimator.from_profile(estimator, module,

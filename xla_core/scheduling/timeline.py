@@ -12,8 +12,12 @@ thread waits; the rest is hidden behind the ops that ran meanwhile (its ``overla
 ``Clock`` is the step-by-step form the scheduler advances; ``simulate`` runs it over an
 order.
 
-The two threads are modeled as running in parallel. When the host's devices oversubscribe
-its cores (``HardwareDescription.core_sharing`` > 1), they are not: every device's compute
+The two threads are modeled as running in parallel where the host has a core for each
+(``LatencyEstimator.overlaps_compute``: ``HardwareDescription.communication_beside_compute``).
+Where it has not, a started collective takes the executing thread's time as a synchronous
+one does: it runs at its start, whole, and is exposed (no overlaps), so no order hides
+any of it and the scheduler keeps the collectives synchronous. When the host's devices
+oversubscribe its cores (``HardwareDescription.core_sharing`` > 1) every device's compute
 and copies run on the same cores, and a step takes at least ``Clock.busy``, the device's
 compute plus communication time (each already stretched by the sharing), whatever overlaps.
 The scheduler ranks orders by ``now`` alone (``busy`` is the same for every order).
@@ -67,18 +71,25 @@ class Clock:
 
     def step(self, op: Operation) -> None:
         """Advance past ``op``."""
-        if op.name == ASYNC_START:
+        if op.name == ASYNC_START and not self.estimator.overlaps_compute:
+            self._synchronous(op, wrapped_collective(op))
+        elif op.name == ASYNC_START:
             self._communicate(op, wrapped_collective(op))
         elif op.name == ASYNC_DONE:
             self._wait_until(self.runs[start_of(op)].end)
         elif op.name in COLLECTIVES:
-            self._wait_until(self.comm_free)
-            self._wait_until(self._communicate(op, op).end)
+            self._synchronous(op, op)
         else:
             seconds = self.estimator.op_seconds(op)
             if seconds > 0:
                 self.spans.append((op, self.now, self.now + seconds))
             self.now += seconds
+
+    def _synchronous(self, op: Operation, collective: Operation) -> None:
+        """``collective`` with the executing thread waiting: once the communication thread
+        is idle, for its whole time."""
+        self._wait_until(self.comm_free)
+        self._wait_until(self._communicate(op, collective).end)
 
     def _communicate(self, op: Operation, collective: Operation) -> CollectiveRun:
         begin = max(self.now, self.comm_free)

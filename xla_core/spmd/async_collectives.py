@@ -13,7 +13,13 @@ gradient work after it). Collectives already wrapped are left alone.
 ``convert-async-to-sync`` turns a pair with nothing between its start and its done back
 into the synchronous collective (XLA's convert_async_collectives_to_sync): a pair that
 overlaps nothing only costs a thread hand-off. Run after the creator, it leaves a program
-where nothing can overlap exactly as it was.
+where nothing can overlap exactly as it was. With ``hardware`` (an xla_core.cost
+description, shared by ``devices-per-host`` devices; 0: as registered) that leaves no core
+for a communication thread beside the computing ones
+(``HardwareDescription.communication_beside_compute`` false: e.g. 8 devices on 2 cores),
+every pair becomes synchronous: no order hides a collective there, and a pair only adds its
+thread hand-off (the cpu pipeline runs it so before fusion, whose legality keeps work inside
+windows, and after the latency-hiding scheduler).
 """
 from __future__ import annotations
 
@@ -93,18 +99,28 @@ def _split(collective: Operation) -> tuple[Operation, Operation]:
 @dataclass(frozen=True)
 class ConvertAsyncToSyncPass(Pass):
     name = "convert-async-to-sync"
+    hardware: str = ""
+    devices_per_host: int = 0
 
     def run(self, module: Module, ctx: PassContext) -> bool:
+        every_pair = False
+        if self.hardware:
+            from xla_core.cost.hardware import hardware
+            described = hardware(self.hardware, self.devices_per_host)
+            every_pair = not described.communication_beside_compute
         changed = False
         for block, root in list(_function_blocks(module)):
-            changed |= _join_block(block, root)
+            changed |= _join_block(block, root, every_pair)
         return changed
 
 
-def _join_block(block: Block, root: Operation) -> bool:
+def _join_block(block: Block, root: Operation, every_pair: bool) -> bool:
+    """Join the pairs of ``block`` with nothing between (``every_pair``: all of them), each
+    where its start was: the done's readers come after it, and the ops between the two did
+    not wait for it."""
     ops = block.operations
-    pairs = [(ops[i - 1], op) for i, op in enumerate(ops)
-             if op.name == ASYNC_DONE and i > 0 and ops[i - 1] is start_of(op)]
+    pairs = [(start_of(op), op) for i, op in enumerate(ops) if op.name == ASYNC_DONE
+             and (every_pair or (i > 0 and ops[i - 1] is start_of(op)))]
     for start, done in pairs:
         collective = wrapped_collective(start)
         collective.operands = list(start.operands)

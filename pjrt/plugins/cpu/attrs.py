@@ -66,11 +66,14 @@ def region_attrs(op) -> dict:
       scatter, select_and_scatter's scatter region, all_reduce, reduce_scatter);
     * ``replace``: True when the (update) region returns its second argument (scatter);
     * ``comparator``: ``[direction, compare_type or None]`` when the region is one compare of
-      its first two arguments (sort; select_and_scatter's select region).
+      its first two arguments (sort; select_and_scatter's select region);
+    * ``pair_picks``: ``ArgReduce.picks`` (stablehlo/ir/regions.py) when the region keeps one
+      of two (value, index) pairs, as argmax/argmin and max pooling with indices do (reduce,
+      reduce_window).
     Kernels that need a region and find none of these raise Unsupported.
     """
     from stablehlo.interpreter.region_patterns import returned_arguments, single_compare
-    from stablehlo.ir.regions import region_monoid
+    from stablehlo.ir.regions import region_argreduce, region_monoid
     if not op.regions or not _region_types_match(op):
         return {}
     out = {}
@@ -84,6 +87,9 @@ def region_attrs(op) -> dict:
     compare = single_compare(op.regions[0])
     if compare is not None:
         out["comparator"] = list(compare)
+    argreduce = region_argreduce(last) if monoid is None else None
+    if argreduce is not None and argreduce.picks is not None:
+        out["pair_picks"] = list(argreduce.picks)
     return out
 
 

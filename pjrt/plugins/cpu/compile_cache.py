@@ -9,11 +9,13 @@ to the executor's program runs.
 
 The key is the compile driver's (``xla_core.compile.cache_key``): the program text as given
 (or the structural fingerprint of a Module), the compile options as given (entry, replicas,
-partitions, overrides) and this backend's ``identity``: the optimization level and a
-fingerprint of the compiler itself (the processor, and the size and modification time of
-every source file of stablehlo, xla_core and this backend and of the native extension), so
-an edited or reinstalled compiler, or another machine sharing the folder, never reads an
-older entry. Entries are written atomically (temporary file, then
+partitions, overrides) and this backend's ``identity``: the optimization level, the
+hardware description ``OPENHLO_HARDWARE`` names when it is set (the pipeline's cost model
+reads it instead of this machine's calibration) and a fingerprint of the compiler itself
+(the processor, and the size and modification time of every source file of stablehlo,
+xla_core and this backend and of the native extension), so an edited or reinstalled
+compiler, another machine sharing the folder, or another description never read an older
+entry. Entries are written atomically (temporary file, then
 rename); an unreadable entry is removed and the program compiled again. Like JAX's cache,
 entries are pickles: the cache directory must be as trusted as the code itself.
 ``OPENHLO_CPU_CACHE=0`` turns the cache off.
@@ -74,13 +76,22 @@ def _compiler_fingerprint() -> str:
     return _COMPILER_FINGERPRINT
 
 
-def identity(level: int, pipeline: str | None = None, profile: str | None = None) -> str:
+def identity(level: int, pipeline: str | None = None, profile: str | None = None,
+             host: str = "") -> str:
     """The backend's identity in the compile driver's cache key (``xla_core.compile.cache_key``
     adds the program and the compile options): the compiler's fingerprint, the optimization
-    level, the pipeline it runs (``optimize.pipeline_name``) and the content hash of the
-    profile its scheduler uses (``optimize.profile_of``), if any."""
+    level, the pipeline it runs (``optimize.pipeline_name``), the hardware description
+    ``OPENHLO_HARDWARE`` gives its fusion and scheduling passes, if set, the content hash of
+    the profile its scheduler uses (``optimize.profile_of``), if any, and ``host``: what
+    decides the devices sharing the host the pipeline describes (``CpuClient._compiler``).
+    This machine's own calibration is left out: it is measured once per processor, which the
+    fingerprint names, and a re-measurement's noise must not make every entry stale."""
+    from xla_core.cost.hardware import HARDWARE_ENV, hardware
+    described = f" hardware={hardware('cpu').cache_key()}" if os.environ.get(HARDWARE_ENV) \
+        else ""
     used = f" profile={profile}" if profile else ""
-    return f"cpu {_compiler_fingerprint()} opt_level={level} pipeline={pipeline}{used}"
+    return (f"cpu {_compiler_fingerprint()} opt_level={level} pipeline={pipeline}{described}"
+            f"{used} {host}")
 
 
 def load(cache_key: str) -> Optional[CachedProgram]:

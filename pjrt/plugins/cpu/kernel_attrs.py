@@ -72,6 +72,8 @@ def _int(member, path=None, default=REQUIRED):
 
 
 _COMBINER = Field("combiner", Kind.STR, "combiner", "")
+# region_attrs' pair_picks: the (value, index) selection table of an argmax-like body
+_PAIR_PICKS = _ints("pair_picks", default=[])
 # region_attrs' comparator: [direction, compare_type or None]
 _COMPARATOR = (Field("comparator_direction", Kind.STR, "comparator.0", OPTIONAL),
                Field("comparator_type", Kind.STR, "comparator.1", ""))
@@ -144,8 +146,8 @@ def _schemas() -> dict[str, Schema]:
         "scatter": _scatter_fields(),
         "dot_general": _dot_general_fields(),
         "convolution": _convolution_fields(),
-        "reduce": (_COMBINER, _ints("dimensions")),
-        "reduce_window": (_COMBINER,) + _WINDOW + (
+        "reduce": (_COMBINER, _ints("dimensions"), _PAIR_PICKS),
+        "reduce_window": (_COMBINER, _PAIR_PICKS) + _WINDOW + (
             _ints("base_dilations", default=OPTIONAL),
             _ints("window_dilations", default=OPTIONAL), _PADDING),
         "select_and_scatter": _COMPARATOR + (_COMBINER,) + _WINDOW + (_PADDING,),

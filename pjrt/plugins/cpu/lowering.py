@@ -42,6 +42,7 @@ from pjrt.plugins.cpu.attrs import plain_attrs, region_attrs
 from pjrt.plugins.cpu.collectives import collective_attrs
 from pjrt.plugins.cpu.kernel_attrs import encode
 from pjrt.plugins.cpu.native_module import NATIVE_ELEMENT_TYPES, RAW_STORAGE, native
+from pjrt.plugins.cpu.precision import warn_if_slow
 
 LOG = logging.getLogger("openhlo.cpu")
 
@@ -361,20 +362,27 @@ class Lowering:
         self._lower_kernel_or_fallback(collective, inner, ins, outs, b)
 
     def _lower_compiled_while(self, op, env, ins, outs, b: _ProgramBuilder) -> bool:
-        """A loop of elementwise math as one generated kernel (codegen/), if it is one."""
+        """A whole loop as one generated kernel (codegen/), if the generator made one. The
+        results the body leaves unchanged are no outputs of the kernel: they alias their
+        operands."""
         compiled = self.fusions.loop(op)
         if compiled is None:
             return False
-        library, symbol, captured = compiled
-        slots = ins + [env[v] for v in captured]
+        library, symbol, made = compiled
+        slots = ins + [env[v] for v in made.captured]
+        computed = [outs[k] for k in made.results]
         try:
             b.add("add_generated", op.where(), library, symbol,
-                  [native_type(r.type) for r in op.results], slots, outs, [],
-                  uses=slots, outs=outs)
+                  [native_type(op.results[k].type) for k in made.results], slots, computed,
+                  [], uses=slots, outs=computed)
         except native().Unsupported as exc:
             LOG.warning("%s: generated kernel unusable (%s); the executor runs the loop",
                         op.where(), exc)
             return False
+        same = [k for k in range(len(outs)) if k not in made.results]
+        if same:
+            b.add("add_alias", op.where(), [ins[k] for k in same], [outs[k] for k in same],
+                  uses=[ins[k] for k in same], outs=[outs[k] for k in same])
         self.compiled.append(op.where())
         return True
 
@@ -420,11 +428,12 @@ class Lowering:
         """((name, attribute record, operand types, result types), None) for ``op``'s native
         kernel, or (None, why there is none); the native side may still refuse the record
         (``Unsupported``)."""
-        region = region_attrs(op)
-        if op.regions and not region:
-            return None, "its region is not a simple combiner or comparator"
         if op.name not in _kernel_names():
             return None, "no native kernel"
+        region = region_attrs(op)
+        if op.regions and not region:
+            return None, ("its region is not a simple combiner or comparator, nor an "
+                          "argmax-like (value, index) selection")
         if any(isinstance(v.type, TokenType) for v in list(op.operands) + list(op.results)):
             return None, "tokens are handled by the interpreter"
         if any(isinstance(getattr(v.type, "element_type", None), QuantizedType)
@@ -442,6 +451,7 @@ class Lowering:
                 [native_type(r.type) for r in op.results]), None
 
     def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
+        warn_if_slow(op)
         kernel, reason = self._native_kernel(op)
         if kernel is not None:
             try:

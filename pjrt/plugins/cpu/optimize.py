@@ -20,9 +20,17 @@ collectives keep the windows the spmd pipeline gave them.
 cache key; without the latency-hiding scheduler (level 0, ``latency_hiding`` off) it is
 not used.
 
+``env_option_overrides={"devices_per_host": N}`` describes the host to the fusion cost
+model and the latency-hiding scheduler as shared by N devices computing at once
+(``xla_core.cost.hardware(name, devices_per_host)``); left out, the backend fills in the
+executable's devices in this process (replicas x partitions that the device assignment puts
+here: ``CpuClient._compiler``), so 8 virtual devices on 2 cores are scheduled as what they
+are (their collectives stay synchronous: no core is left for a communication thread).
+
 The pipeline is registered as ``cpu`` in xla_core's pipeline registry (by pjrt/registry.py,
-lazily, next to the backend itself), so ``openhlo opt --pipeline=cpu`` runs it too. xla_core's
-compile driver runs it, on a copy of the program (see ``xla_core/compile/driver.py``).
+lazily, next to the backend itself), so ``openhlo opt --pipeline=cpu`` runs it too (one
+device per host there). xla_core's compile driver runs it, on a copy of the program (see
+``xla_core/compile/driver.py``).
 """
 from __future__ import annotations
 
@@ -42,7 +50,8 @@ DEFAULT_OPT_LEVEL = 1
 PIPELINE_OF_LEVEL = {0: None, 1: "cpu"}
 
 
-def cpu_pipeline(latency_hiding: bool = True, profile: str = "") -> Pipeline:
+def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
+                 devices_per_host: int = 0) -> Pipeline:
     """The cpu backend's whole pipeline: cpu-opt, then fusion (constant folding first, so
     constant-only subprograms are folded rather than fused), dce of what fusion left, and
     the schedule last, on the fused program the executor will run. Fusion forms only what
@@ -50,16 +59,24 @@ def cpu_pipeline(latency_hiding: bool = True, profile: str = "") -> Pipeline:
     every collective becomes an async pair again (the spmd pipeline joined those with
     nothing between them), the latency-hiding scheduler (the memory schedule where no pair
     is) moves starts early and dones late, and the pairs still with nothing between become
-    synchronous. Without ``latency_hiding``: the memory schedule alone. ``profile``: a trace
-    whose measured times the latency-hiding scheduler uses (``profile_of``)."""
-    schedule = ("async-collective-creator,latency-hiding-scheduler,convert-async-to-sync"
+    synchronous, or every pair where the ``cpu`` description shared by ``devices_per_host``
+    devices leaves no core for a communication thread (``convert-async-to-sync{hardware=cpu
+    ...}``, before fusion as well). Without ``latency_hiding``: the memory schedule alone.
+    ``profile``: a trace whose measured times the latency-hiding scheduler uses
+    (``profile_of``).
+    ``devices_per_host``: the devices sharing the host, for fusion's and the scheduler's
+    hardware description (0: one, as ``hardware("cpu")`` describes it)."""
+    host = f"{{hardware=cpu devices-per-host={devices_per_host}}}"
+    # where the devices leave no core for communication, every pair becomes synchronous:
+    # before fusion too, whose legality would keep work in windows nothing overlaps
+    schedule = (f"async-collective-creator,latency-hiding-scheduler,convert-async-to-sync{host}"
                 if latency_hiding else "memory-schedule")
-    passes = make_pipeline("cpu-opt").passes + parse_pass_list(f"fusion,dce,{schedule}")
-    passes = [replace(p, codegen=CPU_CODEGEN) if isinstance(p, FusionPass) else p
-              for p in passes]
-    if profile:
-        passes = [replace(p, profile=profile) if isinstance(p, LatencyHidingSchedulerPass)
-                  else p for p in passes]
+    first = f"convert-async-to-sync{host}," if latency_hiding else ""
+    passes = make_pipeline("cpu-opt").passes + parse_pass_list(f"{first}fusion,dce,{schedule}")
+    passes = [replace(p, codegen=CPU_CODEGEN, devices_per_host=devices_per_host)
+              if isinstance(p, FusionPass) else p for p in passes]
+    passes = [replace(p, profile=profile, devices_per_host=devices_per_host)
+              if isinstance(p, LatencyHidingSchedulerPass) else p for p in passes]
     return Pipeline("cpu" if latency_hiding else "cpu-memory-schedule", passes)
 
 
@@ -99,6 +116,21 @@ def profile_of(options=None) -> tuple[str, str] | None:
     except ProfileError as exc:
         raise ProfileError(f"{source}: {exc}") from None
     return path, digest
+
+
+def devices_per_host_of(options=None) -> int | None:
+    """The devices sharing the host the compile options describe
+    (``env_option_overrides["devices_per_host"]``, a positive int), or None: the backend's
+    to fill in."""
+    given = options.env_option_overrides.get("devices_per_host") if options is not None \
+        else None
+    if given is None:
+        return None
+    if isinstance(given, bool) or not isinstance(given, int) or given < 1:
+        from pjrt.api import ArgumentError
+        raise ArgumentError(f"env_option_overrides['devices_per_host'] must be a positive "
+                            f"int, got {given!r}")
+    return given
 
 
 def pipeline_name(level: int, options=None) -> str | None:

@@ -24,6 +24,7 @@ import numpy as np
 from stablehlo.errors import OpenHLOError, debugging_openhlo, for_user
 from stablehlo.limits import collective_timeout_s
 from stablehlo.instrument import trace
+from xla_core.passes import Pipeline
 
 from pjrt import counters
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device, Event,
@@ -36,7 +37,8 @@ from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
-from pjrt.plugins.cpu.optimize import cpu_pipeline, pipeline_name, profile_of
+from pjrt.plugins.cpu.optimize import (cpu_pipeline, devices_per_host_of, pipeline_name,
+                                      profile_of)
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 
@@ -433,15 +435,35 @@ class CpuClient(CompileDriverMixin, Client):
         pipeline = pipeline_name(level, options)
         profile = profile_of(options) if pipeline == "cpu" else None
         digest = profile[1] if profile else None
+        devices = devices_per_host_of(options)
+        # without the option, the devices here come from the request and this client's
+        # devices (which of them are this process's): keyed through the identity
+        host = f"devices_per_host={devices}" if devices else \
+            f"devices={len(self.devices())} here={[d.id for d in self.addressable_devices()]}"
         return Backend(
-            identity=(compile_cache.identity(level, pipeline, digest) if cached
-                      else f"{PLATFORM} {level} {pipeline} {digest}"),
-            pipeline=(functools.partial(cpu_pipeline, profile=profile[0]) if profile
-                      else pipeline),
+            identity=(compile_cache.identity(level, pipeline, digest, host) if cached
+                      else f"{PLATFORM} {level} {pipeline} {digest} {host}"),
+            pipeline=None if pipeline is None else functools.partial(
+                self._pipeline, pipeline == "cpu", profile[0] if profile else "", devices),
             generate=lambda module, request: self._lower(
                 module, request.entry, request.num_replicas, request.num_partitions,
                 compile_now),
             load_cached=self._load_cached if cached else None)
+
+    def _pipeline(self, latency_hiding: bool, profile: str, devices: int | None,
+                  request) -> Pipeline:
+        """The cpu pipeline for ``request``, its host shared by ``devices`` devices, or by
+        the executable's devices in this process (``devices_here``)."""
+        return cpu_pipeline(latency_hiding, profile, devices or self.devices_here(request))
+
+    def devices_here(self, request) -> int:
+        """How many devices of this process run the executable ``request`` compiles at once:
+        those of its device assignment (the options', else the default one) that are
+        addressable here."""
+        ids = request.options.device_assignment or self.default_device_assignment(
+            request.num_replicas, request.num_partitions)
+        here = {d.id for d in self.addressable_devices()}
+        return max(1, sum(i in here for row in ids for i in row))
 
     def _lower(self, module, entry: str, num_replicas: int, num_partitions: int,
                compile_now: bool, fusions=None) -> CompiledProgram:

@@ -3,8 +3,8 @@ checked against the op itself (op(identity, x) == x, evaluated by numpy)."""
 import numpy as np
 import pytest
 
-from stablehlo.ir.regions import (MONOIDS, ArgReduce, region_argreduce, region_monoid,
-                                  region_monoids)
+from stablehlo.ir.regions import (MONOIDS, VALUE_STATES, ArgReduce, region_argreduce,
+                                  region_monoid, region_monoids)
 from stablehlo.ir.types import FloatType, IntegerType, numpy_dtype
 from stablehlo.text import parse_module
 
@@ -154,8 +154,58 @@ _TORCH_ARGMAX = """
 def test_argmax_and_argmin_bodies_are_recognised(body, which):
     region = _body(body)
     assert region_monoids(region) is None
-    assert region_argreduce(region) == ArgReduce(which)
+    assert region_argreduce(region).which == which
     assert ArgReduce(which).value_monoid.op == f"stablehlo.{which}imum"
+
+
+# One (first, second) pair of f32 bit patterns per value state, each side told apart by its
+# bits: equal values as +0.0 and -0.0, NaNs with different payloads.
+_STATE_BITS = {"lt": (0x3F800000, 0x40000000), "eq": (0x00000000, 0x80000000),
+               "gt": (0x40000000, 0x3F800000), "nan_first": (0x7FC00001, 0x3F800000),
+               "nan_second": (0x3F800000, 0x7FC00002), "nan_both": (0x7FC00001, 0x7FC00002)}
+_INDEX_PAIRS = {"lt": (3, 5), "eq": (4, 4), "gt": (5, 3)}
+
+
+def _apply_body(text: str, first, second):
+    """The body applied once to (first, second) by the interpreter: a reduce of the one
+    element ``second`` from the init pair ``first``."""
+    from stablehlo.interpreter import evaluate
+    module = parse_module(f"""
+func.func @main(%x: tensor<1xf32>, %y: tensor<1xi32>, %v: tensor<f32>, %i: tensor<i32>)
+    -> (tensor<f32>, tensor<i32>) {{
+  %r:2 = stablehlo.reduce(%x init: %v), (%y init: %i) across dimensions = [0] :
+      (tensor<1xf32>, tensor<1xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)
+    reducer(%a: tensor<f32>, %b: tensor<f32>) (%c: tensor<i32>, %d: tensor<i32>) {{
+{text}
+    }}
+  return %r#0, %r#1 : tensor<f32>, tensor<i32>
+}}""")
+    value, index = evaluate(module, [second[0].reshape(1), second[1].reshape(1), *first])
+    return int(np.asarray(value).view(np.uint32)), int(index)
+
+
+@pytest.mark.parametrize("body", [_JAX_ARGMAX, _PLAIN_ARGMIN, _TORCH_ARGMAX])
+def test_pick_table_is_what_the_body_computes(body):
+    # ArgReduce.picks against the interpreter running the body on one input per entry.
+    picks = region_argreduce(_body(body)).picks
+    assert len(picks) == len(VALUE_STATES) * 3
+    for s, state in enumerate(VALUE_STATES):
+        for r, relation in enumerate(("lt", "eq", "gt")):
+            bits, idx = _STATE_BITS[state], _INDEX_PAIRS[relation]
+            pairs = [(np.array(b, np.uint32).view(np.float32), np.int32(i))
+                     for b, i in zip(bits, idx)]
+            value, index = _apply_body(body, pairs[0], pairs[1])
+            entry = picks[3 * s + r]
+            assert value == bits[entry & 1], (state, relation)
+            if relation != "eq":
+                assert index == idx[entry >> 1], (state, relation)
+
+
+def test_totalorder_bodies_have_no_pick_table():
+    # NaNs and signed zeros are ordered in TOTALORDER: the value states do not describe it.
+    body = _JAX_ARGMAX.replace("GT, %a, %b, FLOAT", "GT, %a, %b, TOTALORDER")
+    argreduce = region_argreduce(_body(body))
+    assert argreduce is not None and argreduce.picks is None
 
 
 @pytest.mark.parametrize("body", [

@@ -34,7 +34,11 @@ PROGRAM = f"""func.func @main(%x: {T}) -> ({T}, {T}) {{
 
 
 class Fixed:
-    """1 s per compute op (0 for the pair's ops and the terminator), 2 s per collective."""
+    """1 s per compute op (0 for the pair's ops and the terminator), 2 s per collective;
+    a started collective runs beside the compute unless ``overlaps_compute`` is false."""
+
+    def __init__(self, overlaps_compute: bool = True):
+        self.overlaps_compute = overlaps_compute
 
     def op_seconds(self, op):
         return 0.0 if op.name.startswith("openhlo.") or op.name == "func.return" else 1.0
@@ -46,8 +50,8 @@ class Fixed:
 def test_report_shape_exposed_time_and_overlaps():
     module = stablehlo.parse(PROGRAM)
     report = json.loads(json.dumps(schedule_report(module, Fixed())))
-    assert set(report) == {"collectives", "exposed_fraction", "estimator"}
-    assert report["estimator"] == "cost model"
+    assert set(report) == {"collectives", "exposed_fraction", "overlaps_compute", "estimator"}
+    assert report["estimator"] == "cost model" and report["overlaps_compute"] is True
     first, second = report["collectives"]
     assert {"kind", "bytes", "overlaps", "estimated_s", "exposed_s"} <= set(first)
     assert first["kind"] == "all-reduce" and first["bytes"] == 16
@@ -110,3 +114,27 @@ def test_cost_model_shares_the_host_among_its_devices():
     assert crowded.collective_seconds(sync) == pytest.approx(3 * alone.collective_seconds(sync))
     assert CostModelEstimator(hw.shared_by(4), module).op_seconds(multiply) == \
         alone.op_seconds(multiply)
+
+def test_without_a_core_for_communication_a_started_collective_is_all_exposed():
+    # the pair's all-reduce runs at its start, whole (0-2 s), the multiply after it (2-3 s),
+    # then the synchronous one (3-5 s): nothing overlaps, every second is exposed
+    from xla_core.scheduling import simulate
+    module = stablehlo.parse(PROGRAM)
+    clock = simulate(module.lookup("main").body.operations, Fixed(overlaps_compute=False))
+    assert clock.now == clock.busy == 5.0
+    report = schedule_report(module, Fixed(overlaps_compute=False))
+    assert report["overlaps_compute"] is False and report["exposed_fraction"] == 1.0
+    assert [c["overlaps"] for c in report["collectives"]] == [[], []]
+
+
+def test_the_devices_of_a_host_leave_a_core_for_communication_or_not():
+    from xla_core.cost import hardware
+    from xla_core.scheduling import CostModelEstimator
+    module = stablehlo.parse(PROGRAM)
+    hw = hardware("generic-cpu")    # 4 cores: an executing and a communication thread each
+    assert CostModelEstimator(hw, module).overlaps_compute
+    assert CostModelEstimator(hardware("generic-cpu", devices_per_host=2), module) \
+        .overlaps_compute
+    crowded = CostModelEstimator(hardware("generic-cpu", devices_per_host=3), module)
+    assert not crowded.overlaps_compute
+    assert not MeasuredEstimator(crowded, lambda op: None).overlaps_compute

@@ -4,8 +4,6 @@ asserted (a start above independent compute, a done below it), the in-flight lim
 memory limit, dependencies and the order of the starts, loop bodies."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import stablehlo
 from stablehlo.ir.ops.async_collectives import start_of
 from stablehlo.verify import verify_module
@@ -213,20 +211,29 @@ def test_constants_the_greedy_emits_early_are_sunk_without_moving_compute():
         simulate([graph.ops[i] for i in order], estimator).now
 
 
-def test_core_sharing_leaves_the_order_unchanged(monkeypatch):
-    # every estimate stretches alike, so the simulated makespans rank orders the same
-    from xla_core.cost.hardware import GENERIC_CPU, HARDWARE, register_hardware
-    monkeypatch.setattr(HARDWARE, "_entries", dict(HARDWARE._entries))
-    crowded = replace(GENERIC_CPU.shared_by(8), name="generic-cpu-x8")
-    assert crowded.core_sharing == 2.0
-    register_hardware("generic-cpu-x8", crowded)
+def _order_on(devices_per_host: int, text: str = START_EARLY) -> list:
+    module = stablehlo.parse(text)
+    for p in parse_pass_list(f"async-collective-creator,latency-hiding-scheduler"
+                             f"{{hardware=generic-cpu devices-per-host={devices_per_host}}},"
+                             f"convert-async-to-sync"
+                             f"{{hardware=generic-cpu devices-per-host={devices_per_host}}}"):
+        p.run(module, PassContext())
+    verify_module(module)
+    return names(module.lookup("main").body.operations)
 
-    def order_on(hardware_name: str) -> list:
-        module = stablehlo.parse(START_EARLY)
-        for p in parse_pass_list(f"async-collective-creator,latency-hiding-scheduler"
-                                 f"{{hardware={hardware_name}}}"):
-            p.run(module, PassContext())
-        return names(module.lookup("main").body.operations)
 
-    assert order_on("generic-cpu-x8") == order_on("generic-cpu")
-    assert order_on("generic-cpu")[0] == "async_start"
+def test_devices_with_a_core_each_for_communication_keep_the_overlap():
+    # generic-cpu has 4 cores: 2 devices still get an executing and a communication core
+    # each, and every estimate stretches alike, so the order is the one-device order
+    assert _order_on(2) == _order_on(0)
+    assert _order_on(2)[0] == "async_start"
+
+
+def test_devices_oversubscribing_the_cores_keep_their_collectives_synchronous():
+    # 8 devices on 4 cores: a communication thread would take a core from compute, so no
+    # order hides a collective: the scheduler keeps the memory schedule and
+    # convert-async-to-sync makes each pair its synchronous collective where the start was
+    # (the creator's window left the all-reduce in program order)
+    assert _order_on(8) == ["dot_general", "dot_general", "all_reduce", "add", "return"]
+    three = _order_on(8, THREE_GATHERS)
+    assert "async_start" not in three and three.count("all_gather") == 3

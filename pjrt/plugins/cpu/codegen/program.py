@@ -2,12 +2,12 @@
 
 ``FusionLibrary.build(module, func)`` finds every ``openhlo.fusion`` composite and every
 ``while`` loop the lowering of ``func`` will meet (nested while/if/case regions and inlined
-callees included), generates a kernel for each fusion and each loop of
-elementwise math (the shared templates of xla_core/codegen, for ``CPU_TARGET``), drops
+callees included), generates a kernel for each fusion and each loop the
+while template takes (the shared templates of xla_core/codegen, for ``CPU_TARGET``), drops
 duplicates (identical kernels share one symbol,
 named by a hash of their text), and compiles the whole unit once (build.py, cached by
 content). ``lookup(op)`` then gives a fusion's (library, symbol, in-place pairs) or the
-reason it runs op by op instead; ``loop(op)`` a loop's (library, symbol, captured values).
+reason it runs op by op instead; ``loop(op)`` a loop's (library, symbol, GeneratedLoop).
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ class FusionLibrary:
         self.library: str | None = None
         self.source = ""
         self.deferred = False  # built with compile_now=False and not in the kernel cache
-        self.loops: dict = {}     # while op -> (symbol, captured values)
+        self.loops: dict = {}     # while op -> (symbol, GeneratedLoop)
         self._held: tuple = ({}, {})  # (entries, loops) set aside while not compiled
 
     @classmethod
@@ -95,11 +95,10 @@ class FusionLibrary:
         for op in loops:
             made = loop_source(op, module, CPU_TARGET)
             if made is not None:
-                text, captured, used = made
-                symbol = "ohl_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-                texts.setdefault(symbol, text.replace(SYMBOL, symbol))
-                math |= used
-                lib.loops[op] = (symbol, captured)
+                symbol = "ohl_" + hashlib.sha256(made.source.encode()).hexdigest()[:16]
+                texts.setdefault(symbol, made.source.replace(SYMBOL, symbol))
+                math |= made.math
+                lib.loops[op] = (symbol, made)
         if not texts:
             return lib
         lib.source = abi.PRELUDE + mathlib_source(math) + "".join(texts.values())
@@ -143,11 +142,11 @@ class FusionLibrary:
         self.entries, self.loops = {}, {}
 
     def loop(self, op: Operation):
-        """(library, symbol, captured values in kernel order) of a generated ``while``, or
-        None: the executor runs that loop."""
+        """(library, symbol, its ``GeneratedLoop``: captured values in kernel order, the
+        results it computes) of a generated ``while``, or None: the executor runs that loop."""
         if op in self.loops:
-            symbol, captured = self.loops[op]
-            return self.library, symbol, captured
+            symbol, made = self.loops[op]
+            return self.library, symbol, made
         return None
 
     def lookup(self, op: Operation):

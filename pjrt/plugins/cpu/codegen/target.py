@@ -38,10 +38,13 @@ class CpuTarget(KernelTarget):
 
     def kernel(self, part: list[str], tasks: int, min_chunk: int) -> str:
         inner = "\n  ".join(part)
+        # One range only (the pool would run it inline): called directly, which saves the
+        # pool's entry on each call of a small kernel, e.g. from a loop kernel's iterations.
+        run = (f"{SYMBOL}_part(&a, 0, {tasks});" if tasks <= min_chunk else
+               f"env->parallel_for({tasks}, {min_chunk}, {SYMBOL}_part, &a);")
         return (f"static void {SYMBOL}_part(void* p, int64_t b, int64_t e) {{\n  {inner}\n}}\n"
                 f'extern "C" void {SYMBOL}{KERNEL_SIGNATURE} {{\n'
-                f"  OhmArgs a = {{env, ins, outs}};\n"
-                f"  env->parallel_for({tasks}, {min_chunk}, {SYMBOL}_part, &a);\n}}\n")
+                f"  OhmArgs a = {{env, ins, outs}};\n  {run}\n}}\n")
 
     def scratch(self, name: str, ctype: str, n: int) -> tuple[str, str | None]:
         if n * 8 <= _STACK_BYTES:  # 8: the widest element type

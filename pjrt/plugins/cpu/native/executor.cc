@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -36,11 +37,75 @@ SharedPyObject g_token;
 
 void run_program(const Program& program, Frame& frame);
 
+// A kernel's operands or results: `n` Arrays, on the stack up to kInline (constructed only
+// as far as used: an iteration of a small loop runs a few such kernels).
+class LocalArrays {
+ public:
+  static constexpr size_t kInline = 8;
+  explicit LocalArrays(size_t n) : n_(n) {
+    if (n > kInline) {
+      heap_.resize(n);
+      p_ = heap_.data();
+    } else {
+      p_ = reinterpret_cast<Array*>(inline_);
+      for (size_t i = 0; i < n; ++i) new (p_ + i) Array();
+    }
+  }
+  ~LocalArrays() {
+    if (n_ <= kInline) {
+      for (size_t i = 0; i < n_; ++i) p_[i].~Array();
+    }
+  }
+  LocalArrays(const LocalArrays&) = delete;
+  LocalArrays& operator=(const LocalArrays&) = delete;
+  Array& operator[](size_t i) { return p_[i]; }
+  Array* data() { return p_; }
+
+ private:
+  size_t n_;
+  Array* p_;
+  alignas(Array) unsigned char inline_[kInline * sizeof(Array)];
+  std::vector<Array> heap_;
+};
+
+// Whether operand `i` of `instr` is its slot's last use: the slot is released after the
+// instruction and no later operand reads it.
+bool dies_at(const Instr& instr, size_t i) {
+  const int32_t s = instr.in[i];
+  for (size_t j = i + 1; j < instr.in.size(); ++j) {
+    if (instr.in[j] == s) return false;
+  }
+  return std::find(instr.release.begin(), instr.release.end(), s) != instr.release.end();
+}
+
+// Which of the body's results may be moved out of their slots at the end of an iteration:
+// those the body defines (a parameter or an instruction's result), at their last place in
+// the results. A value from outside the loop is read again by the next iteration.
+std::vector<bool> movable_results(const Program& body) {
+  std::vector<int32_t> defined(body.params);
+  for (const Instr& instr : body.instrs) {
+    defined.insert(defined.end(), instr.out.begin(), instr.out.end());
+  }
+  std::sort(defined.begin(), defined.end());
+  const size_t n = body.results.size();
+  std::vector<bool> movable(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t s = body.results[i];
+    bool later = false;
+    for (size_t j = i + 1; j < n; ++j) later |= body.results[j] == s;
+    movable[i] = !later && std::binary_search(defined.begin(), defined.end(), s);
+  }
+  return movable;
+}
+
 void run_while(const Instr& instr, Frame& frame) {
   const Program& cond = *instr.regions[0];
   const Program& body = *instr.regions[1];
   auto& slots = frame.slots;
   const size_t n = instr.in.size();
+  // Results move into `carried`, so the body's next iteration holds the only reference to
+  // a carried array and a kernel may take its storage over (no second owner in a slot).
+  const std::vector<bool> movable = movable_results(body);
   std::vector<Array> carried(n);
   for (size_t i = 0; i < n; ++i) carried[i] = slots[instr.in[i]];
   for (;;) {
@@ -51,7 +116,9 @@ void run_while(const Instr& instr, Frame& frame) {
     if (!go) break;
     for (size_t i = 0; i < n; ++i) slots[body.params[i]] = std::move(carried[i]);
     run_program(body, frame);
-    for (size_t i = 0; i < n; ++i) carried[i] = slots[body.results[i]];
+    for (size_t i = 0; i < n; ++i) {
+      carried[i] = movable[i] ? std::move(slots[body.results[i]]) : slots[body.results[i]];
+    }
     for (int32_t p : body.params) slots[p] = Array();
   }
   for (size_t i = 0; i < n; ++i) slots[instr.out[i]] = std::move(carried[i]);
@@ -212,24 +279,21 @@ void run_instr(const Instr& instr, Frame& frame) {
   switch (instr.kind) {
     case InstrKind::KERNEL: {
       // Operands and results are gathered into small local arrays: steps take pointers.
-      Array operands_buf[8], results_buf[4];
-      std::vector<Array> operands_vec, results_vec;
-      Array* operands = operands_buf;
-      Array* results = results_buf;
-      if (instr.in.size() > 8) {
-        operands_vec.resize(instr.in.size());
-        operands = operands_vec.data();
-      }
-      if (instr.out.size() > 4) {
-        results_vec.resize(instr.out.size());
-        results = results_vec.data();
-      }
-      for (size_t i = 0; i < instr.in.size(); ++i) operands[i] = slots[instr.in[i]];
+      LocalArrays operands(instr.in.size()), results(instr.out.size());
       // Slots dead after this instruction are dropped before it runs, so a step holding the
-      // last reference to an operand may reuse its storage (generated in-place results).
+      // last reference to an operand may reuse its storage (generated in-place results): an
+      // operand's last use here moves it out of its slot.
+      for (size_t i = 0; i < instr.in.size(); ++i) {
+        const int32_t s = instr.in[i];
+        if (dies_at(instr, i)) {
+          operands[i] = std::move(slots[s]);
+        } else {
+          operands[i] = slots[s];
+        }
+      }
       for (int32_t s : instr.release) slots[s] = Array();
       if (instr.communicates && frame.comm) frame.comm->wait_idle();
-      instr.step(frame.ctx, operands, results);
+      instr.step(frame.ctx, operands.data(), results.data());
       for (size_t i = 0; i < instr.out.size(); ++i) slots[instr.out[i]] = std::move(results[i]);
       break;
     }

@@ -51,6 +51,7 @@ OPENHLO_MATHLIB_OP(Tanh, ohm_tanh);
 OPENHLO_MATHLIB_OP(Rsqrt, ohm_rsqrt);
 OPENHLO_MATHLIB_OP(Cbrt, ohm_cbrt);
 OPENHLO_MATHLIB_OP(Erf, ohm_erf);
+OPENHLO_MATHLIB_OP(Erfc, ohm_erfc);
 #undef OPENHLO_MATHLIB_OP
 
 // Ops exact in every float type: native f32 agrees bit for bit with double-then-round.
@@ -113,6 +114,7 @@ OPENHLO_KERNEL(stablehlo_tanh, "stablehlo.tanh", make_unary<Tanh>);
 OPENHLO_KERNEL(stablehlo_rsqrt, "stablehlo.rsqrt", make_unary<Rsqrt>);
 OPENHLO_KERNEL(stablehlo_cbrt, "stablehlo.cbrt", make_unary<Cbrt>);
 OPENHLO_KERNEL(chlo_erf, "chlo.erf", make_unary<Erf>);
+OPENHLO_KERNEL(chlo_erfc, "chlo.erfc", make_unary<Erfc>);
 OPENHLO_KERNEL(stablehlo_sqrt, "stablehlo.sqrt", make_unary<Sqrt>);
 OPENHLO_KERNEL(stablehlo_floor, "stablehlo.floor", make_unary<Floor>);
 OPENHLO_KERNEL(stablehlo_ceil, "stablehlo.ceil", make_unary<Ceil>);

@@ -15,7 +15,9 @@
 // and block of rows computes the output, the kernel matrix read in place. Depthwise
 // convolutions (one input feature per group) use a direct loop vectorized over features.
 //
-// Integer, complex and mixed element types raise Unsupported (the interpreter runs them).
+// i8 x i8 -> i32 and (on CPUs with AVX-512 BF16) bf16 x bf16 products run on the
+// low-precision GEMMs (kernels_lowp_dot.cc). Other integer, complex and mixed element types
+// raise Unsupported (the interpreter runs them).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -26,82 +28,14 @@
 
 #include "_generated/kernel_attrs.h"
 #include "blas.h"
+#include "contraction.h"
+#include "float16.h"
 #include "kernel.h"
+#include "permute.h"
 #include "thread_pool.h"
 
 namespace openhlo::cpu {
 namespace {
-
-// ---------------------------------------------------------------------------------------
-// 16-bit floats, round to nearest even (as numpy and ml_dtypes convert).
-
-inline float bits_to_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-inline uint32_t float_to_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-inline float f16_to_f32(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h & 0x7fff) << 13;
-  const uint32_t exponent = u & (0x7c00u << 13);
-  u += (127 - 15) << 23;
-  if (exponent == (0x7c00u << 13)) {
-    u += (128 - 16) << 23;  // inf, NaN
-  } else if (exponent == 0) {
-    u += 1 << 23;  // zero, subnormal: renormalize through a float subtraction
-    u = float_to_bits(bits_to_float(u) - bits_to_float(113u << 23));
-  }
-  return bits_to_float(u | (static_cast<uint32_t>(h & 0x8000) << 16));
-}
-
-inline uint16_t f32_to_f16(float f) {
-  uint32_t u = float_to_bits(f);
-  const uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  uint16_t h;
-  if (u >= (127u + 16) << 23) {
-    h = u > (255u << 23) ? 0x7e00 : 0x7c00;  // NaN (quiet), inf, overflow
-  } else if (u < (113u << 23)) {
-    // Subnormal or zero: adding 0.5 puts the f16 subnormal bits at the bottom, rounded.
-    h = static_cast<uint16_t>(float_to_bits(bits_to_float(u) + 0.5f) - (126u << 23));
-  } else {
-    const uint32_t odd = (u >> 13) & 1;
-    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfff + odd;
-    h = static_cast<uint16_t>(u >> 13);
-  }
-  return static_cast<uint16_t>(h | (sign >> 16));
-}
-
-inline float bf16_to_f32(uint16_t b) { return bits_to_float(static_cast<uint32_t>(b) << 16); }
-
-inline uint16_t f32_to_bf16(float f) {
-  const uint32_t u = float_to_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
-  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
-template <typename D, typename S>
-inline D convert(S v) {
-  if constexpr (std::is_same_v<S, D>) {
-    return v;
-  } else if constexpr (std::is_same_v<S, f16_t>) {
-    return static_cast<D>(f16_to_f32(v.bits));
-  } else if constexpr (std::is_same_v<S, bf16_t>) {
-    return static_cast<D>(bf16_to_f32(v.bits));
-  } else if constexpr (std::is_same_v<D, f16_t>) {
-    return f16_t{f32_to_f16(static_cast<float>(v))};
-  } else if constexpr (std::is_same_v<D, bf16_t>) {
-    return bf16_t{f32_to_bf16(static_cast<float>(v))};
-  } else {
-    return static_cast<D>(v);
-  }
-}
 
 // Calls fn(TypeTag<T>) for the float element types.
 template <typename Fn>
@@ -163,133 +97,6 @@ void parallel_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a
   });
 }
 
-// ---------------------------------------------------------------------------------------
-// Permuted copies: out dim j = in dim perm[j] (row-major both), converting elements.
-
-class Permute {
- public:
-  Permute() = default;
-  Permute(const Shape& shape, const std::vector<int64_t>& perm) {
-    const auto in_strides = row_major_strides(shape);
-    for (int64_t d : perm) {
-      if (shape[d] == 1) continue;  // no effect on the order of elements
-      if (!sizes_.empty() && strides_.back() == in_strides[d] * shape[d]) {
-        sizes_.back() *= shape[d];  // consecutive in memory: one dimension
-        strides_.back() = in_strides[d];
-      } else {
-        sizes_.push_back(shape[d]);
-        strides_.push_back(in_strides[d]);
-      }
-    }
-    total_ = num_elements(shape);
-    for (size_t j = 0; j + 1 < sizes_.size(); ++j) {
-      if (strides_[j] == 1) tile_dim_ = static_cast<int64_t>(j);
-    }
-  }
-
-  // Whether the permuted array has the same memory order as the input.
-  bool identity() const { return sizes_.empty() || (sizes_.size() == 1 && strides_[0] == 1); }
-
-  template <typename S, typename D>
-  void run(const S* in, D* out) const {
-    if (total_ == 0) return;
-    if (sizes_.empty()) {
-      out[0] = convert<D>(in[0]);
-      return;
-    }
-    if (tile_dim_ >= 0 && strides_.back() != 1) {
-      run_tiled(in, out);
-      return;
-    }
-    // Rows of the output along its last dimension.
-    const int64_t rank = static_cast<int64_t>(sizes_.size());
-    const int64_t last = sizes_.back();
-    const int64_t step = strides_.back();
-    parallel_for(total_ / last, std::max<int64_t>(1, 32768 / last), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        int64_t offset = 0;
-        for (int64_t j = rank - 2, rest = r; j >= 0; --j) {
-          offset += (rest % sizes_[j]) * strides_[j];
-          rest /= sizes_[j];
-        }
-        const S* src = in + offset;
-        D* dst = out + r * last;
-        for (int64_t i = 0; i < last; ++i) dst[i] = convert<D>(src[i * step]);
-      }
-    });
-  }
-
- private:
-  // The input's contiguous dimension is output dim tile_dim_ (the "rows" r), the output's is
-  // the last one (the "columns" c): out[r * row_out + c] = in[r + c * col_step]. Tasks take
-  // 64 rows; 8x8 tiles go through a register-sized buffer, which the compiler turns into
-  // vector loads and stores (10x faster than element-wise strided copies).
-  template <typename S, typename D>
-  void run_tiled(const S* in, D* out) const {
-    constexpr int64_t kRows = 64;
-    const int64_t rank = static_cast<int64_t>(sizes_.size());
-    const auto out_strides = row_major_strides(sizes_);
-    const int64_t rows = sizes_[tile_dim_];
-    const int64_t cols = sizes_.back();
-    const int64_t col_step = strides_.back();
-    const int64_t row_out = out_strides[tile_dim_];
-    const int64_t outer = total_ / (rows * cols);
-    const int64_t row_tiles = (rows + kRows - 1) / kRows;
-    parallel_for(outer * row_tiles, std::max<int64_t>(1, 32768 / (kRows * cols)),
-                 [&](int64_t b, int64_t e) {
-      for (int64_t task = b; task < e; ++task) {
-        int64_t in_off = 0, out_off = 0;
-        for (int64_t j = rank - 2, rest = task / row_tiles; j >= 0; --j) {
-          if (j == tile_dim_) continue;
-          const int64_t i = rest % sizes_[j];
-          rest /= sizes_[j];
-          in_off += i * strides_[j];
-          out_off += i * out_strides[j];
-        }
-        const int64_t r_begin = (task % row_tiles) * kRows;
-        const int64_t r_end = std::min(rows, r_begin + kRows);
-        for (int64_t c0 = 0; c0 < cols; c0 += 8) {
-          for (int64_t r0 = r_begin; r0 < r_end; r0 += 8) {
-            const S* src = in + in_off + r0 + c0 * col_step;
-            D* dst = out + out_off + r0 * row_out + c0;
-            if (r0 + 8 <= r_end && c0 + 8 <= cols) {
-              transpose8(src, col_step, dst, row_out);
-              continue;
-            }
-            for (int64_t c = 0; c < std::min<int64_t>(8, cols - c0); ++c) {
-              for (int64_t r = 0; r < std::min<int64_t>(8, r_end - r0); ++r) {
-                dst[r * row_out + c] = convert<D>(src[r + c * col_step]);
-              }
-            }
-          }
-        }
-      }
-    });
-  }
-
-  template <typename S, typename D>
-  static void transpose8(const S* __restrict src, int64_t col_step, D* __restrict dst,
-                         int64_t row_out) {
-    D tile[8][8];
-    for (int64_t c = 0; c < 8; ++c) {
-      for (int64_t r = 0; r < 8; ++r) tile[r][c] = convert<D>(src[c * col_step + r]);
-    }
-    for (int64_t r = 0; r < 8; ++r) {
-      for (int64_t c = 0; c < 8; ++c) dst[r * row_out + c] = tile[r][c];
-    }
-  }
-
-  std::vector<int64_t> sizes_, strides_;
-  int64_t total_ = 0;
-  int64_t tile_dim_ = -1;
-};
-
-std::vector<int64_t> concat(std::initializer_list<std::vector<int64_t>> parts) {
-  std::vector<int64_t> out;
-  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
-}
-
 std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
   std::vector<int64_t> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
@@ -298,45 +105,6 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
 
 // ---------------------------------------------------------------------------------------
 // dot_general and dot
-
-// One operand as a batch of matrices: used in place (with a BLAS transpose flag) when its
-// layout allows, else packed into [B, rows, cols] scratch by `pack`.
-struct MatrixOperand {
-  bool in_place = false;
-  bool transposed = false;
-  int64_t ld = 0;
-  Permute pack;
-};
-
-// `first` and `second` are the operand dims of the matrix rows and columns (M and K for the
-// lhs, K and N for the rhs) after the batch dims.
-MatrixOperand plan_matrix(const Shape& shape, const std::vector<int64_t>& batch,
-                          const std::vector<int64_t>& first, const std::vector<int64_t>& second,
-                          bool same_type) {
-  MatrixOperand m;
-  int64_t rows = 1, cols = 1;
-  for (int64_t d : first) rows *= shape[d];
-  for (int64_t d : second) cols *= shape[d];
-  const std::vector<int64_t> normal = concat({batch, first, second});
-  m.pack = Permute(shape, normal);
-  if (same_type && m.pack.identity()) {
-    m.in_place = true;
-    m.ld = std::max<int64_t>(1, cols);
-  } else if (same_type && Permute(shape, concat({batch, second, first})).identity()) {
-    m.in_place = true;
-    m.transposed = true;
-    m.ld = std::max<int64_t>(1, rows);
-  } else {
-    m.ld = std::max<int64_t>(1, cols);
-  }
-  return m;
-}
-
-struct DotPlan {
-  int64_t batch = 1, m = 1, n = 1, k = 1;
-  MatrixOperand lhs, rhs;
-  bool result_in_place = true;  // result type == accumulation type
-};
 
 template <typename In, typename Acc, typename Out>
 void run_dot(const DotPlan& plan, const Array& lhs_array, const Array& rhs_array, Array& result) {
@@ -446,6 +214,12 @@ Step make_contraction(const OpSpec& spec, const std::vector<int64_t>& lb,
   require(expected == out.shape, "unexpected result shape");
   for (int64_t v : {plan.m, plan.n, plan.k}) require_blas_size(v, "matrix dimension");
 
+  {
+    DotPlan lowp = plan;
+    lowp.lhs = plan_matrix(l.shape, lb, lf, lc, true);
+    lowp.rhs = plan_matrix(r.shape, rb, rc, rf, true);
+    if (Step step = make_lowp_dot(lowp, l, r, out)) return step;
+  }
   const DType acc = wide ? DType::F64 : DType::F32;
   plan.lhs = plan_matrix(l.shape, lb, lf, lc, l.dtype == acc);
   plan.rhs = plan_matrix(r.shape, rb, rc, rf, r.dtype == acc);

@@ -1,8 +1,9 @@
 // Native kernels of the reductions: reduce, reduce_window and select_and_scatter.
 //
-// Only "simple" reducer regions run natively: every result is one commutative op
+// Here, reducer regions where every result is one commutative op
 // (add/multiply/maximum/minimum/and/or/xor, the `combiner` of attrs.py:region_attrs) of its
-// own argument pair, with inputs, init values and results of one element type (the
+// own argument pair run natively (bodies keeping one of two (value, index) pairs go to
+// kernels_pair_select.cc), with inputs, init values and results of one element type (the
 // interpreter's promotable bodies, e.g. an i8 input reduced in i32, fall back). Variadic ops
 // then reduce each operand independently.
 //
@@ -22,6 +23,7 @@
 #include "_generated/kernel_attrs.h"
 #include "kernel.h"
 #include "combiners.h"
+#include "reductions.h"
 #include "thread_pool.h"
 
 namespace openhlo::cpu {
@@ -90,20 +92,6 @@ inline void combine_rows(T* __restrict out, const T* __restrict in, int64_t n) {
 template <Comb C, typename T>
 inline void combine_value(T* out, T value, int64_t n) {
   for (int64_t j = 0; j < n; ++j) out[j] = combine<C>(out[j], value);
-}
-
-// Input offsets of every index of `dims` ({size, stride} pairs), in row-major index order.
-std::vector<int64_t> odometer_offsets(const std::vector<std::pair<int64_t, int64_t>>& dims) {
-  std::vector<int64_t> offsets{0};
-  for (const auto& [size, stride] : dims) {
-    std::vector<int64_t> next;
-    next.reserve(offsets.size() * size);
-    for (int64_t base : offsets) {
-      for (int64_t i = 0; i < size; ++i) next.push_back(base + i * stride);
-    }
-    offsets.swap(next);
-  }
-  return offsets;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -258,26 +246,10 @@ void reduce_operand(const ReducePlan& plan, const Array& in, const Array& init, 
   run_reduce<C, T>(plan, in.data<T>(), *init.data<T>(), out.data<T>());
 }
 
-// Checks the variadic reducer operand/result types (inputs..., inits...) -> results... and
-// returns the operand count; all of one element type per operand.
-size_t check_reducer_types(const OpSpec& spec) {
-  require(!spec.operands.empty() && spec.operands.size() % 2 == 0,
-          "expected inputs and as many init values");
-  const size_t n = spec.operands.size() / 2;
-  require(spec.results.size() == n, "expected one result per input");
-  for (size_t i = 0; i < n; ++i) {
-    const DType dtype = spec.operands[i].dtype;
-    require(spec.operands[n + i].dtype == dtype && spec.results[i].dtype == dtype,
-            "reducer with promoted element types");
-    require(spec.operands[n + i].shape.empty(), "init values must be scalars");
-    require(spec.operands[i].shape == spec.operands[0].shape, "inputs of different shapes");
-  }
-  return n;
-}
-
 Step make_reduce(const OpSpec& spec) {
   const size_t n = check_reducer_types(spec);
   const ReduceAttrs a = ReduceAttrs::decode(spec);
+  if (!a.pair_picks.empty()) return make_pair_reduce(spec, a.dimensions, a.pair_picks);
   const Comb comb = parse_combiner(a.combiner);
   auto plan = std::make_shared<const ReducePlan>(plan_reduce(spec.operands[0].shape, a.dimensions));
   std::vector<TypedReduce> loops;
@@ -300,58 +272,6 @@ OPENHLO_KERNEL(stablehlo_reduce, "stablehlo.reduce", make_reduce);
 
 // ---------------------------------------------------------------------------------------
 // Windows (reduce_window, select_and_scatter)
-
-// Per-dimension attributes of a windowed op, validated against the operand rank.
-struct WindowAttrs {
-  std::vector<int64_t> window, strides, base, dilation, pad_low, pad_high;
-};
-
-// `given`, or ones where the attribute is absent.
-std::vector<int64_t> positive_ints(const std::optional<std::vector<int64_t>>& given,
-                                   const char* name, size_t rank) {
-  std::vector<int64_t> values = given.value_or(std::vector<int64_t>(rank, 1));
-  require(values.size() == rank, std::string(name) + " does not match the operand rank");
-  for (int64_t v : values) require(v > 0, std::string(name) + " must be positive");
-  return values;
-}
-
-// The window of reduce_window or select_and_scatter (which has no dilations: nullopt).
-template <typename A>
-WindowAttrs window_attrs(const A& a, const std::optional<std::vector<int64_t>>& base_dilations,
-                         const std::optional<std::vector<int64_t>>& window_dilations,
-                         size_t rank) {
-  WindowAttrs w;
-  w.window = positive_ints(a.window_dimensions, "window_dimensions", rank);
-  w.strides = positive_ints(a.window_strides, "window_strides", rank);
-  w.base = positive_ints(base_dilations, "base_dilations", rank);
-  w.dilation = positive_ints(window_dilations, "window_dilations", rank);
-  split_padding(a.padding, rank, w.pad_low, w.pad_high);
-  return w;
-}
-
-// Number of windows along a dimension of `size` elements (spec: padded, base-dilated).
-int64_t window_count(int64_t size, const WindowAttrs& w, size_t d) {
-  const int64_t dilated = size == 0 ? 0 : (size - 1) * w.base[d] + 1;
-  const int64_t padded = w.pad_low[d] + dilated + w.pad_high[d];
-  const int64_t span = (w.window[d] - 1) * w.dilation[d] + 1;
-  return (padded <= 0 || span > padded) ? 0 : (padded - span) / w.strides[d] + 1;
-}
-
-// table[o * window + k]: the operand index times `stride` read by tap k of window o, or -1
-// where that tap falls on padding or between base-dilated elements.
-std::vector<int64_t> tap_table(int64_t size, int64_t stride, int64_t windows,
-                               const WindowAttrs& w, size_t d) {
-  const int64_t dilated = size == 0 ? 0 : (size - 1) * w.base[d] + 1;
-  std::vector<int64_t> table(windows * w.window[d]);
-  for (int64_t o = 0; o < windows; ++o) {
-    for (int64_t k = 0; k < w.window[d]; ++k) {
-      const int64_t q = o * w.strides[d] + k * w.dilation[d] - w.pad_low[d];
-      const bool valid = q >= 0 && q < dilated && q % w.base[d] == 0;
-      table[o * w.window[d] + k] = valid ? (q / w.base[d]) * stride : -1;
-    }
-  }
-  return table;
-}
 
 // The loops of reduce_window. The trailing dimensions that the window leaves alone (window 1,
 // no stride, padding or dilation) collapse into contiguous rows of `inner` elements. Of the
@@ -483,9 +403,10 @@ WindowPlan plan_reduce_window(const Shape& operand, const WindowAttrs& attrs,
 Step make_reduce_window(const OpSpec& spec) {
   const size_t n = check_reducer_types(spec);
   const ReduceWindowAttrs a = ReduceWindowAttrs::decode(spec);
-  const Comb comb = parse_combiner(a.combiner);
   const Shape& shape = spec.operands[0].shape;
   const WindowAttrs w = window_attrs(a, a.base_dilations, a.window_dilations, shape.size());
+  if (!a.pair_picks.empty()) return make_pair_reduce_window(spec, w, a.pair_picks);
+  const Comb comb = parse_combiner(a.combiner);
   auto plan = std::make_shared<const WindowPlan>(
       plan_reduce_window(shape, w, spec.results[0].shape));
   std::vector<TypedWindow> loops;

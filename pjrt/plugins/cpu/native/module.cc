@@ -20,6 +20,8 @@ namespace openhlo::cpu {
 // `_native.HAVE_GLOO` and `_native.ProcessGroups(...)` (process_group.cc); declared here, not
 // in process_group.h, which the pybind11-free collectives include.
 void bind_process_groups(py::module_& m);
+// `_native.lowp` (lowp_bindings.cc): the low-precision GEMMs for tests and benchmarks.
+void bind_lowp(py::module_& parent);
 }  // namespace openhlo::cpu
 
 namespace {
@@ -100,4 +102,5 @@ PYBIND11_MODULE(_native, m) {
   bind_executor(m);
   bind_runtime(m);
   bind_process_groups(m);
+  bind_lowp(m);
 }

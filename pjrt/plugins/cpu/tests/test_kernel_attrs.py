@@ -89,7 +89,7 @@ def test_encode_absent_optional_fields_and_region_paths():
     record = encode("stablehlo.reduce_window", "here",
                     {"combiner": "stablehlo.add", "window_dimensions": [2, 2],
                      "padding": np.array([[0, 1], [1, 0]], np.int64)})
-    assert record == ["stablehlo.add", [2, 2], None, None, None, [[0, 1], [1, 0]]]
+    assert record == ["stablehlo.add", [], [2, 2], None, None, None, [[0, 1], [1, 0]]]
     assert encode("stablehlo.sort", "here", {"comparator": ["LT", None]}) == [-1, "LT", ""]
     assert encode("stablehlo.sort", "here", {}) == [-1, None, ""]
 

@@ -135,3 +135,81 @@ def test_the_test_sessions_caches_are_temporary(tmp_path_factory):
     pjrt.make_client("cpu").compile(SOFTMAX.replace("%r = stablehlo.add %p, %x",
                                                     "%r = stablehlo.subtract %p, %x"))
     assert set(pathlib.Path(compile_cache.cache_dir()).glob("*.pkl")) - before  # written there
+
+
+def _host_options(pipeline) -> set:
+    """(pass, devices_per_host) of the passes of ``pipeline`` that describe the host."""
+    return {(p.name, p.devices_per_host) for p in pipeline.passes
+            if hasattr(p, "devices_per_host")}
+
+
+def test_the_executable_devices_here_describe_the_host_to_fusion_and_the_scheduler():
+    from xla_core.compile import CompileRequest
+    client = pjrt.make_client("cpu", num_devices=8)
+    options = CompileOptions(num_partitions=4)
+    backend = client._compiler(options)
+    four = CompileRequest(options, "main", num_replicas=1, num_partitions=4)
+    assert client.devices_here(four) == 4
+    assert _host_options(backend.pipeline(four)) == {
+        ("fusion", 4), ("latency-hiding-scheduler", 4), ("convert-async-to-sync", 4)}
+    # two replicas of three partitions on devices 0-5, or on the ones the options name
+    six = CompileRequest(options, "main", num_replicas=2, num_partitions=3)
+    assert client.devices_here(six) == 6
+    # the option, where given, describes the host instead (and keys the cache: identity)
+    given = CompileOptions(num_partitions=4, env_option_overrides={"devices_per_host": 1})
+    assert _host_options(client._compiler(given).pipeline(four)) == {
+        ("fusion", 1), ("latency-hiding-scheduler", 1), ("convert-async-to-sync", 1)}
+    assert client._compiler(given).identity != backend.identity
+    with pytest.raises(ArgumentError, match="devices_per_host"):
+        client._compiler(CompileOptions(env_option_overrides={"devices_per_host": 0}))
+
+
+def test_devices_without_a_core_for_communication_run_synchronous_collectives(cache_dir):
+    # 2 devices described as one per core of the calibrated host: no core is left for the
+    # communication threads, whatever the host
+    from xla_core.cost import hardware
+    text = """
+func.func @main(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %r = "stablehlo.all_reduce"(%x) ({
+    ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+      %s = stablehlo.add %p, %q : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  %a = stablehlo.dot_general %w, %w, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %y = stablehlo.negate %r : tensor<64x64xf32>
+  return %y, %a : tensor<64x64xf32>, tensor<64x64xf32>
+}
+"""
+    crowded = max(2, hardware("cpu").cores)
+    assert not hardware("cpu", crowded).communication_beside_compute
+    client = pjrt.make_client("cpu", num_devices=2)
+    rng = np.random.default_rng(0)
+    args = [[rng.standard_normal((64, 64)).astype(np.float32) for _ in range(2)]
+            for _ in range(2)]
+    results = {}
+    for devices in (1, crowded):
+        exe = client.compile(text, CompileOptions(
+            num_replicas=2, env_option_overrides={"devices_per_host": devices}))
+        names = [op.name for op in exe.optimized_module.walk()]
+        overlaps = hardware("cpu", devices).communication_beside_compute
+        assert ("openhlo.async_start" in names) == overlaps
+        results[devices] = [[b.to_numpy() for b in out] for out in exe.execute_sharded(args)]
+    for one, shared in zip(results[1], results[crowded]):
+        for a, b in zip(one, shared):
+            np.testing.assert_array_equal(a, b)
+    # each replica's all-reduce of %x: the sum over both, negated
+    np.testing.assert_array_equal(results[crowded][0][0], -(args[0][0] + args[1][0]))
+
+
+def test_compile_cache_identity_names_the_hardware_description(tmp_path, monkeypatch):
+    """OPENHLO_HARDWARE changes what the pipeline's cost model reads, so programs compiled
+    under another description are not reused."""
+    from pjrt.plugins.cpu import compile_cache
+    from xla_core.cost.hardware import GENERIC_CPU, HARDWARE_ENV
+    measured = compile_cache.identity(1, "cpu")
+    assert "hardware=" not in measured  # this machine's calibration: the processor's
+    path = tmp_path / "generic.json"
+    path.write_text(GENERIC_CPU.to_json())
+    monkeypatch.setenv(HARDWARE_ENV, str(path))
+    assert compile_cache.identity(1, "cpu") != measured
+    assert f"hardware={GENERIC_CPU.cache_key()}" in compile_cache.identity(1, "cpu")

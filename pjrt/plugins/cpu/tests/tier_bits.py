@@ -130,6 +130,7 @@ _UNARY_CHAINS = {
     "exp_log": ["exponential", "log_plus_one", "log"],
     "tanh_logistic": ["tanh", "logistic"],
     "erf_chain": ["chlo.erf", "exponential_minus_one"],
+    "erfc_chain": ["chlo.erfc", "tanh"],
     "sqrt_rsqrt": ["abs", "sqrt", "rsqrt"],
     "sin_cos": ["sine", "cosine"],
     "cbrt_tan": ["cbrt", "tan"],

@@ -244,12 +244,14 @@ struct ConvolutionAttrs {
 struct ReduceAttrs {
   std::string combiner;  // default ""
   std::vector<int64_t> dimensions;
+  std::vector<int64_t> pair_picks;  // default {}
 
   static ReduceAttrs decode(const OpSpec& spec) {
-    const AttrReader r(spec, "stablehlo.reduce", 2);
+    const AttrReader r(spec, "stablehlo.reduce", 3);
     ReduceAttrs a;
     a.combiner = r.string(0, "combiner");
     a.dimensions = r.ints(1, "dimensions");
+    a.pair_picks = r.ints(2, "pair_picks");
     return a;
   }
 };
@@ -257,6 +259,7 @@ struct ReduceAttrs {
 // stablehlo.reduce_window
 struct ReduceWindowAttrs {
   std::string combiner;  // default ""
+  std::vector<int64_t> pair_picks;  // default {}
   std::vector<int64_t> window_dimensions;
   std::optional<std::vector<int64_t>> window_strides;
   std::optional<std::vector<int64_t>> base_dilations;
@@ -264,14 +267,15 @@ struct ReduceWindowAttrs {
   std::optional<std::vector<std::vector<int64_t>>> padding;
 
   static ReduceWindowAttrs decode(const OpSpec& spec) {
-    const AttrReader r(spec, "stablehlo.reduce_window", 6);
+    const AttrReader r(spec, "stablehlo.reduce_window", 7);
     ReduceWindowAttrs a;
     a.combiner = r.string(0, "combiner");
-    a.window_dimensions = r.ints(1, "window_dimensions");
-    if (!r.absent(2)) a.window_strides = r.ints(2, "window_strides");
-    if (!r.absent(3)) a.base_dilations = r.ints(3, "base_dilations");
-    if (!r.absent(4)) a.window_dilations = r.ints(4, "window_dilations");
-    if (!r.absent(5)) a.padding = r.int_rows(5, "padding");
+    a.pair_picks = r.ints(1, "pair_picks");
+    a.window_dimensions = r.ints(2, "window_dimensions");
+    if (!r.absent(3)) a.window_strides = r.ints(3, "window_strides");
+    if (!r.absent(4)) a.base_dilations = r.ints(4, "base_dilations");
+    if (!r.absent(5)) a.window_dilations = r.ints(5, "window_dilations");
+    if (!r.absent(6)) a.padding = r.int_rows(6, "padding");
     return a;
   }
 };
@@ -459,8 +463,8 @@ inline constexpr AttrSchemaInfo kAttrSchemas[] = {
     {"stablehlo.scatter", "update_window_dims inserted_window_dims input_batching_dims scatter_indices_batching_dims scatter_dims_to_operand_dims index_vector_dim replace combiner"},
     {"stablehlo.dot_general", "lhs_batching_dimensions rhs_batching_dimensions lhs_contracting_dimensions rhs_contracting_dimensions has_algorithm"},
     {"stablehlo.convolution", "input_batch_dimension input_feature_dimension input_spatial_dimensions kernel_input_feature_dimension kernel_output_feature_dimension kernel_spatial_dimensions output_batch_dimension output_feature_dimension output_spatial_dimensions window_strides lhs_dilation rhs_dilation window_reversal padding feature_group_count batch_group_count"},
-    {"stablehlo.reduce", "combiner dimensions"},
-    {"stablehlo.reduce_window", "combiner window_dimensions window_strides base_dilations window_dilations padding"},
+    {"stablehlo.reduce", "combiner dimensions pair_picks"},
+    {"stablehlo.reduce_window", "combiner pair_picks window_dimensions window_strides base_dilations window_dilations padding"},
     {"stablehlo.select_and_scatter", "comparator_direction comparator_type combiner window_dimensions window_strides padding"},
     {"stablehlo.sort", "dimension comparator_direction comparator_type"},
     {"stablehlo.all_reduce", "num_replicas num_partitions channel_id collective_groups combiner"},

@@ -32,6 +32,8 @@ static inline float ohm_erf(float x) {
   return x != x ? x : (a < 1 ? small : __builtin_copysignf(big, x));
 }
 static inline double ohm_erf(double x) { return __builtin_erf(x); }
+static inline float ohm_erfc(float a) { const double x = a; return (float)(__builtin_erfc(x)); }
+static inline double ohm_erfc(double a) { const double x = a; return (double)(__builtin_erfc(x)); }
 static inline float ohm_expm1(float x) {
   float xc = x < -30.f ? -30.f : (x > 89.f ? 89.f : x);
   float t = xc * 1.44269504088896341f + 0x1.8p23f;

@@ -1,0 +1,133 @@
+// dot_general on the low-precision GEMMs (lowp_gemm.h): i8 x i8 -> i32 always (the portable
+// loop gives the same integers where the CPU lacks VNNI), bf16 x bf16 -> f32/bf16 where the
+// CPU has AVX-512 BF16 (elsewhere kernels_linalg.cc widens to f32 for BLAS, which is faster
+// than a portable bf16 loop).
+//
+// The rhs (the weight, in the products that matter) is packed for the microkernel once per
+// distinct array: a step keeps the last rhs it packed, holding a reference to its storage.
+// Arrays are values and storage with another reference is never taken over for an in-place
+// result, so the same storage means the same contents; a program's constants and the
+// parameters a caller passes again are thus packed once. Borrowed storage (a caller's
+// buffer) is not cached: its owner may rewrite it between calls.
+#include <memory>
+#include <mutex>
+
+#include "contraction.h"
+#include "cpu_isa.h"
+#include "float16.h"
+#include "lowp_gemm.h"
+
+namespace openhlo::cpu {
+namespace {
+
+// The packed form of the last rhs a step saw, per batch element.
+template <typename Packed>
+class PackedRhsCache {
+ public:
+  template <typename PackFn>
+  std::shared_ptr<const std::vector<Packed>> get(const Array& rhs, const PackFn& pack) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (packed_ != nullptr && storage_ == rhs.storage) return packed_;
+    }
+    auto packed = std::make_shared<const std::vector<Packed>>(pack());
+    if (rhs.storage->owned) {
+      std::lock_guard<std::mutex> lock(mu_);
+      storage_ = rhs.storage;
+      packed_ = packed;
+    }
+    return packed;
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<Storage> storage_;
+  std::shared_ptr<const std::vector<Packed>> packed_;
+};
+
+// Batch element i of an operand as a matrix view: in place, or in `scratch` (the whole
+// operand permuted to [B, rows, cols] once).
+template <typename T>
+lowp::MatrixView<T> batch_view(const MatrixOperand& plan, const Array& array,
+                               const std::vector<T>& scratch, int64_t i, int64_t step) {
+  if (plan.in_place) return {array.data<T>() + i * step, plan.ld, plan.transposed};
+  return {scratch.data() + i * step, plan.ld, false};
+}
+
+template <typename T>
+std::vector<T> scratch_for(const MatrixOperand& plan, const Array& array) {
+  std::vector<T> scratch;
+  if (!plan.in_place) {
+    scratch.resize(static_cast<size_t>(array.size()));
+    plan.pack.run(array.data<T>(), scratch.data());
+  }
+  return scratch;
+}
+
+Step make_int8_dot(const DotPlan& plan, const TensorSpec& result) {
+  auto cache = std::make_shared<PackedRhsCache<lowp::PackedS8>>();
+  return [plan, result, cache](ExecContext&, const Array* operands, Array* results) {
+    results[0] = allocate(result.dtype, result.shape);
+    const int64_t b = plan.batch, m = plan.m, n = plan.n, k = plan.k;
+    const Array& rhs = operands[1];
+    auto packed = cache->get(rhs, [&] {
+      const std::vector<int8_t> scratch = scratch_for<int8_t>(plan.rhs, rhs);
+      std::vector<lowp::PackedS8> all;
+      for (int64_t i = 0; i < b; ++i) {
+        all.push_back(lowp::pack_s8(batch_view(plan.rhs, rhs, scratch, i, k * n), k, n));
+      }
+      return all;
+    });
+    const std::vector<int8_t> lhs = scratch_for<int8_t>(plan.lhs, operands[0]);
+    int32_t* out = results[0].data<int32_t>();
+    for (int64_t i = 0; i < b; ++i) {
+      lowp::S8Epilogue epilogue;
+      epilogue.out_s32 = out + i * m * n;
+      lowp::gemm_s8(m, batch_view(plan.lhs, operands[0], lhs, i, m * k), (*packed)[i], epilogue);
+    }
+  };
+}
+
+Step make_bf16_dot(const DotPlan& plan, const TensorSpec& result) {
+  auto cache = std::make_shared<PackedRhsCache<lowp::PackedBF16>>();
+  return [plan, result, cache](ExecContext&, const Array* operands, Array* results) {
+    results[0] = allocate(result.dtype, result.shape);
+    const int64_t b = plan.batch, m = plan.m, n = plan.n, k = plan.k;
+    const Array& rhs = operands[1];
+    auto packed = cache->get(rhs, [&] {
+      const std::vector<uint16_t> scratch = scratch_for<uint16_t>(plan.rhs, rhs);
+      std::vector<lowp::PackedBF16> all;
+      for (int64_t i = 0; i < b; ++i) {
+        all.push_back(lowp::pack_bf16(batch_view(plan.rhs, rhs, scratch, i, k * n), k, n));
+      }
+      return all;
+    });
+    const std::vector<uint16_t> lhs = scratch_for<uint16_t>(plan.lhs, operands[0]);
+    const bool rounded = result.dtype == DType::BF16;
+    std::vector<float> wide(rounded ? static_cast<size_t>(m * n) : 0);
+    for (int64_t i = 0; i < b; ++i) {
+      float* c = rounded ? wide.data() : results[0].data<float>() + i * m * n;
+      lowp::gemm_bf16(m, batch_view(plan.lhs, operands[0], lhs, i, m * k), (*packed)[i], c);
+      if (rounded) {
+        bf16_t* out = results[0].data<bf16_t>() + i * m * n;
+        for (int64_t j = 0; j < m * n; ++j) out[j] = bf16_t{f32_to_bf16(wide[j])};
+      }
+    }
+  };
+}
+
+}  // namespace
+
+Step make_lowp_dot(const DotPlan& plan, const TensorSpec& lhs, const TensorSpec& rhs,
+                   const TensorSpec& result) {
+  if (lhs.dtype == DType::S8 && rhs.dtype == DType::S8 && result.dtype == DType::S32) {
+    return make_int8_dot(plan, result);
+  }
+  if (lhs.dtype == DType::BF16 && rhs.dtype == DType::BF16 &&
+      (result.dtype == DType::F32 || result.dtype == DType::BF16) && active_isa().bf16) {
+    return make_bf16_dot(plan, result);
+  }
+  return {};
+}
+
+}  // namespace openhlo::cpu

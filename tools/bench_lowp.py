@@ -1,0 +1,146 @@
+"""``python -m tools.bench_lowp``: the cpu backend's low-precision kernels against f32.
+
+- int8 GEMM (m = n = k = 1024 by default): the VNNI kernel (weight packed once) and the cpu
+  backend running an ``i8 x i8 -> i32`` ``dot_general`` program, against the backend's f32
+  ``dot_general`` and numpy/OpenBLAS ``float32 @``, in operations per second;
+- bf16 GEMM, the same way (AVX-512 BF16 kernel, ``bf16 x bf16 -> f32`` program);
+- weight-only GEMV (batch 1, k = n = 4096 by default): f32 activations times int8 and
+  group-wise int4 weights, as weight bytes streamed per second against the machine's
+  measured copy bandwidth (numpy copying a 256 MiB array: bytes read + written per second),
+  and against numpy's f32 GEMV.
+
+Contenders are timed in alternating rounds (tools/bench/timing.py), so load from elsewhere
+slows all of them; the machine's CPU count and 1-minute load are printed with the figures.
+Speed is reported, never asserted. Goals (issue 20): int8 >= 2x and bf16 >= 1.5x our f32
+GEMM, weight-only GEMV >= 70% of the copy bandwidth.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from tools.bench.timing import interleaved_medians
+
+MIB = 2 ** 20
+
+
+def _dot_program(m: int, k: int, n: int, in_type: str, out_type: str) -> str:
+    lhs, rhs, out = (f"tensor<{m}x{k}x{in_type}>", f"tensor<{k}x{n}x{in_type}>",
+                     f"tensor<{m}x{n}x{out_type}>")
+    return (f"func.func @main(%a: {lhs}, %b: {rhs}) -> {out} {{\n"
+            f"  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : "
+            f"({lhs}, {rhs}) -> {out}\n  return %0 : {out}\n}}\n")
+
+
+def _backend_dot(client, m, k, n, in_type, out_type, a, b):
+    """A call of the cpu backend's compiled dot on device buffers (no host copies timed)."""
+    exe = client.compile(_dot_program(m, k, n, in_type, out_type))
+    buffers = [client.buffer_from_numpy(a), client.buffer_from_numpy(b)]
+    return lambda: [r.block_until_ready() for r in exe.execute(buffers)]
+
+
+def gemm_figures(size: int, budget: float) -> dict:
+    import ml_dtypes
+
+    import pjrt
+    from pjrt.plugins.cpu.native_module import native
+    lowp = native().lowp
+    rng = np.random.default_rng(0)
+    m = k = n = size
+    client = pjrt.make_client("cpu")
+    a8, b8 = (rng.integers(-128, 128, size=s, dtype=np.int64).astype(np.int8)
+              for s in ((m, k), (k, n)))
+    af, bf = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    abf, bbf = af.astype(ml_dtypes.bfloat16), bf.astype(ml_dtypes.bfloat16)
+    s8 = lowp.S8Weight(b8)
+    bf16 = lowp.BF16Weight(bbf.view(np.uint16))
+    fns = {
+        "int8 kernel": lambda: s8.matmul(a8),
+        "int8 dot_general (backend)": _backend_dot(client, m, k, n, "i8", "i32", a8, b8),
+        "bf16 kernel": lambda: bf16.matmul(abf.view(np.uint16)),
+        "bf16 dot_general (backend)": _backend_dot(client, m, k, n, "bf16", "f32", abf, bbf),
+        "f32 dot_general (backend)": _backend_dot(client, m, k, n, "f32", "f32", af, bf),
+        "f32 numpy/OpenBLAS": lambda: af @ bf,
+    }
+    times = interleaved_medians(fns, budget)
+    ops = 2.0 * m * n * k
+    return {"size": size, "isa": lowp.active_isa(),
+            "gops": {name: ops / t["median_s"] / 1e9 for name, t in times.items()},
+            "times": times}
+
+
+def _bandwidth_gbs(budget: float) -> float:
+    """Copy bandwidth: bytes read plus written per second copying a 256 MiB array."""
+    src = np.ones(256 * MIB // 4, np.float32)
+    dst = np.empty_like(src)
+    t = interleaved_medians({"copy": lambda: np.copyto(dst, src)}, budget)["copy"]["median_s"]
+    return 2 * src.nbytes / t / 1e9
+
+
+def gemv_figures(k: int, n: int, group: int, budget: float) -> dict:
+    from pjrt.plugins.cpu.native_module import native
+    lowp = native().lowp
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    w8 = rng.integers(-127, 128, size=(k, n)).astype(np.int8)
+    w4 = rng.integers(-8, 8, size=(k, n)).astype(np.int8)
+    int8 = lowp.QuantizedWeight(w8, rng.uniform(1e-3, 1e-2, (1, n)).astype(np.float32), 8, k)
+    int4 = lowp.QuantizedWeight(w4, rng.uniform(1e-3, 1e-2, (k // group, n)).astype(np.float32),
+                                4, group)
+    wf = rng.standard_normal((k, n)).astype(np.float32)
+    times = interleaved_medians({"int8 weight-only": lambda: int8.matmul(x),
+                                 "int4 weight-only": lambda: int4.matmul(x),
+                                 "f32 numpy/OpenBLAS": lambda: x @ wf}, budget)
+    nbytes = {"int8 weight-only": int8.nbytes, "int4 weight-only": int4.nbytes,
+              "f32 numpy/OpenBLAS": wf.nbytes}
+    copy = _bandwidth_gbs(budget)
+    return {"k": k, "n": n, "group": group, "copy_gbs": copy, "times": times,
+            "weight_gbs": {name: nbytes[name] / t["median_s"] / 1e9 for name, t in times.items()}}
+
+
+def report(gemm: dict, gemv: dict, load: tuple) -> str:
+    g = gemm["gops"]
+    ours, blas = g["f32 dot_general (backend)"], g["f32 numpy/OpenBLAS"]
+    size = gemm["size"]
+    lines = [f"machine: {os.cpu_count()} CPUs, 1-minute load {load[0]:.2f} before, "
+             f"{load[1]:.2f} after; kernels use {gemm['isa']}",
+             f"GEMM {size}^3 (medians; GOP/s = 2*m*n*k / s):",
+             "| contender | GOP/s | vs our f32 | vs numpy f32 |", "|---|---|---|---|"]
+    for name, value in g.items():
+        lines.append(f"| {name} | {value:.1f} | {value / ours:.2f}x | {value / blas:.2f}x |")
+    lines += [f"GEMV 1x{gemv['k']} @ {gemv['k']}x{gemv['n']} (int4 groups of {gemv['group']}); "
+              f"copy bandwidth {gemv['copy_gbs']:.1f} GB/s (read + write):",
+              "| contender | weight GB/s | % of copy bandwidth | time (ms) |", "|---|---|---|---|"]
+    for name, value in gemv["weight_gbs"].items():
+        lines.append(f"| {name} | {value:.1f} | {100 * value / gemv['copy_gbs']:.0f}% | "
+                     f"{1e3 * gemv['times'][name]['median_s']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_lowp", description=__doc__
+                                     .split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=1024, help="m = n = k of the GEMMs")
+    parser.add_argument("--gemv", type=int, default=4096, help="k = n of the GEMVs")
+    parser.add_argument("--group", type=int, default=128, help="int4 group size")
+    parser.add_argument("--budget", type=float, default=2.0, help="seconds per contender")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
+    gemm = gemm_figures(args.size, args.budget)
+    gemv = gemv_figures(args.gemv, args.gemv, args.group, args.budget)
+    load = (load_before, os.getloadavg()[0])
+    print(report(gemm, gemv, load))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gemm": gemm, "gemv": gemv, "cpus": os.cpu_count(),
+                       "load_1min_before": load[0], "load_1min_after": load[1]}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,15 @@
+"""The StableHLO quantizer: float programs in, standard quantized StableHLO out.
+
+``quantize(module, mode=..., calibration=...) -> (module, report)`` (quantizer.py),
+``debug_numerics(module, mode=..., calibration=...)`` (debugger.py: per-layer error of the
+quantized program against the float one), and the ``quant-lower`` pass (quant_lower.py:
+quantized types to integer and float math).
+"""
+from xla_core.quantization.config import (GRANULARITIES, METHODS, MODES, QuantizationConfig,
+                                          QuantizationError)
+from xla_core.quantization.debugger import NumericsReport, debug_numerics
+from xla_core.quantization.quantizer import quantize
+from xla_core.quantization.report import QuantizationReport
+
+__all__ = ["quantize", "debug_numerics", "NumericsReport", "QuantizationConfig",
+           "QuantizationError", "QuantizationReport", "MODES", "GRANULARITIES", "METHODS"]

@@ -1,0 +1,69 @@
+"""Quantization parameters: scales and zero points from weights and from calibrated ranges.
+
+Weights are symmetric (zero point 0, as the spec requires of a quantized dot's rhs): the scale
+of a channel is ``max|w| / qmax`` with ``qmax`` 127 for int8 and 7 for int4, so every weight
+rounds to within half a step (``scale / 2``) of its value. Activations are asymmetric int8:
+the range is widened to contain 0 (so that zero, e.g. padding, is exact), ``scale =
+(hi - lo) / 255`` and the zero point maps ``lo`` to -128.
+
+Storage integers are made by the interpreter's ``quantize`` (the spec's arithmetic), so a
+quantized constant holds exactly what ``uniform_quantize`` of the float weight would give.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from stablehlo.interpreter.uniform_quantization import quantize as quantize_storage
+from stablehlo.ir.types import F32, IntegerType, QuantizedType
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def storage_type(bits: int) -> IntegerType:
+    return IntegerType(bits)
+
+
+def symmetric_max(bits: int) -> int:
+    """The largest magnitude a symmetric ``bits``-bit weight uses (127, 7)."""
+    return (1 << (bits - 1)) - 1
+
+
+def _positive_scales(amax: np.ndarray, qmax: int) -> np.ndarray:
+    """``amax / qmax`` in f32; an all-zero channel gets scale 1 (the spec needs scale > 0)."""
+    scales = (np.asarray(amax, dtype=np.float64) / qmax).astype(np.float32)
+    return np.where(scales > 0, scales, np.float32(1.0))
+
+
+def weight_type(weights: np.ndarray, bits: int, axis) -> QuantizedType:
+    """The symmetric quantized type of ``weights``: one scale per index of ``axis``
+    (per-channel), or one for the whole tensor when ``axis`` is None."""
+    magnitude = np.abs(weights.astype(np.float64))
+    qmax = symmetric_max(bits)
+    if axis is None:
+        scales = _positive_scales(np.array([magnitude.max(initial=0.0)]), qmax)
+    else:
+        others = tuple(d for d in range(weights.ndim) if d != axis)
+        scales = _positive_scales(magnitude.max(axis=others, initial=0.0), qmax)
+    return QuantizedType(storage_type(bits), F32, tuple(float(s) for s in scales),
+                         (0,) * len(scales), axis)
+
+
+def activation_type(low: float, high: float) -> QuantizedType:
+    """The asymmetric per-tensor int8 type covering [low, high] (widened to contain 0)."""
+    low, high = min(float(low), 0.0), max(float(high), 0.0)
+    scale = float(_positive_scales(np.array([high - low]), INT8_MAX - INT8_MIN)[0])
+    zero_point = int(np.clip(np.round(INT8_MIN - low / scale), INT8_MIN, INT8_MAX))
+    return QuantizedType(storage_type(8), F32, (scale,), (zero_point,))
+
+
+def accumulator_type(lhs: QuantizedType, rhs: QuantizedType, result_axis) -> QuantizedType:
+    """The i32 type of a quantized dot/convolution's exact integer sum: scale ``s_x * s_w``
+    (per result channel when the weights are per-channel), zero point 0."""
+    scales = tuple(float(lhs.scales[0]) * float(s) for s in rhs.scales)
+    axis = result_axis if rhs.axis is not None else None
+    return QuantizedType(storage_type(32), F32, scales, (0,) * len(scales), axis)
+
+
+def quantize_array(values: np.ndarray, qtype: QuantizedType) -> np.ndarray:
+    """Storage integers of ``values`` under ``qtype`` (the spec's quantize)."""
+    return quantize_storage(np.asarray(values, dtype=np.float32), qtype)
