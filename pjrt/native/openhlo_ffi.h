@@ -183,6 +183,10 @@ typedef struct XLA_FFI_CallFrame {
   XLA_FFI_Future* future; /* out: asynchronous handlers; unsupported here */
 } XLA_FFI_CallFrame;
 
+/* The size a call frame reports: the public ABI counts up to `attrs` (the `future` field came
+   later), and handlers built against XLA's headers insist on exactly that. */
+#define OHLO_FFI_CALL_FRAME_SIZE (offsetof(XLA_FFI_CallFrame, attrs) + sizeof(XLA_FFI_Attrs))
+
 typedef XLA_FFI_Error* XLA_FFI_Handler(XLA_FFI_CallFrame* call_frame);
 
 typedef struct XLA_FFI_Handler_Bundle {

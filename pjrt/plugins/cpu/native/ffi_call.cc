@@ -34,7 +34,7 @@ static_assert(sizeof(XLA_FFI_Buffer) == 48 && offsetof(XLA_FFI_Buffer, dims) == 
 static_assert(sizeof(XLA_FFI_Args) == 40 && sizeof(XLA_FFI_Rets) == 40);
 static_assert(sizeof(XLA_FFI_Attrs) == 48);
 static_assert(offsetof(XLA_FFI_CallFrame, stage) == 32 && offsetof(XLA_FFI_CallFrame, args) == 40);
-static_assert(offsetof(XLA_FFI_CallFrame, attrs) == 120 && sizeof(XLA_FFI_CallFrame) == 176);
+static_assert(offsetof(XLA_FFI_CallFrame, attrs) == 120 && OHLO_FFI_CALL_FRAME_SIZE == 168);
 static_assert(offsetof(XLA_FFI_Api, XLA_FFI_Error_Create) == 48);
 static_assert(offsetof(XLA_FFI_Api, XLA_FFI_ThreadPool_Schedule) == 136);
 static_assert(sizeof(XLA_FFI_Api) == 192);
@@ -270,7 +270,7 @@ Step make_ffi_call_step(const std::string& target, uintptr_t handler,
                                      g_next_run_id.fetch_add(1, std::memory_order_relaxed)};
     AttrTable& attrs = site->attrs;
     XLA_FFI_CallFrame frame = {
-        sizeof(XLA_FFI_CallFrame),
+        OHLO_FFI_CALL_FRAME_SIZE,
         nullptr,
         api_table(),
         &context,
