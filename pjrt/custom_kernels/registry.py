@@ -13,6 +13,8 @@ through the PJRT FFI extension), and optionally what frontends and tools need ar
 * ``vjp``: the name of another registered kernel that takes the primal operands followed
   by the results' cotangents and returns one cotangent per operand (JAX's custom_vjp and
   torch's register_autograd both call it, so gradients run natively too);
+* ``num_inputs``/``num_outputs``: its operand count (default: the shape function's
+  positional parameters that are not attributes) and result count (default 1);
 * ``vmap_method``: JAX's batching rule for ``ffi_call`` (``"sequential"``,
   ``"broadcast_all"``, ``"expand_dims"``), None: not batchable.
 
@@ -21,6 +23,7 @@ native call of the handler (pjrt/plugins/cpu/native/ffi_call.h), with no Python 
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional
 
@@ -51,6 +54,7 @@ class CustomKernel:
     vjp: Optional[str] = None
     vmap_method: Optional[str] = None
     num_inputs: Optional[int] = None
+    num_outputs: int = 1
 
     def output_specs(self, inputs, **attrs) -> list:
         """The results' ``TensorSpec``s for operands ``inputs`` (anything with ``shape`` and
@@ -92,14 +96,19 @@ CUSTOM_KERNELS: Registry[CustomKernel] = Registry("custom kernel",
 def define_kernel(name: str, implementation: Implementation, *, attrs: Optional[dict] = None,
                   shape_fn: Optional[Callable] = None, reference: Optional[Callable] = None,
                   vjp: Optional[str] = None, vmap_method: Optional[str] = None,
-                  num_inputs: Optional[int] = None, override: bool = False) -> CustomKernel:
+                  num_inputs: Optional[int] = None, num_outputs: int = 1,
+                  override: bool = False) -> CustomKernel:
     """Declare and register a kernel (see the module docstring); returns it."""
     for attr, kind in (attrs or {}).items():
         if kind not in ATTR_TYPES:
             raise ArgumentError(f"custom kernel {name!r}: attribute {attr!r} has type "
                                        f"{kind!r}; known: {', '.join(ATTR_TYPES)}")
+    if num_inputs is None and shape_fn is not None:
+        positional = [p for p in inspect.signature(shape_fn).parameters.values()
+                      if p.kind == p.POSITIONAL_OR_KEYWORD and p.name not in (attrs or {})]
+        num_inputs = len(positional)
     kernel = CustomKernel(name, implementation, dict(attrs or {}), shape_fn, reference, vjp,
-                          vmap_method, num_inputs)
+                          vmap_method, num_inputs, num_outputs)
     CUSTOM_KERNELS.register(name, kernel, override=override)
     return kernel
 

@@ -102,7 +102,7 @@ def define() -> None:
         return
     define_kernel("rms_norm_vjp", Source(SOURCE, "rms_norm_vjp"), attrs={"eps": "f32"},
                   shape_fn=lambda x, w, g, eps: [x, w], reference=reference_vjp,
-                  vmap_method="sequential")
+                  vmap_method="sequential", num_outputs=2)
     define_kernel("rms_norm", Source(SOURCE, "rms_norm"), attrs={"eps": "f32"},
                   shape_fn=lambda x, w, eps: [TensorSpec(x.shape, x.dtype)],
                   reference=reference, vjp="rms_norm_vjp", vmap_method="sequential")
