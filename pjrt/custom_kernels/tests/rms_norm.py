@@ -106,3 +106,6 @@ def define() -> None:
     define_kernel("rms_norm", Source(SOURCE, "rms_norm"), attrs={"eps": "f32"},
                   shape_fn=lambda x, w, eps: [TensorSpec(x.shape, x.dtype)],
                   reference=reference, vjp="rms_norm_vjp", vmap_method="sequential")
+
+
+define()  # importing the module registers the kernels (``openhlo kernel-check --module``)
