@@ -32,7 +32,10 @@ typedef struct XLA_FFI_Error XLA_FFI_Error;
 typedef struct XLA_FFI_ExecutionContext XLA_FFI_ExecutionContext;
 typedef struct XLA_FFI_Future XLA_FFI_Future;
 
-typedef enum { XLA_FFI_Extension_Metadata = 1, OHLO_FFI_Extension_ParallelFor = 0x4F484C } XLA_FFI_Extension_Type;
+typedef enum {
+  XLA_FFI_Extension_Metadata = 1,
+  OHLO_FFI_Extension_ParallelFor = 0x4F484C /* ours: far from XLA's numbers */
+} XLA_FFI_Extension_Type;
 
 typedef struct XLA_FFI_Extension_Base {
   size_t struct_size;
