@@ -12,6 +12,8 @@ of one frame; each op becomes one instruction (see native/executor.h):
   it. A collective without a native kernel runs at its done instead (synchronously, as the
   interpreter does), so no future ever crosses into Python;
 * an op with a native kernel -> KERNEL, with the step its factory built;
+* a ``custom_call`` of a registered custom kernel (pjrt/custom_kernels) -> KERNEL, a native
+  call of its XLA FFI handler (native/ffi_call.h);
 * any other op -> CALLBACK into the reference interpreter's kernel for that one op (its
   operands, plus the enclosing values its regions capture). Each such fallback is logged on
   the ``openhlo.cpu`` logger with the reason, and listed in ``LoweredFunction.fallbacks``.
@@ -332,8 +334,30 @@ class Lowering:
             self._lower_async_start(op, ins, outs, b)
         elif name == ASYNC_DONE:
             self._lower_async_done(op, env, outs, b)
+        elif name == "stablehlo.custom_call" and self._lower_custom_kernel(op, ins, outs, b):
+            pass
         else:
             self._lower_kernel_or_fallback(op, env, ins, outs, b)
+
+    def _lower_custom_kernel(self, op, ins, outs, b: _ProgramBuilder) -> bool:
+        """A custom_call whose target is a registered custom kernel (pjrt/custom_kernels):
+        a native call of its XLA FFI handler. False: not one (the interpreter's targets)."""
+        from pjrt.custom_kernels import CUSTOM_KERNELS
+        from pjrt.custom_kernels.attributes import call_attributes
+        from pjrt.plugins.cpu.attrs import plain
+        target = plain(op.attributes.get("call_target_name"))
+        kernel = CUSTOM_KERNELS.lookup(target)
+        if kernel is None:
+            return False
+        try:
+            b.add("add_ffi_call", op.where(), target, kernel.implementation.handler_address(),
+                  [native_type(v.type) for v in op.operands],
+                  [native_type(r.type) for r in op.results], call_attributes(op), ins, outs,
+                  uses=ins, outs=outs)
+        except native().Unsupported as exc:
+            from pjrt.errors import ArgumentError
+            raise ArgumentError(f"{op.where()}: custom kernel {target}: {exc}") from None
+        return True
 
     def _lower_async_start(self, op, ins, outs, b: _ProgramBuilder) -> None:
         collective = wrapped_collective(op)
