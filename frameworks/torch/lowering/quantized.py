@@ -27,7 +27,8 @@ Note [Integer contractions]
     for a convolution, so padding counts as real zeros, as in the float op) and the
     activation's sum per row (per window and group). uint8 activations (x86's PT2E
     quantizer) are shifted to int8 first (``q - 128``, ``z - 128``). The weight zero points
-    are run-time values under torch.compile (buffers), so their correction is always built.
+    are run-time values under torch.compile (buffers), so their correction is built unless
+    they are constant zeros (export's folded weights).
 """
 from __future__ import annotations
 
@@ -233,9 +234,18 @@ def _rescale(ctx, acc: Value, lhs: Dequantized, rhs: Dequantized, out_axis: int)
                                         None if rhs.axis is None else out_axis))
 
 
+def _known_zero(value) -> bool:
+    """A Python 0, or a constant of zeros (export folds the buffers in)."""
+    if not isinstance(value, Value):
+        return value == 0
+    owner = value.owner
+    return (not value.is_block_argument and owner.name == "stablehlo.constant"
+            and not np.any(np.asarray(owner.attr("value").array)))
+
+
 def _weight_zero_point(ctx, rhs: Dequantized, shape, out_axis: int) -> Optional[Value]:
     """The weight zero points broadcast (i32) to the result, None when known to be 0."""
-    if not isinstance(rhs.zero_point, Value) and rhs.zero_point == 0:
+    if _known_zero(rhs.zero_point):
         return None
     axis = None if rhs.axis is None else out_axis
     return _parameter(ctx, rhs.zero_point, torch.int32, shape, axis)
