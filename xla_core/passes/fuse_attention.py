@@ -1,0 +1,502 @@
+"""fuse-attention: softmax(q k^T * scale + bias, masked) v -> one ``openhlo.attention``.
+
+Matched on the IR's structure, from the softmax outwards (run after ``inline``: JAX's
+``_where`` and ``tril`` helpers are calls until then):
+
+* the softmax: ``p = e / broadcast(reduce_add(e))``, ``e = exp(x - broadcast(m))``,
+  ``m = reduce_max(x)`` (or ``maximum(-inf, reduce_max(x))``, as JAX writes it), over one
+  axis of the logits ``x``;
+* the logits, walked back to a ``dot_general`` (q . k, one contracting dim, exactly one free
+  dim on the k side: the key axis, which must be the softmax axis) through ``transpose``,
+  ``convert``, multiplication or division by a splat constant (the scale), ``add`` of a
+  bias and ``select(mask, s, splat)`` (the fill);
+* ``p`` (through ``convert``/``transpose``) contracted over the key axis with v by a second
+  ``dot_general``, its batch dims those of the first.
+
+Every value between the two dots must have no other reader. Dims are tracked by label
+(batch dims of q.k, query dims, the key dim) so any layout, any number of leading dims and
+either operand order work. Two query-side free dims are grouped-query attention as JAX
+writes it (q reshaped to [..., T, Hkv, G, D]): the second is the group, folded into the
+heads. A k or v repeated over heads (``broadcast_in_dim`` + ``reshape``, what
+transformers' ``repeat_kv`` lowers to) is read from before the repeat, as grouped-query.
+A mask that is ``query >= key`` of iotas (or the constant lower triangle) becomes
+``causal``; all-true conjuncts go; what is left is the mask operand.
+
+The rewrite puts q, k, v, bias and mask in the composite's layout with transposes and
+reshapes (stablehlo/attention.py) and the result back in the second dot's; the old ops are
+left for ``dce``. Anything the pattern does not cover is left alone, softmax included.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stablehlo.attention import FLOAT_TYPES, attention
+from stablehlo.builder import Builder
+from stablehlo.ir.core import Block, Module, Operation, Value
+
+from xla_core.ir_utils import replace_uses
+from xla_core.passes.base import Pass, PassContext
+
+K = "k"   # label of the key dim; batch dims are ("b", i), query dims ("q", j)
+
+
+@dataclass(frozen=True)
+class FuseAttentionPass(Pass):
+    name = "fuse-attention"
+
+    def run(self, module: Module, ctx: PassContext) -> bool:
+        changed = False
+        for func in list(module.functions()):
+            if func.body is None:
+                continue
+            changed |= _fuse_block(module, func.op, func.body)
+        return changed
+
+
+def _fuse_block(module: Module, func_op: Operation, block: Block) -> bool:
+    changed = False
+    for op in list(block.operations):
+        if op.name != "stablehlo.divide" or op.parent is not block:
+            continue
+        users = _users(block)
+        match = _match(op, users)
+        if match is None:
+            continue
+        _rewrite(module, func_op, block, match)
+        changed = True
+    return changed
+
+
+def _users(block: Block) -> dict:
+    users: dict = {}
+    for op in block.walk():
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    return users
+
+
+def _producer(v: Value):
+    owner = v.owner
+    return owner if isinstance(owner, Operation) else None
+
+
+def _splat(v: Value):
+    """The float value of a splat (a constant through broadcasts, reshapes, converts)."""
+    op = _producer(v)
+    while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape",
+                                         "stablehlo.convert"):
+        op = _producer(op.operands[0])
+    if op is None or op.name != "stablehlo.constant":
+        return None
+    array = np.asarray(op.attr("value").array)
+    if array.size == 0 or not np.all(array == array.flat[0]):
+        return None
+    return array.flat[0].item()
+
+
+def _single_use(v: Value, users: dict, reader: Operation) -> bool:
+    return users.get(v, []) == [reader]
+
+
+@dataclass
+class _Match:
+    dot1: Operation
+    dot2: Operation
+    labels_x: list            # labels of the logits' dims
+    scale: float = 1.0
+    fill: float = -np.inf
+    bias: tuple | None = None  # (value, its labels)
+    masks: list = field(default_factory=list)  # (value, labels) conjuncts
+    causal: bool = False
+
+
+def _match(div: Operation, users: dict) -> _Match | None:
+    softmax = _match_softmax(div)
+    if softmax is None:
+        return None
+    x, axis, e, inner = softmax
+    if not all(_single_use(v, users, r) for v, r in inner):
+        return None
+    chain = _walk_logits(x, users)
+    if chain is None:
+        return None
+    match, labels_x = chain
+    if labels_x[axis] != K:
+        return None
+    dot2 = _follow_probabilities(div.results[0], users, labels_x)
+    if dot2 is None:
+        return None
+    match.dot2 = dot2
+    match.labels_x = labels_x
+    if _dot2_layout(match) is None:
+        return None
+    n_batch = sum(1 for lab in labels_x if lab[0] == "b")
+    if n_batch == 0 and any(lab == ("q", 1) for lab in labels_x):
+        return None  # a group with no heads dim to fold it into
+    return match if _causal_and_masks(match) else None
+
+
+def _reduced(v: Value, kind: str):
+    """(operand, dims) of ``reduce`` with the ``kind`` combiner behind broadcasts/reshapes."""
+    op = _producer(v)
+    while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
+        if op.name == "stablehlo.broadcast_in_dim":
+            dims = list(op.attr("broadcast_dimensions").values)
+            if dims != sorted(dims):
+                return None
+        op = _producer(op.operands[0])
+    if op is not None and kind == "stablehlo.maximum" and op.name == "stablehlo.maximum":
+        a, b = op.operands   # JAX: maximum(-inf, reduce_max(x))
+        other = b if _splat(a) == -np.inf else (a if _splat(b) == -np.inf else None)
+        op = _producer(other) if other is not None else None
+    if op is None or op.name != "stablehlo.reduce" or len(op.operands) != 2:
+        return None
+    body = op.regions[0].blocks[0].operations
+    if len(body) != 2 or body[0].name != kind:
+        return None
+    return op.operands[0], list(op.attr("dimensions").values)
+
+
+def _match_softmax(div: Operation):
+    e, denominator = div.operands
+    summed = _reduced(denominator, "stablehlo.add")
+    exp = _producer(e)
+    if summed is None or summed[0] is not e or len(summed[1]) != 1 or exp is None or \
+            exp.name != "stablehlo.exponential":
+        return None
+    sub = _producer(exp.operands[0])
+    if sub is None or sub.name != "stablehlo.subtract":
+        return None
+    x = sub.operands[0]
+    top = _reduced(sub.operands[1], "stablehlo.maximum")
+    if top is None or top[0] is not x or top[1] != summed[1]:
+        return None
+    if str(x.type.element_type) not in FLOAT_TYPES:
+        return None
+    # e feeds the sum and the divide; the exp's input and the difference nothing else
+    return x, summed[1][0], e, [(sub.results[0], exp)]
+
+
+def _walk_logits(x: Value, users: dict):
+    """From the logits back to q.k: (match, labels of x's dims), or None."""
+    steps = []
+    v = x
+    while True:
+        op = _producer(v)
+        if op is None:
+            return None
+        if op.name == "stablehlo.dot_general":
+            break
+        operand = _logits_operand(op)
+        if operand is None:
+            return None
+        steps.append(op)
+        v = op.operands[operand]
+        if not _single_use(v, users, op):
+            return None
+    dot1 = op
+    labels = _dot1_labels(dot1)
+    if labels is None:
+        return None
+    match = _Match(dot1, None, [])
+    seen_mask = False
+    for step in reversed(steps):
+        name = step.name
+        if name == "stablehlo.transpose":
+            labels = [labels[p] for p in step.attr("permutation").values]
+        elif name in ("stablehlo.multiply", "stablehlo.divide"):
+            factor = _splat(step.operands[1]) if name == "stablehlo.divide" else \
+                _splat(step.operands[1]) if _splat(step.operands[1]) is not None else \
+                _splat(step.operands[0])
+            if match.bias is not None or seen_mask or not factor:
+                return None  # scaling after the bias or mask is not the composite's order
+            match.scale *= (1.0 / factor) if name == "stablehlo.divide" else factor
+        elif name == "stablehlo.add":
+            if match.bias is not None or seen_mask:
+                return None
+            s_index = _logits_operand(step)
+            match.bias = (step.operands[1 - s_index], list(labels))
+        elif name == "stablehlo.select":
+            if seen_mask:
+                return None
+            seen_mask = True
+            match.fill = float(_splat(step.operands[2]))
+            match.masks = [(step.operands[0], list(labels))]
+    return match, labels
+
+
+def _logits_operand(op: Operation):
+    """Which operand of a step between q.k and the softmax carries the logits, or None."""
+    name = op.name
+    if name in ("stablehlo.transpose", "stablehlo.convert"):
+        if name == "stablehlo.convert" and \
+                str(op.results[0].type.element_type) not in FLOAT_TYPES:
+            return None
+        return 0
+    if name == "stablehlo.multiply":
+        if _splat(op.operands[1]) is not None:
+            return 0
+        return 1 if _splat(op.operands[0]) is not None else None
+    if name == "stablehlo.divide":
+        return 0 if _splat(op.operands[1]) is not None else None
+    if name == "stablehlo.add":
+        a, b = (_producer(v) for v in op.operands)
+        # the logits come from the dot's side of the chain: the operand that is no broadcast
+        if b is not None and b.name == "stablehlo.broadcast_in_dim":
+            return 0
+        if a is not None and a.name == "stablehlo.broadcast_in_dim":
+            return 1
+        return 0
+    if name == "stablehlo.select" and _splat(op.operands[2]) is not None:
+        return 1
+    return None
+
+
+def _dot_dims(dot: Operation) -> tuple:
+    """lhs batch, rhs batch, lhs contracting, rhs contracting dims of a dot_general."""
+    dn = dot.attr("dot_dimension_numbers")
+    return tuple(list(dn.get(f, ()) or ()) for f in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+        "rhs_contracting_dimensions"))
+
+
+def _dot1_labels(dot: Operation):
+    lb, rb, lc, rc = _dot_dims(dot)
+    lhs, rhs = (v.type.shape for v in dot.operands)
+    if len(lc) != 1 or len(rc) != 1:
+        return None
+    l_free = [d for d in range(len(lhs)) if d not in lb and d not in lc]
+    r_free = [d for d in range(len(rhs)) if d not in rb and d not in rc]
+    if len(r_free) != 1 or len(l_free) not in (1, 2):
+        return None
+    return [("b", i) for i in range(len(lb))] + [("q", j) for j in range(len(l_free))] + [K]
+
+
+def _follow_probabilities(p: Value, users: dict, labels: list):
+    """The dot_general contracting p (through converts/transposes) with v over the key dim;
+    stores p's labels at the dot on the op as a side note via the returned tuple."""
+    v = p
+    while True:
+        readers = users.get(v, [])
+        if len(readers) != 1:
+            return None
+        op = readers[0]
+        if op.name == "stablehlo.transpose":
+            labels = [labels[i] for i in op.attr("permutation").values]
+        elif op.name == "stablehlo.convert":
+            pass
+        elif op.name == "stablehlo.dot_general" and op.operands[0] is not op.operands[1]:
+            return _Dot2(op, 0 if op.operands[0] is v else 1, labels)
+        else:
+            return None
+        v = op.results[0]
+
+
+@dataclass
+class _Dot2:
+    op: Operation
+    p_side: int
+    p_labels: list
+
+
+def _dot2_layout(m: _Match):
+    """(v dims in [batch..., key, value-dim] order, output labels), or None."""
+    d = m.dot2
+    lb, rb, lc, rc = _dot_dims(d.op)
+    batch, contract = [lb, rb], [lc, rc]
+    ps, vs = d.p_side, 1 - d.p_side
+    if len(contract[ps]) != 1 or d.p_labels[contract[ps][0]] != K:
+        return None
+    p_batch = [d.p_labels[i] for i in batch[ps]]
+    n_batch = sum(1 for x in m.labels_x if x[0] == "b")
+    if sorted(p_batch) != [("b", i) for i in range(n_batch)]:
+        return None
+    p_free = [i for i in range(len(d.p_labels)) if i not in batch[ps] and i not in contract[ps]]
+    v_rank = len(d.op.operands[vs].type.shape)
+    v_free = [i for i in range(v_rank) if i not in batch[vs] and i not in contract[vs]]
+    if len(v_free) != 1:
+        return None
+    by_label = dict(zip(p_batch, batch[vs]))
+    v_dims = [by_label[("b", i)] for i in range(n_batch)] + contract[vs] + v_free
+    free_labels = [d.p_labels[i] for i in p_free]
+    out = p_batch + (free_labels + ["dv"] if ps == 0 else ["dv"] + free_labels)
+    return v_dims, out
+
+
+# -- masks --------------------------------------------------------------------------------
+
+def _conjuncts(v: Value, labels: list) -> list:
+    """``and`` trees (through broadcasts that keep the labels) as (value, labels) leaves."""
+    op = _producer(v)
+    if op is not None and op.name == "stablehlo.and":
+        return _conjuncts(op.operands[0], labels) + _conjuncts(op.operands[1], labels)
+    if op is not None and op.name == "stablehlo.broadcast_in_dim":
+        dims = list(op.attr("broadcast_dimensions").values)
+        inner = op.operands[0]
+        inner_labels = [labels[d] if inner.type.shape[i] == op.results[0].type.shape[d]
+                        else None for i, d in enumerate(dims)]
+        if _producer(inner) is not None and _producer(inner).name in (
+                "stablehlo.and", "stablehlo.broadcast_in_dim"):
+            return _conjuncts(inner, inner_labels)
+        return [(inner, inner_labels)]
+    return [(v, labels)]
+
+
+def _is_all_true(v: Value) -> bool:
+    s = _splat(v)
+    return s is True or s == 1 and str(v.type.element_type) == "i1"
+
+
+def _lower_triangle_labels(v: Value, labels: list) -> bool:
+    """Whether ``v`` (2-D, dims labelled ``labels``) is query >= key."""
+    if len(labels) != 2 or labels[1] != K or not labels[0] or labels[0][0] != "q":
+        return False
+    op = _producer(v)
+    if op is not None and op.name == "stablehlo.select" and _is_all_true(op.operands[1]) and \
+            _splat(op.operands[2]) in (False, 0):
+        op = _producer(op.operands[0])   # JAX: tril(ones) = select(cmp, true, false)
+    if op is not None and op.name == "stablehlo.constant":
+        array = np.asarray(op.attr("value").array)
+        return array.dtype == bool and np.array_equal(array, np.tril(np.ones_like(array)))
+    if op is None or op.name != "stablehlo.compare":
+        return False
+    direction = str(op.attr("comparison_direction").value)
+    rows, cols = op.operands if direction == "GE" else (
+        op.operands[::-1] if direction == "LE" else (None, None))
+    return rows is not None and _iota_dim(rows) == 0 and _iota_dim(cols) == 1
+
+
+def _iota_dim(v: Value):
+    op = _producer(v)
+    if op is not None and op.name == "stablehlo.add" and _splat(op.operands[1]) == 0:
+        op = _producer(op.operands[0])
+    if op is None or op.name != "stablehlo.iota":
+        return None
+    return op.attr("iota_dimension").value
+
+
+def _causal_and_masks(m: _Match) -> bool:
+    if not m.masks:
+        return True
+    kept = []
+    for value, labels in _conjuncts(*m.masks[0]):
+        if _is_all_true(value):
+            continue
+        if not m.causal and _lower_triangle_labels(value, labels) and labels[0] == ("q", 0):
+            m.causal = True
+            continue
+        kept.append((value, labels))
+    if len(kept) > 1:
+        return False
+    m.masks = kept
+    return True
+
+
+# -- the rewrite --------------------------------------------------------------------------
+
+def _rewrite(module: Module, func_op: Operation, block: Block, m: _Match) -> None:
+    v_dims, out_labels = _dot2_layout(m)
+    dot1 = m.dot1
+    q, k = dot1.operands
+    lb, rb, lc, rc = _dot_dims(dot1)
+    q_free = [d for d in range(len(q.type.shape)) if d not in lb and d not in lc]
+    k_free = [d for d in range(len(k.type.shape)) if d not in rb and d not in rc]
+    grouped = len(q_free) == 2
+    b = Builder(module)
+    scratch = Block()
+    dot2 = m.dot2.op
+    with b.inserting_into(scratch):
+        # split layout: [batch..., (group), query, dim]
+        q_s = _transpose(b, q, lb + q_free[::-1] + lc) if grouped else \
+            _transpose(b, q, lb + q_free + lc)
+        k_s = _transpose(b, k, rb + k_free + rc)
+        v_s = _transpose(b, dot2.operands[1 - m.dot2.p_side], v_dims)
+        split_labels = [("b", i) for i in range(len(lb))] + ([("q", 1)] if grouped else []) + \
+            [("q", 0), K]
+        sizes = dict(zip(split_labels[:-1], q_s.type.shape[:-1]))
+        sizes[K] = k.type.shape[k_free[0]]
+        q_c, k_c, v_c = (_canonical(b, x, len(lb), grouped) for x in (q_s, k_s, v_s))
+        dtype = q.type.element_type
+        bias = None if m.bias is None else \
+            _canonical_operand(b, *m.bias, split_labels, sizes, grouped, len(lb), dtype)
+        mask = None if not m.masks else \
+            _canonical_operand(b, *m.masks[0], split_labels, sizes, grouped, len(lb), None)
+        out = attention(b, q_c, k_c, v_c, bias, mask, scale=m.scale, causal=m.causal,
+                        fill=m.fill)[0]
+        # back to the second dot's layout
+        split_out = [sizes[lab] for lab in split_labels[:-1]] + [v_s.type.shape[-1]]
+        out = _reshape(b, out, split_out)
+        out_split_labels = split_labels[:-1] + ["dv"]
+        out = _transpose(b, out, [out_split_labels.index(lab) for lab in out_labels])
+        result_type = dot2.results[0].type.element_type
+        if out.type.element_type != result_type:
+            out = b.convert(out, result_type)
+    position = block.operations.index(dot2)
+    for op in scratch.operations:
+        op.parent = block
+    block.operations[position:position] = scratch.operations
+    replace_uses(func_op, {dot2.results[0]: out})
+
+
+def _transpose(b: Builder, x: Value, perm) -> Value:
+    perm = list(perm)
+    return x if perm == sorted(perm) else b.transpose(x, perm)
+
+
+def _reshape(b: Builder, x: Value, shape) -> Value:
+    return x if tuple(shape) == tuple(x.type.shape) else b.reshape(x, shape)
+
+
+def _canonical(b: Builder, x: Value, n_batch: int, grouped: bool) -> Value:
+    """Split layout -> the composite's [..., heads, length, dim] (rank >= 3)."""
+    shape = x.type.shape
+    if grouped and len(shape) == n_batch + 3:   # merge the group into the heads
+        return _reshape(b, x, shape[:n_batch - 1] + (shape[n_batch - 1] * shape[n_batch],)
+                         + shape[n_batch + 1:])
+    if len(shape) < 3:
+        return _reshape(b, x, (1,) * (3 - len(shape)) + shape)
+    return x
+
+
+def _canonical_operand(b: Builder, value: Value, labels: list, split_labels: list,
+                       sizes: dict, grouped: bool, n_batch: int, dtype) -> Value:
+    """A bias or mask (dims ``labels``, broadcasting the score's other dims) in the
+    composite's layout: transposed into split order, unit dims where it broadcasts."""
+    source, source_labels = _unbroadcast(value, labels)
+    if None in source_labels:  # size-1 dims the scores broadcast: no label, reshaped away
+        kept = [i for i, lab in enumerate(source_labels) if lab is not None]
+        source = _reshape(b, source, [source.type.shape[i] for i in kept])
+        source_labels = [source_labels[i] for i in kept]
+    order = sorted(range(len(source_labels)), key=lambda i: split_labels.index(
+        source_labels[i]))
+    x = _transpose(b, source, order)
+    present = [source_labels[i] for i in order]
+    unit_shape = tuple(x.type.shape[present.index(lab)] if lab in present else 1
+                       for lab in split_labels)
+    x = _reshape(b, x, unit_shape)
+    if grouped and (unit_shape[n_batch - 1] != 1 or unit_shape[n_batch] != 1):
+        full = list(unit_shape)
+        full[n_batch - 1] = sizes[split_labels[n_batch - 1]]
+        full[n_batch] = sizes[split_labels[n_batch]]
+        if tuple(full) != tuple(unit_shape):
+            x = b.broadcast_in_dim(x, full, list(range(len(full))))
+    x = _canonical(b, x, n_batch, grouped)
+    if dtype is not None and x.type.element_type != dtype:
+        x = b.convert(x, dtype)
+    return x
+
+
+def _unbroadcast(value: Value, labels: list):
+    """The value before the broadcasts that made it score-shaped, with its dims' labels
+    (None for a size-1 dim that a broadcast widened: it stands for no dim of the scores)."""
+    op = _producer(value)
+    while op is not None and op.name == "stablehlo.broadcast_in_dim":
+        dims = list(op.attr("broadcast_dimensions").values)
+        inner = op.operands[0]
+        wide = op.results[0].type.shape
+        labels = [labels[d] if inner.type.shape[i] == wide[d] or labels[d] is None else None
+                  for i, d in enumerate(dims)]
+        value, op = inner, _producer(inner)
+    return value, labels
