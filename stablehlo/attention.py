@@ -71,6 +71,9 @@ def attention(b, q, k, v, bias=None, mask=None, *, scale: float, causal: bool = 
     """Builds an ``openhlo.attention`` composite with ``b`` (a stablehlo Builder) at its
     insertion point; returns [out] or [out, lse]."""
     config = AttentionConfig(scale, causal, bias is not None, mask is not None, fill)
+    k_source, v_source = unrepeated_heads(k), unrepeated_heads(v)
+    if k_source.type.shape[-3] == v_source.type.shape[-3]:
+        k, v = k_source, v_source  # read k/v before a repeat over heads: grouped-query
     operands = [x for x in (q, k, v, bias, mask) if x is not None]
     _check(q, k, v, bias, mask)
     r = len(q.type.shape)
@@ -93,6 +96,39 @@ def attention_grad(b, q, k, v, bias, mask, out, lse, dout, *, scale: float,
     name = _decomposition(b, ATTENTION_GRAD, operands, results, config,
                           lambda args: _backward_body(b, args, config, len(q.type.shape)))
     return list(b.composite(ATTENTION_GRAD, operands, name, attributes=config.attributes()))
+
+
+def unrepeated_heads(x):
+    """``x`` [..., H, S, D] before a repeat of each head (``reshape(broadcast_in_dim)``
+    from [..., Hkv, S, D] or [..., Hkv, 1, S, D], as transformers' ``repeat_kv`` and
+    ``repeat_interleave`` lower), or ``x`` itself."""
+    outer = x.owner
+    if not _is_op(outer, "stablehlo.reshape"):
+        return x
+    spread = outer.operands[0].owner
+    if not _is_op(spread, "stablehlo.broadcast_in_dim"):
+        return x
+    wide = spread.results[0].type.shape
+    shape = x.type.shape
+    r = len(shape)
+    if len(wide) != r + 1 or wide[:r - 3] != shape[:r - 3] or wide[-2:] != shape[-2:] or \
+            wide[r - 3] * wide[r - 2] != shape[r - 3]:
+        return x
+    source = spread.operands[0]
+    dims = list(spread.attr("broadcast_dimensions").values)
+    if source.type.shape == wide[:r - 2] + wide[r - 1:] and \
+            dims == list(range(r - 2)) + [r - 1, r]:
+        return source
+    if source.type.shape == wide[:r - 2] + (1,) + wide[r - 1:] and dims == list(range(r + 1)):
+        inner = source.owner
+        if _is_op(inner, "stablehlo.reshape") and \
+                inner.operands[0].type.shape == wide[:r - 2] + wide[r - 1:]:
+            return inner.operands[0]
+    return x
+
+
+def _is_op(owner, name: str) -> bool:
+    return getattr(owner, "name", None) == name and hasattr(owner, "operands")
 
 
 def _check(q, k, v, bias, mask) -> None:

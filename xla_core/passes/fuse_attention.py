@@ -48,8 +48,11 @@ class FuseAttentionPass(Pass):
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         changed = False
+        # a composite's decomposition is its meaning: never rewritten into itself
+        decompositions = {op.attr("decomposition").name for op in module.walk()
+                          if op.name == "stablehlo.composite"}
         for func in list(module.functions()):
-            if func.body is None:
+            if func.body is None or func.name in decompositions:
                 continue
             changed |= _fuse_block(module, func.op, func.body)
         return changed
@@ -327,20 +330,37 @@ def _dot2_layout(m: _Match):
 
 # -- masks --------------------------------------------------------------------------------
 
+def _widened(value: Value, labels: list):
+    """One step back through an op that only widens ``value`` to the scores' dims: a
+    ``broadcast_in_dim``, or a ``reshape`` that inserts or drops unit dims. (operand, its
+    labels; None for a unit dim that stands for no dim of the scores), or None."""
+    op = _producer(value)
+    if op is None:
+        return None
+    wide = op.results[0].type.shape
+    if op.name == "stablehlo.broadcast_in_dim":
+        inner = op.operands[0]
+        dims = list(op.attr("broadcast_dimensions").values)
+        return inner, [labels[d] if inner.type.shape[i] == wide[d] else None
+                       for i, d in enumerate(dims)]
+    if op.name == "stablehlo.reshape":
+        inner = op.operands[0]
+        kept = [labels[d] for d, n in enumerate(wide) if n != 1]
+        if [n for n in inner.type.shape if n != 1] != [n for n in wide if n != 1]:
+            return None
+        it = iter(kept)
+        return inner, [next(it) if n != 1 else None for n in inner.type.shape]
+    return None
+
+
 def _conjuncts(v: Value, labels: list) -> list:
-    """``and`` trees (through broadcasts that keep the labels) as (value, labels) leaves."""
+    """``and`` trees (through widening ops) as (value, labels) leaves."""
     op = _producer(v)
     if op is not None and op.name == "stablehlo.and":
         return _conjuncts(op.operands[0], labels) + _conjuncts(op.operands[1], labels)
-    if op is not None and op.name == "stablehlo.broadcast_in_dim":
-        dims = list(op.attr("broadcast_dimensions").values)
-        inner = op.operands[0]
-        inner_labels = [labels[d] if inner.type.shape[i] == op.results[0].type.shape[d]
-                        else None for i, d in enumerate(dims)]
-        if _producer(inner) is not None and _producer(inner).name in (
-                "stablehlo.and", "stablehlo.broadcast_in_dim"):
-            return _conjuncts(inner, inner_labels)
-        return [(inner, inner_labels)]
+    step = _widened(v, labels)
+    if step is not None:
+        return _conjuncts(*step)
     return [(v, labels)]
 
 
@@ -489,14 +509,10 @@ def _canonical_operand(b: Builder, value: Value, labels: list, split_labels: lis
 
 
 def _unbroadcast(value: Value, labels: list):
-    """The value before the broadcasts that made it score-shaped, with its dims' labels
-    (None for a size-1 dim that a broadcast widened: it stands for no dim of the scores)."""
-    op = _producer(value)
-    while op is not None and op.name == "stablehlo.broadcast_in_dim":
-        dims = list(op.attr("broadcast_dimensions").values)
-        inner = op.operands[0]
-        wide = op.results[0].type.shape
-        labels = [labels[d] if inner.type.shape[i] == wide[d] or labels[d] is None else None
-                  for i, d in enumerate(dims)]
-        value, op = inner, _producer(inner)
+    """The value before the ops that widened it to the scores' shape, with its dims'
+    labels (None for a unit dim that stands for no dim of the scores)."""
+    step = _widened(value, labels)
+    while step is not None:
+        value, labels = step
+        step = _widened(value, labels)
     return value, labels

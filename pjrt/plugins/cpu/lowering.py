@@ -428,8 +428,9 @@ class Lowering:
         kernel, reason = self._native_kernel(op)
         if kernel is not None:
             outs = [self._define(env, r) for r in op.results]
-            try:
-                b.add("add_kernel", op.where(), *kernel, ins, outs, uses=ins, outs=outs)
+            try:  # profiles name the composite: 'stablehlo.composite' "openhlo.attention"
+                b.add("add_kernel", f'{op.where()} "{kernel[0]}"', *kernel, ins, outs,
+                      uses=ins, outs=outs)
                 return True
             except native().Unsupported as exc:
                 reason = str(exc)
