@@ -46,6 +46,9 @@ def _entry_name(module: Module, entry: str | None) -> str:
         return "main"
     if len(names) == 1:
         return names[0]
+    public = [f.name for f in module.functions() if f.visibility != "private"]
+    if len(public) == 1:  # the others are callees (a composite's decomposition, say)
+        return public[0]
     if not names:
         raise ArgumentError("module has no functions to run")
     raise ArgumentError("module has no @main and several functions ("

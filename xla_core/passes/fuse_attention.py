@@ -209,6 +209,9 @@ def _walk_logits(x: Value, users: dict):
         name = step.name
         if name == "stablehlo.transpose":
             labels = [labels[p] for p in step.attr("permutation").values]
+        elif name == "stablehlo.reshape":
+            labels = _reshape_labels(step.operands[0].type.shape, step.results[0].type.shape,
+                                     labels)
         elif name in ("stablehlo.multiply", "stablehlo.divide"):
             factor = _splat(step.operands[1]) if name == "stablehlo.divide" else \
                 _splat(step.operands[1]) if _splat(step.operands[1]) is not None else \
@@ -233,6 +236,9 @@ def _walk_logits(x: Value, users: dict):
 def _logits_operand(op: Operation):
     """Which operand of a step between q.k and the softmax carries the logits, or None."""
     name = op.name
+    if name == "stablehlo.reshape":
+        return 0 if _reshape_labels(op.operands[0].type.shape, op.results[0].type.shape,
+                                    [None] * len(op.operands[0].type.shape)) else None
     if name in ("stablehlo.transpose", "stablehlo.convert"):
         if name == "stablehlo.convert" and \
                 str(op.results[0].type.element_type) not in FLOAT_TYPES:
@@ -255,6 +261,18 @@ def _logits_operand(op: Operation):
     if name == "stablehlo.select" and _splat(op.operands[2]) is not None:
         return 1
     return None
+
+
+def _reshape_labels(before, after, labels):
+    """The labels of a reshape's result, for a reshape that moves unit dims only (what
+    canonicalize makes of such a transpose): the other dims keep their order, unit dims
+    their labels in order. None for any other reshape."""
+    if [n for n in before if n != 1] != [n for n in after if n != 1] or \
+            sum(1 for n in before if n == 1) != sum(1 for n in after if n == 1):
+        return None
+    big = iter([lab for lab, n in zip(labels, before) if n != 1])
+    unit = iter([lab for lab, n in zip(labels, before) if n == 1])
+    return [next(unit) if n == 1 else next(big) for n in after]
 
 
 def _dot_dims(dot: Operation) -> tuple:
@@ -288,6 +306,10 @@ def _follow_probabilities(p: Value, users: dict, labels: list):
         op = readers[0]
         if op.name == "stablehlo.transpose":
             labels = [labels[i] for i in op.attr("permutation").values]
+        elif op.name == "stablehlo.reshape":
+            labels = _reshape_labels(v.type.shape, op.results[0].type.shape, labels)
+            if labels is None:
+                return None
         elif op.name == "stablehlo.convert":
             pass
         elif op.name == "stablehlo.dot_general" and op.operands[0] is not op.operands[1]:

@@ -20,7 +20,7 @@ from frameworks.torch.lowering.registry import Unsupported, lowers
 aten = torch.ops.aten
 
 
-def _check(dropout_p, q, k, enable_gqa=False):
+def _check(dropout_p, q, k, enable_gqa=True):
     if dropout_p:
         raise Unsupported("attention dropout (its random mask would not match eager)")
     heads, kv_heads = q.type.shape[-3], k.type.shape[-3]
@@ -46,7 +46,7 @@ def _operands(ctx, q, k, attn_mask, scale):
 @lowers(aten.scaled_dot_product_attention.default)
 def _sdpa(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
           enable_gqa=False):
-    _check(dropout_p, q, k, enable_gqa)
+    _check(dropout_p, q, k, enable_gqa)  # without it torch itself refuses unequal heads
     scale, bias, mask = _operands(ctx, q, k, attn_mask, scale)
     return attention(ctx.b, q, k, v, bias, mask, scale=scale, causal=is_causal)[0]
 
