@@ -13,12 +13,13 @@ f32, batch 1, 8 heads, head dim 64 (``--heads``, ``--dim``). Three implementatio
 * ``torch``: ``F.scaled_dot_product_attention`` in eager PyTorch (its CPU flash kernel), with
   as many threads as our pool has.
 
-Each (implementation, length) runs in a child process of its own: the time is the best of
-``--repeat`` calls after a warm-up, the memory the peak resident set during one call minus
-the resident set before it (Linux: ``/proc/self/clear_refs`` resets the peak), so it counts
-every byte the call touches (results, scratch, the allocator's caches) and nothing the
-other implementations left behind. The machine's load average is printed before and after:
-timings on a shared machine are only comparable within one run.
+Each (implementation, length) runs in a child process of its own. The memory is the peak
+resident set during the first call minus the resident set before it (Linux:
+``/proc/self/clear_refs`` resets the peak), so it counts every byte the call touches
+(results, scratch) and nothing the other implementations left behind; the times are the
+best wall and CPU (every thread's) time of ``--repeat`` calls after it. The machine's load
+average is printed before and after: on a shared machine wall times are only comparable
+within one run, and CPU times say how much work each implementation does.
 """
 from __future__ import annotations
 
@@ -42,19 +43,21 @@ def _rss_kib(field: str) -> int:
 
 
 def _measure(call, repeat: int) -> dict:
-    call()  # warm-up: kernels, caches, first touch of the pool's threads
-    best = math.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
+    """Peak memory of the first call (later ones would reuse what the allocators cached),
+    then the best wall and CPU (all threads) time of ``repeat`` calls after it."""
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # the peak resident set restarts from the current one
     before = _rss_kib("VmRSS")
     result = call()
     peak = _rss_kib("VmHWM")
     del result
-    return {"seconds": best, "peak_bytes": max(0, peak - before) * 1024}
+    best, cpu = math.inf, math.inf
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        call()
+        best = min(best, time.perf_counter() - start)
+        cpu = min(cpu, time.process_time() - start_cpu)
+    return {"seconds": best, "cpu_seconds": cpu, "peak_bytes": max(0, peak - before) * 1024}
 
 
 def _ours(q, k, v, causal: bool, fused: bool):
@@ -137,7 +140,8 @@ def main(argv=None) -> int:
     print(f"load average before: {os.getloadavg()}; f32, batch 1, {args.heads} heads, "
           f"head dim {args.dim}, {'causal' if args.causal else 'not causal'}")
     print(f"{'L':>6} {'fused ms':>9} {'torch ms':>9} {'mater. ms':>10} {'fused/torch':>11} "
-          f"{'fused MiB':>10} {'torch MiB':>10} {'mater. MiB':>11} {'fused/mater.':>12}")
+          f"{'cpu f/t':>8} {'fused MiB':>10} {'torch MiB':>10} {'mater. MiB':>11} "
+          f"{'fused/mater.':>12}")
     rows = []
     for length in (int(x) for x in args.lengths.split(",")):
         row = {"length": length}
@@ -166,8 +170,9 @@ def _line(row: dict) -> str:
         return f"{a[key] / b[key]:.3f}" if a and b and b[key] else "-"
     fused, torch, mat = row.get("fused"), row.get("torch"), row.get("materialized")
     return (f"{row['length']:>6} {ms(fused):>9} {ms(torch):>9} {ms(mat):>10} "
-            f"{ratio(fused, torch, 'seconds'):>11} {mib(fused):>10} {mib(torch):>10} "
-            f"{mib(mat):>11} {ratio(fused, mat, 'peak_bytes'):>12}")
+            f"{ratio(fused, torch, 'seconds'):>11} {ratio(fused, torch, 'cpu_seconds'):>8} "
+            f"{mib(fused):>10} {mib(torch):>10} {mib(mat):>11} "
+            f"{ratio(fused, mat, 'peak_bytes'):>12}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "_generated/kernel_attrs.h"
-#include "_generated/mathlib.h"
 #include "blas.h"
 #include "kernel.h"
 #include "kernels_elementwise.h"
@@ -36,12 +35,148 @@ namespace {
 using elementwise::float_to_bf16;
 using elementwise::float_to_f16;
 using elementwise::to_float;
-using mathlib::ohm_exp;
 
 // Block sizes (queries x keys), as PyTorch's CPU flash kernel picks them: small query blocks
 // for short sequences keep every thread busy, long ones amortize the key block's loads.
-int64_t query_block(int64_t length) { return length < 192 ? 32 : (length < 768 ? 64 : 128); }
+int64_t query_block(int64_t length) { return length < 192 ? 32 : (length < 768 ? 64 : 256); }
 constexpr int64_t kKeyBlock = 512;
+
+// Row loops over 16 lanes at a time (GCC/Clang vector extensions: one AVX-512 register, or
+// two or four narrower ones): plain loops of reductions do not vectorize under strict IEEE
+// semantics.
+typedef float Lanes __attribute__((vector_size(64)));
+constexpr int kLanes = sizeof(Lanes) / sizeof(float);
+
+typedef int32_t IntLanes __attribute__((vector_size(64)));
+
+// exp of the softmax's arguments (x <= 0, or NaN), lane by lane: Cody-Waite reduction by
+// ln 2 and Cephes' degree-6 polynomial, FMA allowed, about 1 ulp (mathlib's ohm_exp keeps the
+// interpreter's rounding at several times the cost). Below -87 the result is 0, as
+// exp(-inf) is. Rounding to the nearest integer adds and subtracts 1.5 * 2^23.
+__attribute__((optimize("fp-contract=fast"))) Lanes exp_lanes(Lanes x) {
+  const Lanes low = -87.f - Lanes{};
+  const Lanes xc = x < low ? low : x;
+  const Lanes shifted = xc * 1.44269504088896341f + 0x1.8p23f;
+  const IntLanes n = (IntLanes)shifted - 0x4b400000;
+  const Lanes nf = shifted - 0x1.8p23f;
+  const Lanes r = (xc - nf * 0.693359375f) - nf * -2.12194440e-4f;
+  Lanes p = 1.9875691500e-4f - Lanes{};
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.f;
+  const Lanes y = p * (Lanes)((n + 127) << 23);
+  return x < low ? Lanes{} : (x != x ? x : y);
+}
+
+// x[j] = exp(x[j] - shift) over a row; returns their sum (in lanes: its order is not the
+// decomposition's anyway, the kernel is compared with a tolerance).
+float exp_shifted(float* x, int64_t n, float shift) {
+  Lanes total = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    Lanes v;
+    std::memcpy(&v, x + j, sizeof v);
+    v = exp_lanes(v - shift);
+    total += v;
+    std::memcpy(x + j, &v, sizeof v);
+  }
+  if (j < n) {  // the tail, through one vector padded with -inf (whose exp adds 0)
+    Lanes v = -std::numeric_limits<float>::infinity() - Lanes{};
+    std::memcpy(&v, x + j, (n - j) * sizeof(float));
+    v = exp_lanes(v - shift);
+    total += v;
+    std::memcpy(x + j, &v, (n - j) * sizeof(float));
+  }
+  float sum = 0.f;
+  for (int l = 0; l < kLanes; ++l) sum += total[l];
+  return sum;
+}
+
+float max_of(const float* x, int64_t n) {
+  const float low = -std::numeric_limits<float>::infinity();
+  Lanes m = low - Lanes{};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    Lanes v;
+    std::memcpy(&v, x + j, sizeof v);
+    m = v > m ? v : m;
+  }
+  float r = low;
+  for (int l = 0; l < kLanes; ++l) r = m[l] > r ? m[l] : r;
+  for (; j < n; ++j) r = x[j] > r ? x[j] : r;
+  return r;
+}
+
+// C (M x N) = alpha * A B, or C += A B (`accumulate`): A row-major (M x K, row stride lda),
+// B row-major (K x N, row stride ldb). The forward's two products are thin (K or N is the
+// head dim, 64 or so), where a BLAS call spends much of its time packing and on the edges of
+// its tiles; this tiles C by 8 rows x 32 columns held in registers (R x C vectors of Lanes)
+// and reads A and B where they lie. Multiply-adds may fuse (FMA): attention is compared
+// with its decomposition within a tolerance, never bit for bit.
+template <int R, int C>
+__attribute__((optimize("fp-contract=fast"))) void tile(
+    int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+    int64_t ldc, float alpha, bool accumulate) {
+  Lanes acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < C; ++v) {
+      if (accumulate) {
+        std::memcpy(&acc[r][v], c + r * ldc + v * kLanes, sizeof(Lanes));
+      } else {
+        acc[r][v] = Lanes{};
+      }
+    }
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    Lanes row[C];
+    for (int v = 0; v < C; ++v) std::memcpy(&row[v], b + k * ldb + v * kLanes, sizeof(Lanes));
+    for (int r = 0; r < R; ++r) {
+      const float x = a[r * lda + k];
+      for (int v = 0; v < C; ++v) acc[r][v] += x * row[v];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < C; ++v) {
+      if (!accumulate) acc[r][v] *= alpha;
+      std::memcpy(c + r * ldc + v * kLanes, &acc[r][v], sizeof(Lanes));
+    }
+  }
+}
+
+template <int R>
+void row_panel(int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb,
+               float* c, int64_t ldc, float alpha, bool accumulate) {
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= N; j += 2 * kLanes) {
+    tile<R, 2>(K, a, lda, b + j, ldb, c + j, ldc, alpha, accumulate);
+  }
+  for (; j + kLanes <= N; j += kLanes) tile<R, 1>(K, a, lda, b + j, ldb, c + j, ldc, alpha,
+                                                  accumulate);
+  for (; j < N; ++j) {  // the last columns of a block that is no multiple of the lanes
+    for (int r = 0; r < R; ++r) {
+      float sum = 0.f;
+      for (int64_t k = 0; k < K; ++k) sum += a[r * lda + k] * b[k * ldb + j];
+      c[r * ldc + j] = accumulate ? c[r * ldc + j] + sum : alpha * sum;
+    }
+  }
+}
+
+void small_gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
+                int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate) {
+  int64_t i = 0;
+  for (; i + 8 <= M; i += 8) {
+    row_panel<8>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
+  }
+  for (; i + 4 <= M; i += 4) {
+    row_panel<4>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
+  }
+  for (; i < M; ++i) {
+    row_panel<1>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
+  }
+}
 
 // The operands widened to f32 (a view when they already are) and the index maths of one call.
 struct Problem {
@@ -49,6 +184,9 @@ struct Problem {
   float scale = 1.f, fill = -std::numeric_limits<float>::infinity();
   bool causal = false;
   const float *q = nullptr, *k = nullptr, *v = nullptr, *bias = nullptr;
+  // k transposed per (lead, key/value head) and key block: [blocks, D, kKeyBlock], so the
+  // forward's q k^T reads one contiguous panel per block
+  const float* kt = nullptr;
   const bool* mask = nullptr;
   // Element offsets of bias/mask per (lead, head) and strides over queries and keys (0 where
   // the operand broadcasts that dimension).
@@ -69,8 +207,14 @@ struct Problem {
 
   // scores[i, j] (queries q0.., keys k0..) = scale * q k^T + bias, masked with `fill`.
   void scores(int64_t zh, int64_t q0, int64_t nq, int64_t k0, int64_t nk, float* s) const {
-    blas::sgemm(false, true, nq, nk, D, scale, q_at(zh) + q0 * D, D, k_at(zh) + k0 * D, D, 0.f,
-                s, nk);
+    if (kt) {
+      const int64_t blocks = (S + kKeyBlock - 1) / kKeyBlock;
+      const float* panel = kt + ((kv_row(zh) * blocks + k0 / kKeyBlock) * D) * kKeyBlock;
+      small_gemm(nq, nk, D, q_at(zh) + q0 * D, D, panel, kKeyBlock, s, nk, scale, false);
+    } else {
+      blas::sgemm(false, true, nq, nk, D, scale, q_at(zh) + q0 * D, D, k_at(zh) + k0 * D, D,
+                  0.f, s, nk);
+    }
     for (int64_t i = 0; i < nq; ++i) {
       float* row = s + i * nk;
       if (bias) {
@@ -220,24 +364,17 @@ void forward_block(const Problem& p, int64_t zh, int64_t q0, int64_t nq, float* 
     p.scores(zh, q0, nq, k0, nk, s);
     for (int64_t i = 0; i < nq; ++i) {
       float* row = s + i * nk;
-      float m = row_max[i];
-      for (int64_t j = 0; j < nk; ++j) m = std::max(m, row[j]);
+      const float m = std::max(row_max[i], max_of(row, nk));
       // exp(-inf - -inf) would be NaN: a row that is all -inf so far keeps its (zero) state
       const float shift = std::isinf(m) && m < 0 ? 0.f : m;
-      const float rescale = ohm_exp(row_max[i] - shift);
-      float sum = 0.f;
-      for (int64_t j = 0; j < nk; ++j) {
-        row[j] = ohm_exp(row[j] - shift);
-        sum += row[j];
-      }
-      row_sum[i] = row_sum[i] * rescale + sum;
+      const float rescale = exp_lanes((row_max[i] - shift) - Lanes{})[0];
+      row_sum[i] = row_sum[i] * rescale + exp_shifted(row, nk, shift);
       row_max[i] = m;
       if (rescale != 1.f) {
         for (int64_t d = 0; d < p.Dv; ++d) acc[i * p.Dv + d] *= rescale;
       }
     }
-    blas::sgemm(false, false, nq, p.Dv, nk, 1.f, s, nk, p.v_at(zh) + k0 * p.Dv, p.Dv, 1.f, acc,
-                p.Dv);
+    small_gemm(nq, p.Dv, nk, s, nk, p.v_at(zh) + k0 * p.Dv, p.Dv, acc, p.Dv, 1.f, true);
   }
   for (int64_t i = 0; i < nq; ++i) {
     const float inv = 1.f / row_sum[i];  // a fully masked row: 0 / 0, NaN, as the math gives
@@ -246,10 +383,30 @@ void forward_block(const Problem& p, int64_t zh, int64_t q0, int64_t nq, float* 
   }
 }
 
+// k as [lead, kv heads, key blocks, D, kKeyBlock] (Problem::kt): linear in S like k itself.
+void transpose_keys(Problem& p) {
+  const int64_t blocks = (p.S + kKeyBlock - 1) / kKeyBlock, D = p.D, S = p.S;
+  const int64_t panels = p.lead * p.kv_heads * blocks;
+  p.widened.emplace_back(panels * D * kKeyBlock);
+  float* kt = p.widened.back().data();
+  parallel_for(panels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t row = t / blocks, k0 = (t % blocks) * kKeyBlock;
+      const float* k = p.k + (row * S + k0) * D;
+      float* panel = kt + t * D * kKeyBlock;
+      for (int64_t j = 0; j < std::min(kKeyBlock, S - k0); ++j) {
+        for (int64_t d = 0; d < D; ++d) panel[d * kKeyBlock + j] = k[j * D + d];
+      }
+    }
+  });
+  p.kt = kt;
+}
+
 template <typename T>
 void run_forward(Problem& p, const AttentionAttrs& a, const Array* in, Array* results,
                  const OpSpec& spec) {
   bind<T>(p, a, in);
+  transpose_keys(p);
   results[0] = allocate(spec.results[0].dtype, spec.results[0].shape);
   std::vector<float> wide_out;
   float* out = results[0].data<float>();
@@ -310,7 +467,7 @@ void probabilities(const Problem& p, const Grad& g, int64_t zh, int64_t q0, int6
   p.scores(zh, q0, nq, k0, nk, prob);
   const float* lse = g.lse + zh * p.L + q0;
   for (int64_t i = 0; i < nq; ++i) {
-    for (int64_t j = 0; j < nk; ++j) prob[i * nk + j] = ohm_exp(prob[i * nk + j] - lse[i]);
+    exp_shifted(prob + i * nk, nk, lse[i]);
   }
   blas::sgemm(false, true, nq, nk, p.Dv, 1.f, g.dout + (zh * p.L + q0) * p.Dv, p.Dv,
               p.v_at(zh) + k0 * p.Dv, p.Dv, 0.f, ds, nk);
