@@ -40,6 +40,7 @@ from xla_core.ir_utils import replace_uses
 from xla_core.passes.base import Pass, PassContext
 
 K = "k"   # label of the key dim; batch dims are ("b", i), query dims ("q", j)
+MERGED = ("b", "merged")  # the batch dims, merged into one (before a framework's 3-D matmul)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class _Match:
     bias: tuple | None = None  # (value, its labels)
     masks: list = field(default_factory=list)  # (value, labels) conjuncts
     causal: bool = False
+    batch_split: tuple | None = None  # the batch dims of q.k split right after it
 
 
 def _match(div: Operation, users: dict) -> _Match | None:
@@ -205,17 +207,25 @@ def _walk_logits(x: Value, users: dict):
         return None
     match = _Match(dot1, None, [])
     seen_mask = False
-    for step in reversed(steps):
+    for i, step in enumerate(reversed(steps)):
         name = step.name
         if name == "stablehlo.transpose":
             labels = [labels[p] for p in step.attr("permutation").values]
         elif name == "stablehlo.reshape":
-            labels = _reshape_labels(step.operands[0].type.shape, step.results[0].type.shape,
-                                     labels)
+            before, after = step.operands[0].type.shape, step.results[0].type.shape
+            split = _batch_split(before, after, labels) if i == 0 else None
+            if split is not None:
+                match.batch_split = split
+                labels = [("b", j) for j in range(len(split))] + labels[-(len(after) -
+                                                                         len(split)):]
+            else:
+                labels = _reshape_labels(before, after, labels)
+            if labels is None:
+                return None
         elif name in ("stablehlo.multiply", "stablehlo.divide"):
-            factor = _splat(step.operands[1]) if name == "stablehlo.divide" else \
-                _splat(step.operands[1]) if _splat(step.operands[1]) is not None else \
-                _splat(step.operands[0])
+            factor = _splat(step.operands[1])
+            if factor is None and name == "stablehlo.multiply":
+                factor = _splat(step.operands[0])
             if match.bias is not None or seen_mask or not factor:
                 return None  # scaling after the bias or mask is not the composite's order
             match.scale *= (1.0 / factor) if name == "stablehlo.divide" else factor
@@ -237,8 +247,7 @@ def _logits_operand(op: Operation):
     """Which operand of a step between q.k and the softmax carries the logits, or None."""
     name = op.name
     if name == "stablehlo.reshape":
-        return 0 if _reshape_labels(op.operands[0].type.shape, op.results[0].type.shape,
-                                    [None] * len(op.operands[0].type.shape)) else None
+        return 0  # which reshapes keep the dims apart is decided with the labels
     if name in ("stablehlo.transpose", "stablehlo.convert"):
         if name == "stablehlo.convert" and \
                 str(op.results[0].type.element_type) not in FLOAT_TYPES:
@@ -261,6 +270,24 @@ def _logits_operand(op: Operation):
     if name == "stablehlo.select" and _splat(op.operands[2]) is not None:
         return 1
     return None
+
+
+def _batch_split(before, after, labels):
+    """The new leading dims of a reshape that splits the batch dims right after q.k (a
+    framework's 3-D batched matmul: [B*H, L, S] -> [B, H, L, S]), or None."""
+    n = sum(1 for lab in labels if lab[0] == "b")
+    rest = len(labels) - n
+    if n == 0 or len(after) <= rest or tuple(before[n:]) != tuple(after[-rest:]):
+        return None
+    split = tuple(after[:len(after) - rest])
+    return split if int(np.prod(split)) == int(np.prod(before[:n])) else None
+
+
+def _batch_merge(before, after, labels):
+    """Whether a reshape merges the leading batch dims (all of them, in order) into one."""
+    n = sum(1 for lab in labels if lab[0] == "b")
+    return n > 0 and labels[:n] == [("b", i) for i in range(n)] and \
+        len(after) == len(before) - n + 1 and tuple(after[1:]) == tuple(before[n:])
 
 
 def _reshape_labels(before, after, labels):
@@ -307,7 +334,12 @@ def _follow_probabilities(p: Value, users: dict, labels: list):
         if op.name == "stablehlo.transpose":
             labels = [labels[i] for i in op.attr("permutation").values]
         elif op.name == "stablehlo.reshape":
-            labels = _reshape_labels(v.type.shape, op.results[0].type.shape, labels)
+            before, after = v.type.shape, op.results[0].type.shape
+            if _batch_merge(before, after, labels):
+                n = sum(1 for lab in labels if lab[0] == "b")
+                labels = [MERGED] + labels[n:]
+            else:
+                labels = _reshape_labels(before, after, labels)
             if labels is None:
                 return None
         elif op.name == "stablehlo.convert":
@@ -336,7 +368,8 @@ def _dot2_layout(m: _Match):
         return None
     p_batch = [d.p_labels[i] for i in batch[ps]]
     n_batch = sum(1 for x in m.labels_x if x[0] == "b")
-    if sorted(p_batch) != [("b", i) for i in range(n_batch)]:
+    merged = p_batch == [MERGED]
+    if not merged and sorted(p_batch, key=str) != [("b", i) for i in range(n_batch)]:
         return None
     p_free = [i for i in range(len(d.p_labels)) if i not in batch[ps] and i not in contract[ps]]
     v_rank = len(d.op.operands[vs].type.shape)
@@ -344,7 +377,8 @@ def _dot2_layout(m: _Match):
     if len(v_free) != 1:
         return None
     by_label = dict(zip(p_batch, batch[vs]))
-    v_dims = [by_label[("b", i)] for i in range(n_batch)] + contract[vs] + v_free
+    batch_order = [MERGED] if merged else [("b", i) for i in range(n_batch)]
+    v_dims = [by_label[lab] for lab in batch_order] + contract[vs] + v_free
     free_labels = [d.p_labels[i] for i in p_free]
     out = p_batch + (free_labels + ["dv"] if ps == 0 else ["dv"] + free_labels)
     return v_dims, out
@@ -440,37 +474,28 @@ def _causal_and_masks(m: _Match) -> bool:
 
 def _rewrite(module: Module, func_op: Operation, block: Block, m: _Match) -> None:
     v_dims, out_labels = _dot2_layout(m)
-    dot1 = m.dot1
-    q, k = dot1.operands
-    lb, rb, lc, rc = _dot_dims(dot1)
-    q_free = [d for d in range(len(q.type.shape)) if d not in lb and d not in lc]
-    k_free = [d for d in range(len(k.type.shape)) if d not in rb and d not in rc]
-    grouped = len(q_free) == 2
+    dot2 = m.dot2.op
     b = Builder(module)
     scratch = Block()
-    dot2 = m.dot2.op
     with b.inserting_into(scratch):
-        # split layout: [batch..., (group), query, dim]
-        q_s = _transpose(b, q, lb + q_free[::-1] + lc) if grouped else \
-            _transpose(b, q, lb + q_free + lc)
-        k_s = _transpose(b, k, rb + k_free + rc)
-        v_s = _transpose(b, dot2.operands[1 - m.dot2.p_side], v_dims)
-        split_labels = [("b", i) for i in range(len(lb))] + ([("q", 1)] if grouped else []) + \
-            [("q", 0), K]
-        sizes = dict(zip(split_labels[:-1], q_s.type.shape[:-1]))
-        sizes[K] = k.type.shape[k_free[0]]
-        q_c, k_c, v_c = (_canonical(b, x, len(lb), grouped) for x in (q_s, k_s, v_s))
-        dtype = q.type.element_type
+        q_s, k_s, v_s, layout = _split_layout(b, m, v_dims, MERGED in out_labels)
+        labels, sizes, grouped = layout
+        n_batch = sum(1 for lab in labels if lab[0] == "b")
+        q_c, k_c, v_c = (_canonical(b, x, n_batch, grouped) for x in (q_s, k_s, v_s))
+        dtype = q_s.type.element_type
         bias = None if m.bias is None else \
-            _canonical_operand(b, *m.bias, split_labels, sizes, grouped, len(lb), dtype)
+            _canonical_operand(b, *m.bias, labels, sizes, grouped, n_batch, dtype)
         mask = None if not m.masks else \
-            _canonical_operand(b, *m.masks[0], split_labels, sizes, grouped, len(lb), None)
+            _canonical_operand(b, *m.masks[0], labels, sizes, grouped, n_batch, None)
         out = attention(b, q_c, k_c, v_c, bias, mask, scale=m.scale, causal=m.causal,
                         fill=m.fill)[0]
         # back to the second dot's layout
-        split_out = [sizes[lab] for lab in split_labels[:-1]] + [v_s.type.shape[-1]]
-        out = _reshape(b, out, split_out)
-        out_split_labels = split_labels[:-1] + ["dv"]
+        out_split_labels = labels[:-1] + ["dv"]
+        out = _reshape(b, out, [sizes[lab] for lab in labels[:-1]] + [v_s.type.shape[-1]])
+        if MERGED in out_labels:
+            out = _reshape(b, out, (int(np.prod(out.type.shape[:n_batch])),)
+                           + out.type.shape[n_batch:])
+            out_split_labels = [MERGED] + out_split_labels[n_batch:]
         out = _transpose(b, out, [out_split_labels.index(lab) for lab in out_labels])
         result_type = dot2.results[0].type.element_type
         if out.type.element_type != result_type:
@@ -482,13 +507,43 @@ def _rewrite(module: Module, func_op: Operation, block: Block, m: _Match) -> Non
     replace_uses(func_op, {dot2.results[0]: out})
 
 
+def _split_layout(b: Builder, m: _Match, v_dims: list, merged: bool):
+    """q, k, v as [batch..., (group), length, dim] (the split layout), and the layout: the
+    labels of the scores' dims in it, their sizes, whether there is a group dim."""
+    q, k = m.dot1.operands
+    lb, rb, lc, rc = _dot_dims(m.dot1)
+    q_free = [d for d in range(len(q.type.shape)) if d not in lb and d not in lc]
+    k_free = [d for d in range(len(k.type.shape)) if d not in rb and d not in rc]
+    grouped = len(q_free) == 2
+    q_s = _transpose(b, q, lb + q_free[::-1] + lc)   # the group before the queries
+    k_s = _transpose(b, k, rb + k_free + rc)
+    v_s = _transpose(b, m.dot2.op.operands[1 - m.dot2.p_side], v_dims)
+    batch = m.batch_split or tuple(q_s.type.shape[:len(lb)])
+    q_s = _reshape(b, q_s, batch + q_s.type.shape[len(lb):])
+    k_s = _reshape(b, k_s, batch + k_s.type.shape[len(rb):])
+    if merged:
+        v_s = _reshape(b, v_s, batch + v_s.type.shape[1:])
+    labels = [("b", i) for i in range(len(batch))] + ([("q", 1)] if grouped else []) + \
+        [("q", 0), K]
+    sizes = dict(zip(labels[:-1], q_s.type.shape[:-1]))
+    sizes[K] = k.type.shape[k_free[0]]
+    return q_s, k_s, v_s, (labels, sizes, grouped)
+
+
 def _transpose(b: Builder, x: Value, perm) -> Value:
     perm = list(perm)
     return x if perm == sorted(perm) else b.transpose(x, perm)
 
 
 def _reshape(b: Builder, x: Value, shape) -> Value:
-    return x if tuple(shape) == tuple(x.type.shape) else b.reshape(x, shape)
+    """``x`` reshaped (a reshape of a reshape reads the first one's operand, so a k or v
+    repeated over heads stays recognisable to stablehlo.attention.unrepeated_heads)."""
+    if tuple(shape) == tuple(x.type.shape):
+        return x
+    inner = _producer(x)
+    if inner is not None and inner.name == "stablehlo.reshape":
+        return _reshape(b, inner.operands[0], shape)
+    return b.reshape(x, shape)
 
 
 def _canonical(b: Builder, x: Value, n_batch: int, grouped: bool) -> Value:
