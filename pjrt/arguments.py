@@ -26,8 +26,9 @@ def count_option(module: Module, given, name: str) -> int:
 
 
 def resolve_entry(module: Module, entry: str | None) -> str:
-    """``entry`` if the module has it, else ``main``, else the only function; it must have
-    a body (a private declaration verifies, but there is nothing to run)."""
+    """``entry`` if the module has it, else ``main``, else the only function, else the only
+    public one (the others are callees); it must have a body (a private declaration
+    verifies, but there is nothing to run)."""
     name = _entry_name(module, entry)
     if module.lookup(name).body is None:
         raise ArgumentError(f"function @{name} is a declaration without a body; there is "

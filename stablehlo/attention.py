@@ -21,10 +21,11 @@ Attributes (``composite_attributes``): ``scale`` (f64), ``causal`` (key j > quer
 ``has_mask``, ``fill`` (f64: -inf, or the large finite negative JAX masks with).
 
 Results: ``out`` [..., Hq, L, Dv] (the type of q) and, if ``with_lse``, the row logsumexp
-[..., Hq, L] in f32 (what the backward rebuilds the probabilities from).
+[..., Hq, L] in the compute type (what the backward rebuilds the probabilities from).
 
 The gradient composite takes q, k, v, [bias], [mask], out, lse, dout and returns dq, dk, dv
-(dk, dv summed over the query heads of each key head). Both compute in f32.
+(dk, dv summed over the query heads of each key head). Both compute in f32 (f64 for f64
+operands), the compute type.
 """
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def attention(b, q, k, v, bias=None, mask=None, *, scale: float, causal: bool = 
     r = len(q.type.shape)
     results = [TensorType(q.type.shape[:-1] + v.type.shape[-1:], q.type.element_type)]
     if with_lse:
-        results.append(TensorType(q.type.shape[:-1], F32))
+        results.append(TensorType(q.type.shape[:-1], compute_type(q.type.element_type)))
     name = _decomposition(b, ATTENTION, operands, results, config,
                           lambda args: _forward_body(b, args, config, r, with_lse))
     out = b.composite(ATTENTION, operands, name, attributes=config.attributes())
@@ -131,6 +132,11 @@ def _is_op(owner, name: str) -> bool:
     return getattr(owner, "name", None) == name and hasattr(owner, "operands")
 
 
+def compute_type(element_type):
+    """What the composites compute in: f32, or f64 for f64 operands."""
+    return F64 if element_type == F64 else F32
+
+
 def _check(q, k, v, bias, mask) -> None:
     qs, ks, vs = q.type.shape, k.type.shape, v.type.shape
     where = f"{ATTENTION} of q {q.type}, k {k.type}, v {v.type}"
@@ -178,11 +184,15 @@ def _split(args, config: AttentionConfig):
 
 
 def _widen(b, x):
-    return x if x.type.element_type == F32 else b.convert(x, F32)
+    """``x`` in the compute type."""
+    wide = compute_type(x.type.element_type)
+    return x if x.type.element_type == wide else b.convert(x, wide)
 
 
-def _full(b, value: float, shape, element_type=F32):
-    return b.broadcast_in_dim(b.constant(np.asarray(value), element_type), shape, [])
+def _full(b, value: float, like):
+    """A splat of ``value`` shaped and typed as the value ``like``."""
+    return b.broadcast_in_dim(b.constant(np.asarray(value), like.type.element_type),
+                              like.type.shape, [])
 
 
 def _repeat_heads(b, x, group: int):
@@ -206,7 +216,7 @@ def _logits(b, q, k, bias, mask, config: AttentionConfig, r: int):
     """scale * q k^T + bias, masked: [..., Hq, L, S] f32 (k already repeated to Hq)."""
     s = _batched(b, _widen(b, q), _widen(b, k), r - 1, r - 1)
     shape = s.type.shape
-    s = b.multiply(s, _full(b, config.scale, shape))
+    s = b.multiply(s, _full(b, config.scale, s))
     if bias is not None:
         s = b.add(s, b.broadcast_in_dim(_widen(b, bias), shape, list(range(r))))
     keep = None if mask is None else b.broadcast_in_dim(mask, shape, list(range(r)))
@@ -217,14 +227,14 @@ def _logits(b, q, k, bias, mask, config: AttentionConfig, r: int):
         causal = b.broadcast_in_dim(b.compare(rows, cols, "GE"), shape, [r - 2, r - 1])
         keep = causal if keep is None else b.and_(keep, causal)
     if keep is not None:
-        s = b.select(keep, s, _full(b, config.fill, shape))
+        s = b.select(keep, s, _full(b, config.fill, s))
     return s
 
 
 def _row_reduce(b, x, kind: str):
     """Reduce the last dim of ``x``, kept as a size-1 dim."""
     r = len(x.type.shape)
-    init = b.constant(np.asarray(-np.inf if kind == "maximum" else 0.0), F32)
+    init = b.constant(np.asarray(-np.inf if kind == "maximum" else 0.0), x.type.element_type)
     reduced = b.reduce([x], [init], [r - 1], kind)
     return b.reshape(reduced, x.type.shape[:-1] + (1,))
 
@@ -258,7 +268,7 @@ def _sum_heads(b, x, kv_heads: int, group: int):
     shape = x.type.shape
     r = len(shape)
     split = b.reshape(x, shape[:-3] + (kv_heads, group) + shape[-2:])
-    return b.reduce([split], [b.constant(np.asarray(0.0), F32)], [r - 2], "add")
+    return b.reduce([split], [b.constant(np.asarray(0.0), x.type.element_type)], [r - 2], "add")
 
 
 def _backward_body(b, args, config: AttentionConfig, r: int) -> list:
@@ -274,7 +284,7 @@ def _backward_body(b, args, config: AttentionConfig, r: int) -> list:
     dp = _batched(b, dout, vf, r - 1, r - 1)
     delta = _row_reduce(b, b.multiply(dout, out), "add")
     ds = b.multiply(b.multiply(p, b.subtract(dp, _spread(b, delta, shape))),
-                    _full(b, config.scale, shape))
+                    _full(b, config.scale, p))
     dq = _batched(b, ds, kf, r - 1, r - 2)
     dk = _batched(b, ds, qf, r - 2, r - 2)
     grads = [dq, _sum_heads(b, dk, kv_heads, group), _sum_heads(b, dv, kv_heads, group)]

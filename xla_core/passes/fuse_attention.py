@@ -61,14 +61,15 @@ class FuseAttentionPass(Pass):
 
 def _fuse_block(module: Module, func_op: Operation, block: Block) -> bool:
     changed = False
+    users = _users(block)
     for op in list(block.operations):
-        if op.name != "stablehlo.divide" or op.parent is not block:
+        if op.name != "stablehlo.divide":
             continue
-        users = _users(block)
         match = _match(op, users)
         if match is None:
             continue
         _rewrite(module, func_op, block, match)
+        users = _users(block)  # the rewrite added readers of q, k, v, bias and mask
         changed = True
     return changed
 
@@ -107,7 +108,7 @@ def _single_use(v: Value, users: dict, reader: Operation) -> bool:
 @dataclass
 class _Match:
     dot1: Operation
-    dot2: Operation
+    dot2: "_Dot2 | None"
     labels_x: list            # labels of the logits' dims
     scale: float = 1.0
     fill: float = -np.inf
@@ -121,9 +122,9 @@ def _match(div: Operation, users: dict) -> _Match | None:
     softmax = _match_softmax(div)
     if softmax is None:
         return None
-    x, axis, e, inner = softmax
-    if not all(_single_use(v, users, r) for v, r in inner):
-        return None
+    x, axis, readers = softmax
+    if any(set(users.get(v, [])) - allowed for v, allowed in readers):
+        return None  # the logits or probabilities are needed whole elsewhere
     chain = _walk_logits(x, users)
     if chain is None:
         return None
@@ -144,7 +145,8 @@ def _match(div: Operation, users: dict) -> _Match | None:
 
 
 def _reduced(v: Value, kind: str):
-    """(operand, dims) of ``reduce`` with the ``kind`` combiner behind broadcasts/reshapes."""
+    """(operand, dims, the reduce) of a ``reduce`` with the ``kind`` combiner behind
+    broadcasts and reshapes, or None."""
     op = _producer(v)
     while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
         if op.name == "stablehlo.broadcast_in_dim":
@@ -161,7 +163,7 @@ def _reduced(v: Value, kind: str):
     body = op.regions[0].blocks[0].operations
     if len(body) != 2 or body[0].name != kind:
         return None
-    return op.operands[0], list(op.attr("dimensions").values)
+    return op.operands[0], list(op.attr("dimensions").values), op
 
 
 def _match_softmax(div: Operation):
@@ -180,8 +182,9 @@ def _match_softmax(div: Operation):
         return None
     if str(x.type.element_type) not in FLOAT_TYPES:
         return None
-    # e feeds the sum and the divide; the exp's input and the difference nothing else
-    return x, summed[1][0], e, [(sub.results[0], exp)]
+    # who may read each value of the softmax: its own ops
+    readers = [(x, {top[2], sub}), (sub.results[0], {exp}), (e, {summed[2], div})]
+    return x, summed[1][0], readers
 
 
 def _walk_logits(x: Value, users: dict):

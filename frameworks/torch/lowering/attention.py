@@ -65,7 +65,8 @@ def _flash_cpu_backward(ctx, grad, q, k, v, out, lse, dropout_p=0.0, is_causal=F
                         attn_mask=None, scale=None):
     _check(dropout_p, q, k)
     scale, bias, mask = _operands(ctx, q, k, attn_mask, scale)
-    lse = ctx.b.reshape(ctx.cast(lse, torch.float32), q.type.shape[:-1])
+    wide = torch.float64 if ctx.dtype(q) == torch.float64 else torch.float32  # compute type
+    lse = ctx.b.reshape(ctx.cast(lse, wide), q.type.shape[:-1])
     grads = attention_grad(ctx.b, q, k, v, bias, mask, out, lse, ctx.cast(grad, ctx.dtype(q)),
                            scale=scale, causal=is_causal)
     return tuple(ctx.cast(g, ctx.out_dtype(i)) for i, g in enumerate(grads))

@@ -14,7 +14,7 @@ import pytest
 import pjrt
 from stablehlo.attention import attention, attention_grad
 from stablehlo.builder import Builder
-from stablehlo.ir.types import BF16, F32, I1, TensorType
+from stablehlo.ir.types import BF16, F32, F64, I1, TensorType
 
 RNG = np.random.default_rng(21)
 
@@ -162,6 +162,21 @@ def test_bf16_accumulates_in_f32():
     want = reference(q.astype(np.float32), k.astype(np.float32), v.astype(np.float32),
                      **config)[0]
     np.testing.assert_allclose(out.astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+def test_a_type_the_kernel_refuses_runs_the_decomposition(caplog):
+    """f64 has no flash kernel: the composite runs its decomposition, op by op, natively."""
+    caplog.set_level(logging.INFO, "openhlo.cpu")
+    q, k, v, _, _, config = _inputs((1, 2, 9, 8), (1, 1, 11, 8), {"causal": True})
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    b = Builder()
+    with b.function("main", _types([q.shape, k.shape, v.shape], F64)) as (_, args):
+        b.return_(*attention(b, *args, **config))
+    exe = pjrt.make_client("cpu").compile(str(b.module))
+    (out,) = exe(q, k, v)
+    np.testing.assert_allclose(out, reference(q, k, v, **config)[0], rtol=1e-12)
+    assert [r for r in caplog.records if "runs its decomposition" in r.getMessage()]
+    assert not exe.fallbacks
 
 
 def test_interpreter_runs_the_decomposition():
