@@ -125,3 +125,43 @@ func.func public @main(%arg0: tensor<4x6xf32>, %arg1: tensor<4x8xf32>, %arg2: te
   %o = stablehlo.dot_general %p, %arg2, contracting_dims = [1] x [0] : (tensor<4x6xf32>, tensor<6x8xf32>) -> tensor<4x8xf32>
   func.return %10, %o, %s : tensor<4x6xf32>, tensor<4x8xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+// PyTorch's spelling (after cpu-opt): 3-D batched matmuls on [B*H, L, D] with reshapes
+// around them, `q @ k^T * 0.5 + mask`, softmax, `@ v`. The batch dims split after q.k and
+// merged before p.v are the composite's leading dims; q and v are read from before the
+// reshapes.
+// CHECK-LABEL: func.func public @main
+// CHECK: %[[B:[^ ]+]] = stablehlo.reshape %arg3 : (tensor<3x5xf32>) -> tensor<1x1x3x5xf32>
+// CHECK: %[[A:[^ ]+]] = stablehlo.composite "openhlo.attention" %arg0, %{{[^ ]+}}, %arg2, %[[B]] {composite_attributes = {causal = false, fill = 0xFFF0000000000000 : f64, has_bias = true, has_mask = false, scale = 5.000000e-01 : f64}, decomposition = @{{attention_[0-9a-f]+}}} : (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>, tensor<1x1x3x5xf32>) -> tensor<1x2x3x4xf32>
+// CHECK: %[[M:[^ ]+]] = stablehlo.reshape %[[A]] : (tensor<1x2x3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK: %[[O:[^ ]+]] = stablehlo.reshape %[[M]] : (tensor<2x3x4xf32>) -> tensor<1x2x3x4xf32>
+// CHECK-NEXT: return %[[O]]
+func.func public @main(%arg0: tensor<1x2x3x4xf32>, %arg1: tensor<1x2x5x4xf32>, %arg2: tensor<1x2x5x4xf32>, %arg3: tensor<3x5xf32>) -> tensor<1x2x3x4xf32> {
+  %0 = stablehlo.transpose %arg1, dims = [0, 1, 3, 2] : (tensor<1x2x5x4xf32>) -> tensor<1x2x4x5xf32>
+  %1 = stablehlo.reshape %arg0 : (tensor<1x2x3x4xf32>) -> tensor<2x3x4xf32>
+  %2 = stablehlo.reshape %0 : (tensor<1x2x4x5xf32>) -> tensor<2x4x5xf32>
+  %3 = stablehlo.dot_general %1, %2, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  %4 = stablehlo.reshape %3 : (tensor<2x3x5xf32>) -> tensor<1x2x3x5xf32>
+  %cst = stablehlo.constant dense<5.000000e-01> : tensor<1x2x3x5xf32>
+  %5 = stablehlo.multiply %4, %cst : tensor<1x2x3x5xf32>
+  %6 = stablehlo.broadcast_in_dim %arg3, dims = [2, 3] : (tensor<3x5xf32>) -> tensor<1x2x3x5xf32>
+  %7 = stablehlo.add %5, %6 : tensor<1x2x3x5xf32>
+  %cst_0 = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %8 = stablehlo.reduce(%7 init: %cst_0) applies stablehlo.maximum across dimensions = [3] : (tensor<1x2x3x5xf32>, tensor<f32>) -> tensor<1x2x3xf32>
+  %9 = stablehlo.reshape %8 : (tensor<1x2x3xf32>) -> tensor<1x2x3x1xf32>
+  %10 = stablehlo.broadcast_in_dim %9, dims = [0, 1, 2, 3] : (tensor<1x2x3x1xf32>) -> tensor<1x2x3x5xf32>
+  %11 = stablehlo.subtract %7, %10 : tensor<1x2x3x5xf32>
+  %12 = stablehlo.exponential %11 : tensor<1x2x3x5xf32>
+  %cst_1 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %13 = stablehlo.reduce(%12 init: %cst_1) applies stablehlo.add across dimensions = [3] : (tensor<1x2x3x5xf32>, tensor<f32>) -> tensor<1x2x3xf32>
+  %14 = stablehlo.reshape %13 : (tensor<1x2x3xf32>) -> tensor<1x2x3x1xf32>
+  %15 = stablehlo.broadcast_in_dim %14, dims = [0, 1, 2, 3] : (tensor<1x2x3x1xf32>) -> tensor<1x2x3x5xf32>
+  %16 = stablehlo.divide %12, %15 : tensor<1x2x3x5xf32>
+  %17 = stablehlo.reshape %16 : (tensor<1x2x3x5xf32>) -> tensor<2x3x5xf32>
+  %18 = stablehlo.reshape %arg2 : (tensor<1x2x5x4xf32>) -> tensor<2x5x4xf32>
+  %19 = stablehlo.dot_general %17, %18, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
+  %20 = stablehlo.reshape %19 : (tensor<2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  func.return %20 : tensor<1x2x3x4xf32>
+}
