@@ -58,25 +58,17 @@ class AttentionConfig:
                 "has_bias": BoolAttr(self.has_bias), "has_mask": BoolAttr(self.has_mask),
                 "fill": FloatAttr(float(self.fill), F64)}
 
-    @classmethod
-    def of(cls, op) -> "AttentionConfig":
-        """The config of an ``openhlo.attention`` or ``openhlo.attention_grad`` composite."""
-        attrs = op.attr("composite_attributes")
-        return cls(float(attrs.get("scale").value), bool(attrs.get("causal").value),
-                   bool(attrs.get("has_bias").value), bool(attrs.get("has_mask").value),
-                   float(attrs.get("fill").value))
-
 
 def attention(b, q, k, v, bias=None, mask=None, *, scale: float, causal: bool = False,
               fill: float = -math.inf, with_lse: bool = False) -> list:
     """Builds an ``openhlo.attention`` composite with ``b`` (a stablehlo Builder) at its
     insertion point; returns [out] or [out, lse]."""
     config = AttentionConfig(scale, causal, bias is not None, mask is not None, fill)
+    _check(q, k, v, bias, mask)
     k_source, v_source = unrepeated_heads(k), unrepeated_heads(v)
     if k_source.type.shape[-3] == v_source.type.shape[-3]:
         k, v = k_source, v_source  # read k/v before a repeat over heads: grouped-query
     operands = [x for x in (q, k, v, bias, mask) if x is not None]
-    _check(q, k, v, bias, mask)
     r = len(q.type.shape)
     results = [TensorType(q.type.shape[:-1] + v.type.shape[-1:], q.type.element_type)]
     if with_lse:
