@@ -199,10 +199,13 @@ struct Problem {
   const float* v_at(int64_t zh) const { return v + kv_row(zh) * S * Dv; }
   // The key/value (lead, head) row that query (lead, head) row `zh` reads.
   int64_t kv_row(int64_t zh) const { return (zh / heads) * kv_heads + (zh % heads) / group; }
-  // May the key block starting at `k0` be skipped for queries [q0, q1)? Only causal masking
-  // with an infinite fill: every entry there is -inf and adds exactly nothing.
+  // May the key block starting at `k0` be skipped for queries [q0, q1)? Only for causal
+  // masking alone, where every entry there is `fill` and adds exactly nothing: an infinite
+  // fill, or (JAX's) a finite one far below any score, each row's max being at least its
+  // score of key 0 (no bias could lower that).
   bool skipped(int64_t q1, int64_t k0) const {
-    return causal && std::isinf(fill) && !mask && k0 > q1 - 1;
+    const bool nothing = std::isinf(fill) || (!bias && fill <= -1e30f);
+    return causal && nothing && !mask && k0 > q1 - 1;
   }
 
   // scores[i, j] (queries q0.., keys k0..) = scale * q k^T + bias, masked with `fill`.

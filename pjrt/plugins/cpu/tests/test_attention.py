@@ -90,6 +90,9 @@ CASES = {
     "plain": ((1, 2, 37, 16), (1, 2, 45, 16), {}),
     "causal_odd": ((2, 3, 70, 8), (2, 3, 70, 8), {"causal": True}),
     "long_causal": ((1, 1, 600, 32), (1, 1, 600, 32), {"causal": True}),
+    # JAX's finite fill: key blocks past the diagonal are still skipped
+    "long_causal_jax_fill": ((1, 2, 700, 16), (1, 2, 700, 16), {"causal": True,
+                                                                "fill": -2.38e38}),
     "gqa_bias": ((2, 4, 33, 8), (2, 2, 41, 8), {"bias": (1, 4, 33, 41)}),
     "mqa_mask": ((1, 6, 19, 8), (1, 1, 530, 8), {"mask": (1, 1, 19, 530)}),
     "leading_dims": ((2, 3, 2, 9, 8), (2, 3, 1, 11, 8), {"causal": True, "bias": (1, 3, 1, 1, 11)}),
