@@ -2,9 +2,10 @@
 // `openhlo.attention_grad` (stablehlo/attention.py defines both and their decompositions).
 //
 // Forward (flash-attention style): per (leading index, query head, block of queries) the
-// scores of one block of keys at a time are computed with a GEMM, scaled, biased and
-// masked, and folded into the output with an online softmax (a running row max and row sum;
-// the partial output is rescaled whenever the max grows). No [L, S] matrix ever exists: the
+// scores of one block of keys at a time are computed with a register-tiled product
+// (small_gemm; k transposed once into one panel per key block), scaled, biased and masked,
+// and folded into the output with an online softmax (a running row max and row sum; the
+// partial output is rescaled whenever the max grows). No [L, S] matrix ever exists: the
 // scratch is one block of scores per task, so memory is linear in the sequence length.
 // The row logsumexp (max + log(sum)) is the optional second result, for the backward.
 //
@@ -12,7 +13,7 @@
 // P = exp(scale * q k^T + bias - lse). Two sweeps avoid write races without atomics:
 // one over query blocks (dQ = sum over key blocks of dS K), one over key blocks (dK and dV
 // summed over the query blocks of every query head that reads this key head), with
-// dS = P * (dO V^T - rowsum(dO * O)) * scale.
+// dS = P * (dO V^T - rowsum(dO * O)) * scale; its products go to BLAS.
 //
 // Grouped-query / multi-query heads: query head h reads key/value head h / group, where
 // group = Hq / Hkv. Everything is computed in f32; f16/bf16 operands are widened on the way in
