@@ -22,11 +22,9 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 
+from pjrt.plugins.compiler_services import QuantizationReport, copy_module, quantize, run_passes
 from stablehlo.ir.core import Module
 from stablehlo.text import parse_module, print_module
-from xla_core.ir_utils import clone_operation
-from xla_core.passes import PassContext, Pipeline, parse_pass_list
-from xla_core.quantization import QuantizationReport, quantize
 
 
 @dataclass
@@ -44,9 +42,7 @@ class QuantizedFunction:
 
     def lowered(self) -> Module:
         """A copy of the program through ``quant-lower``: integer and float math only."""
-        copy = Module(clone_operation(self.module.op, {}))
-        Pipeline("quant-lower", parse_pass_list("quant-lower")).run(copy, PassContext())
-        return copy
+        return run_passes(copy_module(self.module), "quant-lower")
 
     def __call__(self, *inputs) -> list:
         if self._executable is None:

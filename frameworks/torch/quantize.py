@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 import torch
 
-from xla_core.quantization import QuantizationError, quantize_weights
+from pjrt.plugins.compiler_services import QuantizationError, quantize_weights
 
 from frameworks.torch import quantized_ops
 

@@ -42,7 +42,7 @@ import torch.ao.quantization.fx._decomposed  # noqa: F401  (defines quantized_de
 
 from stablehlo.ir.core import Value
 from stablehlo.ir.types import F32, I8, I32, IntegerType, TensorType
-from xla_core.quantization import quantize_activation
+from pjrt.plugins.compiler_services import quantize_activation
 
 from frameworks.torch import quantized_ops  # noqa: F401  (defines torch.ops.openhlo.*)
 from frameworks.torch.lowering.dtypes import element_type
