@@ -12,8 +12,10 @@ value at a time until they do not or nothing helps, then moves on:
 * operands of the copy that are dead by then either live longer (their bytes count against
   what is freed) or are recomputed too, up to ``block-size`` ops in all (XLA's block remat);
 * a rewrite may not push an earlier position over the target that was not, nor any position
-  over the present peak; the cheapest per byte freed at the position wins (cost: the
-  recomputed ops' roofline time on ``hardware``, xla_core.cost), ties to the most bytes;
+  over the present peak; the cheapest per byte freed wins (cost: the recomputed ops'
+  roofline time on ``hardware``, xla_core.cost; bytes: those freed at the position, times
+  the positions of the gap over the target, so a value freed across a long stretch of excess
+  counts for all of it), ties to the most bytes;
 * a copy is not moved on again (it sits where its value is needed: moving it would move the
   excess with it), though a later chain may compute it once more, as XLA denylists its copies.
 
@@ -200,11 +202,13 @@ class _FunctionRemat:
         return (int(live.max()) if len(live) else 0), recomputed
 
     def _best_step(self, graph: BlockGraph, live: np.ndarray, target: int, k: int):
-        """The cheapest recomputation per byte it frees at position ``k``, of a value
-        defined before ``k`` and next used after it, that leaves no earlier position over
-        the target that was not already; None when none frees anything."""
+        """The cheapest recomputation per byte it frees at position ``k`` (times the positions
+        over ``target`` in the gap), of a value defined before ``k`` and next used after it,
+        that leaves no earlier position over the target that was not already; None when none
+        frees anything."""
         n = len(graph.ops)
         ranges = graph.live_ranges(range(n))
+        over = np.concatenate(([0], np.cumsum(live > target)))  # positions < j over target
         best = None
         for v, users in enumerate(graph.users):
             i = graph.def_op[v]
@@ -218,7 +222,9 @@ class _FunctionRemat:
                 if freed <= 0:
                     continue
                 cost = sum(self.seconds(graph.ops[j]) for j in ops)
-                key = (cost / freed, -freed)
+                # bytes freed over the gap, where they matter: at positions over the target
+                span = freed * int(over[b] - over[a + 1])
+                key = (cost / span, -span)
                 if best is None or key < best[0]:
                     best = (key, _Step(v, b, ops))
         return best[1] if best is not None else None
