@@ -13,6 +13,7 @@ PASSES.register("constant-fold", "xla_core.passes.constant_fold:ConstantFoldPass
 PASSES.register("algebraic-simplifier",
                 "xla_core.passes.algebraic_simplifier:AlgebraicSimplifierPass")
 PASSES.register("memory-schedule", "xla_core.buffers.scheduler:MemorySchedulePass")
+PASSES.register("remat", "xla_core.buffers.remat:RematerializationPass")
 PASSES.register("latency-hiding-scheduler",
                 "xla_core.scheduling.scheduler:LatencyHidingSchedulerPass")
 PASSES.register("canonicalize", "xla_core.passes.canonicalize:CanonicalizePass")
