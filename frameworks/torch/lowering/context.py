@@ -21,10 +21,14 @@ from frameworks.torch.lowering.dtypes import element_type, torch_dtype
 class LoweringContext:
     """One FX node being lowered: its builder, its FakeTensor metadata, helpers."""
 
-    def __init__(self, b: Builder, node: torch.fx.Node, concrete: Callable):
+    def __init__(self, b: Builder, node: torch.fx.Node, concrete: Callable,
+                 runtime_sizes: dict | None = None):
         self.b = b
         self.node = node
         self.concrete = concrete  # SymInt/SymFloat/SymBool -> Python value
+        # data-dependent size symbol -> its tensor<i64> value, computed in this program
+        # (data_dependent.py); None where the caller cannot return one
+        self.runtime_sizes = runtime_sizes
 
     # -- the node's result ------------------------------------------------------------
 

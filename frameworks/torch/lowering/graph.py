@@ -19,6 +19,7 @@ from stablehlo.ir.core import Module, Value
 from stablehlo.ir.types import TensorType
 
 from frameworks.torch.lowering.context import LoweringContext
+from frameworks.torch.lowering.data_dependent import mask_padding
 from frameworks.torch.lowering.dtypes import element_type
 from frameworks.torch.lowering.registry import LOWERINGS, Unsupported
 
@@ -46,7 +47,6 @@ _aten = torch.ops.aten
 # seeded random ops are recognised by their tag (eager_by_design). Any other op without a
 # rule is a missing lowering.
 _EAGER_BY_DESIGN = {
-    _aten.nonzero: "its result size depends on the data",
     _aten._local_scalar_dense: "it makes a Python scalar for the eager side",
     _aten._fft_r2c: "its result is complex",
     _aten._fft_c2r: "it takes a complex tensor",
@@ -87,11 +87,13 @@ def can_lower(node: torch.fx.Node) -> str | None:
 def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
                 input_types: Sequence[TensorType], outputs: Sequence[torch.fx.Node],
                 known: dict, concrete: Callable, *, name: str = "main",
-                constants: dict | None = None) -> Module:
+                constants: dict | None = None, runtime_sizes: dict | None = None) -> Module:
     """A module whose function ``name`` takes ``inputs`` (tensor nodes computed elsewhere,
     of ``input_types``) and returns ``outputs``. ``known`` maps nodes with Python values
     (symbolic sizes) to those values; ``constants`` maps tensor nodes to numpy arrays that
-    become ``stablehlo.constant``s."""
+    become ``stablehlo.constant``s. Given an empty dict ``runtime_sizes``, data-dependent
+    sizes are allowed: the rules fill it (symbol -> count) and the function returns the
+    counts after ``outputs``, in its order (data_dependent.py)."""
     b = Builder()
     b.record_locations = False  # the builder's caller would be this file, not the model
     arg_types = list(input_types)
@@ -101,16 +103,17 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
         for node, array in (constants or {}).items():
             env[node] = b.constant(array, element_type(node.meta["val"].dtype))
         for node in nodes:
-            env[node] = _lower_node(b, node, env, concrete)
+            env[node] = _lower_node(b, node, env, concrete, runtime_sizes)
         results = [env[n] for n in outputs]
         for node, value in zip(outputs, results):
             if not isinstance(value, Value):
                 raise LoweringFailed(node, "its result is not a single tensor")
-        b.return_(*results)
+        b.return_(*results, *(runtime_sizes or {}).values())
     return b.module
 
 
-def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable):
+def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable,
+                runtime_sizes: dict | None = None):
     args = map_aggregate(node.args, lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
     kwargs = map_aggregate(node.kwargs,
                            lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
@@ -119,9 +122,12 @@ def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable):
     reason = can_lower(node)
     if reason is not None:
         raise LoweringFailed(node, reason)
-    ctx = LoweringContext(b, node, concrete)
+    ctx = LoweringContext(b, node, concrete, runtime_sizes)
     try:
+        args, finish = mask_padding(ctx, args)
         result = LOWERINGS.get(node.target)(ctx, *args, **kwargs)
+        if finish is not None:
+            result = finish(result)
     except Unsupported as exc:
         raise LoweringFailed(node, str(exc)) from exc
     except LoweringFailed:
