@@ -109,7 +109,8 @@ def declared_upper(symbol: sympy.Symbol, shape_env) -> int | None:
         return None
     upper = shape_env.var_to_range.get(symbol).upper if symbol in shape_env.var_to_range \
         else None
-    return int(upper) if upper is not None and upper.is_finite else None
+    # an unbounded range ends at torch's own infinity, which is no sympy Integer
+    return int(upper) if upper is not None and upper.is_Integer else None
 
 
 # ---- which dims are padded ---------------------------------------------------------------
@@ -391,7 +392,7 @@ class Bucketing:
             if isinstance(arg, torch.Tensor):
                 shape = tuple(bounds.get(symbol_of(d), n) for d, n in zip(val.shape,
                                                                           arg.shape))
-                if shape != tuple(arg.shape):
+                if any(symbol_of(d) in bounds for d in val.shape):
                     valid += arg.numel()
                     padded += int(np.prod(shape))
                 signature.append((shape, arg.dtype))
