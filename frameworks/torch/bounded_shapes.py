@@ -127,24 +127,32 @@ def symbol_of(size) -> sympy.Expr | None:
     return sympy.sympify(size.node.expr) if isinstance(size, torch.SymInt) else None
 
 
-def unbacked_bounds(graph: torch.fx.Graph) -> dict:
-    """Each data-dependent size symbol of the graph with a finite upper bound -> that bound
-    (Note [Bounded data-dependent sizes] in data_dependent.py)."""
+def unbacked_bounds(graph: torch.fx.Graph, concrete) -> dict:
+    """Each data-dependent size that an op of data_dependent.py makes -> its upper bound:
+    the element count it selects from (Note [Bounded data-dependent sizes]). The ShapeEnv's
+    range is not used: for a broadcasting masked_select it is the first input's count."""
     bounds = {}
     for node in graph.nodes:
+        if node.op != "call_function" or node.target not in _PRODUCERS:
+            continue
         vals = node.meta.get("val")
         for val in vals if isinstance(vals, (tuple, list)) else [vals]:
-            if not isinstance(val, torch.Tensor):
-                continue
-            for size in val.shape:
+            for size in val.shape if isinstance(val, torch.Tensor) else ():
                 expr = symbol_of(size)
-                if expr is None or not expr.is_Symbol or expr in bounds \
-                        or not free_unbacked_symbols(size):
-                    continue
-                upper = declared_upper(expr, size.node.shape_env)
-                if upper is not None:
-                    bounds[expr] = upper
+                if expr is not None and expr.is_Symbol and free_unbacked_symbols(size):
+                    bounds.setdefault(expr, _selected_from(node, concrete))
     return bounds
+
+
+def _selected_from(node: torch.fx.Node, concrete) -> int:
+    """How many elements a data-dependent op chooses among: its result's size bound."""
+    def shape(n):
+        return tuple(int(concrete(d)) for d in n.meta["val"].shape)
+    if node.target == aten.masked_select.default:
+        return int(np.prod(torch.broadcast_shapes(shape(node.args[0]), shape(node.args[1]))))
+    if node.target == aten.index.Tensor:
+        return max(int(np.prod(shape(i))) for i in node.args[1] if i is not None)
+    return int(np.prod(shape(node.args[0])))
 
 
 class _Mixed(Exception):
@@ -324,22 +332,30 @@ def _special_hazard(node, ins, first_dims) -> str | None:
 
 # ---- per graph: which padding a call gets -------------------------------------------------
 
+def plan_padding(graph: torch.fx.Graph, buckets: dict | None, concrete) -> Padding | None:
+    """The padding of a plan: ``buckets`` for its dynamic dims (None: sizes exact) and the
+    upper bounds of its data-dependent sizes; None when nothing is padded."""
+    unbacked = unbacked_bounds(graph, concrete)
+    if not buckets and not unbacked:
+        return None
+    return Padding({**(buckets or {}), **unbacked}, frozenset(unbacked))
+
+
 class Bucketing:
-    """The padding of one graph's calls (Note [Buckets]): its data-dependent bounds, and
-    its dynamic dims' buckets unless a lowered op makes padding them unsafe."""
+    """The buckets of one graph's dynamic dims for each call (Note [Buckets]), unless a
+    lowered op makes padding them unsafe."""
 
     def __init__(self, gm: torch.fx.GraphModule, name: str, lowerable):
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.graph = gm.graph
         self.name = name
         self.lowerable = lowerable  # node -> whether it would be lowered (can_lower)
-        self.unbacked = unbacked_bounds(gm.graph)
         self.exact: str | None = None  # why the dynamic dims are compiled per size
         self.checked = False
 
     def for_call(self, args, signature: tuple, bindings):
-        """``(padding or None, the signature a plan is cached under, (input elements
-        valid, sent) or None without buckets)`` for ``args``; ``bindings(bounds)`` gives
+        """``(bucket sizes {symbol: size} or None, the signature a plan is cached under,
+        (input elements valid, sent) or None)`` for ``args``; ``bindings(bounds)`` gives
         the Bindings of ``args`` with ``bounds`` applied."""
         policy = current_policy()
         bounds = self._buckets(args, policy) if policy is not None else {}
@@ -350,15 +366,10 @@ class Bucketing:
                 STATS.exact_graphs[self.name] = self.exact
                 logger.info("openhlo: %s compiles each size of its dynamic dims exactly: %s",
                             self.name, self.exact)
-        if self.exact is not None:
-            bounds = {}
-        if not bounds and not self.unbacked:
+        if self.exact is not None or not bounds:
             return None, signature, None
-        elements = None
-        if bounds:
-            signature, *elements = self._bucketed(args, bounds)
-        return Padding({**bounds, **self.unbacked}, frozenset(self.unbacked)), signature, \
-            elements
+        signature, *elements = self._bucketed(args, bounds)
+        return bounds, signature, elements
 
     def _buckets(self, args, policy) -> dict:
         bounds = {}

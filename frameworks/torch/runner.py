@@ -172,9 +172,9 @@ class Plan:
     def __init__(self, gm: torch.fx.GraphModule, args: Sequence, client, name: str,
                  shardings: tuple | None = None, placement: _placement.Placement | None = None,
                  auto: _sharding.AutoSpmd | None = None,
-                 padding: _bounded.Padding | None = None):
+                 buckets: dict | None = None):
         self.graph = gm.graph
-        self.padding = padding  # sizes compiled at a bucket or bound (bounded_shapes.py)
+
         self.placement = placement
         self.auto = auto  # use_spmd(auto=True): every segment is auto-sharded
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -182,7 +182,11 @@ class Plan:
         self.shardings = {n: s for n, s in zip(self.placeholders, shardings or ())
                           if s is not None}
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
-        self.concrete = Bindings(self.placeholders, args, padding and padding.bounds)
+        self.concrete = Bindings(self.placeholders, args, buckets)
+        # sizes compiled at a bucket or an upper bound (bounded_shapes.py)
+        self.padding = padding = _bounded.plan_padding(gm.graph, buckets, self.concrete)
+        if padding is not None:
+            self.concrete = Bindings(self.placeholders, args, padding.bounds)
         self.known = self._symbolic_values()
         # sizes evaluated at the bounds for lowering, but at the real sizes on the host
         self.padded_known = [n for n in self.known if padding is not None and set(
@@ -423,12 +427,12 @@ class GraphRunner:
         placement = _placement.current()  # None unless inside placement.on_devices
         auto = _sharding.auto_spmd()  # None unless use_spmd(auto=True) / OPENHLO_AUTO_SPMD
         signature = _signature(args)
-        padding, elements = None, None
+        buckets, bucketed, elements = None, signature, None
         if shardings is None and placement is None and auto is None:
-            padding, bucketed, elements = self.bucketing.for_call(
+            buckets, bucketed, elements = self.bucketing.for_call(
                 args, signature, lambda bounds: Bindings(self.bucketing.placeholders, args,
                                                          bounds))
-        key = (bucketed if padding is not None else signature, shardings, placement, auto)
+        key = (bucketed, shardings, placement, auto)
         plan = self.plans.get(key)
         if elements is not None:
             _bounded.STATS.record(plan is not None, *elements)
@@ -444,7 +448,7 @@ class GraphRunner:
                             ", ".join(filter(None, changes)))
                 counters.count_recompilation(recompile_cause(self._last, key))
             plan = Plan(self.gm, args, self.client, self.name, shardings, placement, auto,
-                        padding)
+                        buckets)
             self.plans[key] = plan
         self._last = key
         self._last_signature = signature

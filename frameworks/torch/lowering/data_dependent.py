@@ -81,12 +81,12 @@ def _take_rows(ctx, x, positions):
 @lowers(aten.nonzero.default)
 def _nonzero(ctx, x):
     shape = x.type.shape
-    if not shape:
-        raise Unsupported("nonzero of a 0-d tensor")
     bound = ctx.out_shape()[0]
     flat = ctx.b.reshape(ctx.cast(x, torch.bool), (int(np.prod(shape)),))
     positions, count = _compact(ctx, flat, bound)
     _record_size(ctx, ctx.node.meta["val"].shape[0], count)
+    if not shape:  # a 0-d tensor: one row of no coordinates if it is nonzero
+        return ctx.full(0, torch.int64, (bound, 0))
     strides = np.cumprod((1,) + shape[:0:-1])[::-1]  # row-major strides of x
     coords = []
     for size, stride in zip(shape, strides):
