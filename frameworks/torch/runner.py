@@ -15,6 +15,9 @@ Note [Specializing symbolic sizes]
     placeholders and FakeTensors of symbolic shapes. A plan binds each size symbol to the
     value the real inputs give it and evaluates every symbolic size in the graph with those
     bindings, so the StableHLO it builds has static shapes; new sizes give a new plan.
+    Where padding is safe, a size is bound to its bucket instead and the plan is cached
+    under the bucket, and data-dependent sizes are bound to their upper bound; such a
+    plan pads inputs and slices results at every segment (bounded_shapes.py).
 
 Note [Parameter views]
     Segments take numpy views of their torch inputs (no copy either way). Building a view

@@ -164,3 +164,19 @@ def test_data_dependent_ops_compile_once_with_no_fallback(fn):
         torch.testing.assert_close(compiled(x), fn(x), equal_nan=True, msg=name)
     m = pjrt.metrics()
     assert (m.compiles, m.fallbacks) == (1, {})
+
+
+@torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
+def test_an_op_padding_could_change_runs_eagerly_on_the_real_size(caplog):
+    def sorted_positive(x):
+        return torch.sort(x[x > 0] * 2).values + 1
+
+    compiled = fresh_compile(sorted_positive)
+    oht.reset_metrics()
+    for make in MASKS.values():
+        x = make(torch.randn(5, 4))
+        torch.testing.assert_close(compiled(x), sorted_positive(x))
+    m = pjrt.metrics()
+    assert m.compiles == 2 and sum(m.fallbacks.values()) == 3, m.fallbacks
+    (line,) = set(records(caplog, "runs in eager"))
+    assert "sort" in line and "works along the padded dim" in line
