@@ -183,6 +183,8 @@ _LAYOUT = {aten.clone.default, aten._to_copy.default, aten.alias.default, aten.d
            aten.new_zeros.default, aten.new_ones.default, aten.new_full.default,
            aten.new_empty.default, aten.arange.default, aten.arange.start,
            aten.arange.start_step, aten.scalar_tensor.default}
+_POSITIONAL = {aten.slice.Tensor, aten.arange.default, aten.arange.start,
+               aten.arange.start_step}
 _RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 # op -> the argument holding the dim it works along (a padded one is a hazard, except for
 # a prefix scan, where padding comes after every valid element)
@@ -210,16 +212,18 @@ def padding_hazard(node: torch.fx.Node, padding: Padding, concrete) -> str | Non
         ins = {a: padded_dims(a.meta.get("val"), symbols) for a in node.all_input_nodes}
     except _Mixed as exc:
         return str(exc)
-    uses_size = [a for a in node.all_input_nodes if not isinstance(a.meta.get("val"),
-                                                                   torch.Tensor)
-                 and isinstance(a.meta.get("val"), torch.SymInt)
+    uses_size = [a for a in node.all_input_nodes if isinstance(a.meta.get("val"), torch.SymInt)
                  and symbol_of(a.meta["val"]).free_symbols & symbols]
     if not out and not any(ins.values()) and not uses_size:
         return None
     target = node.target
     if target is operator.getitem:
         return None
-    if uses_size and target not in _LAYOUT | _RESHAPES | {aten.slice.Tensor}:
+    # a padded size may give a shape (in a list argument), a slice's end or an arange's end
+    # (checked below, or harmless: the positions below the real size are the same)
+    as_value = [a for a in uses_size if a in [*node.args, *node.kwargs.values()]]
+    if uses_size and (target not in _LAYOUT | _RESHAPES | {aten.slice.Tensor} or (
+            as_value and target not in _POSITIONAL)):
         return f"it uses the padded size {symbol_of(uses_size[0].meta['val'])} as a value"
     if not isinstance(target, torch._ops.OpOverload):
         return None  # Python size arithmetic: evaluated on the host with the real sizes
@@ -235,6 +239,9 @@ def padding_hazard(node: torch.fx.Node, padding: Padding, concrete) -> str | Non
     if target in _LAYOUT:
         lost = set().union(*map(dict.values, ins.values())) - set(out.values())
         return f"it drops the padded dim of size {sorted(lost)[0]}" if lost else None
+    if target == aten.cat.default:  # its inputs come as a list: any of them counts
+        first, first_dims = node.args[0][0].meta["val"], {
+            d: symbol for dims in ins.values() for d, symbol in dims.items()}
     if target in _ALONG:
         return _along_hazard(node, first, first_dims, concrete)
     if target in _REDUCING:
@@ -266,9 +273,6 @@ def _along_hazard(node, first, first_dims, concrete) -> str | None:
     dim = node.args[where] if len(node.args) > where else node.kwargs.get("dim", 0)
     if node.target == aten.flip.default:
         dims = [d % first.dim() for d in dim]
-    elif node.target == aten.cat.default:
-        dims = [dim % node.args[0][0].meta["val"].dim()]
-        first_dims = _cat_dims(node)
     else:
         dims = [dim % max(first.dim(), 1)]
     hit = [first_dims[d] for d in dims if d in first_dims]
@@ -277,17 +281,6 @@ def _along_hazard(node, first, first_dims, concrete) -> str | None:
     if node.target == aten.slice.Tensor and _whole_slice(node, first, dims[0], concrete):
         return None
     return f"it works along the padded dim of size {hit[0]}"
-
-
-def _cat_dims(node) -> dict:
-    """Padded dims of any of cat's inputs (sizes there are symbols or ints)."""
-    found = {}
-    for t in node.args[0]:
-        for d, size in enumerate(t.meta["val"].shape):
-            expr = symbol_of(size)
-            if expr is not None and expr.is_Symbol:
-                found[d] = expr
-    return found
 
 
 def _whole_slice(node, first, dim: int, concrete) -> bool:
