@@ -13,17 +13,20 @@ Note [Buckets]
     (``padding_hazard``) gets one program per bucket: the smallest power of two (or
     configured size) at or above the value, capped at the range's declared upper bound.
     Inputs are zero-padded to the bucket, the program runs at the bucket's size, and each
-    result is sliced back to the real size. A graph with a hazard (a reduction over the
-    dynamic dim, batch-norm statistics, a matmul contracting it, the size used as a value)
-    is compiled exactly, as before, and the backend logs why once per graph.
+    result is sliced back to the real size; each program also takes the real sizes, so
+    that reductions and softmax over a padded dim mask the padding (data_dependent.py's
+    ``mask_padding``). A graph with a hazard (a variance or batch-norm statistics over the
+    dynamic dim, a matmul contracting it, the size used as a value, a sort along it) is
+    compiled exactly, as before, and the backend logs why once per graph.
 
 Note [Padding safety]
     Padding is safe when no element of a result's valid region reads a padded element:
     elementwise ops, layout ops that keep the dim whole and in place, matmuls that do not
     contract it, reductions, softmax and norms over other dims, convolutions over it as the
-    batch dim. Everything else is a hazard, named. A data-dependent size (bounded by
-    data_dependent.py) is padded the same way; reductions over it are made exact by masking
-    (``MASKABLE``), since its real size is computed in the same program.
+    batch dim, and the reductions ``MASKABLE`` names over it (masked). Everything else is a
+    hazard, named. A data-dependent size (bounded by data_dependent.py) is padded the same
+    way; its real size, which masking needs, is computed in the program that makes it, so a
+    masked reduction in a later program is a hazard there (the runner runs it eagerly).
 
 The counters (bucketed calls, bucket hits, padded element share) join ``metrics_report``.
 """
@@ -119,7 +122,9 @@ def declared_upper(symbol: sympy.Symbol, shape_env) -> int | None:
 class Padding:
     """The padded size symbols of one plan: each bound to the size it is compiled at."""
     bounds: dict       # sympy Symbol -> int
-    maskable: frozenset  # data-dependent symbols: their count is computed in the program
+    # the bucketed dynamic dims' symbols: their real sizes are program inputs, for masking
+    # (a data-dependent size's count is computed in the program itself)
+    bucketed: tuple
 
 
 def symbol_of(size) -> sympy.Expr | None:
@@ -248,7 +253,7 @@ def padding_hazard(node: torch.fx.Node, padding: Padding, concrete) -> str | Non
         dims = reduced_dims(node, first.dim()) if target in MASKABLE else \
             _reducing_dims(node, first.dim())
         hit = [first_dims[d] for d in dims if d in first_dims]
-        if hit and not (target in MASKABLE and set(hit) <= padding.maskable):
+        if hit and target not in MASKABLE:
             return f"it reduces over the padded dim of size {hit[0]}"
         return None
     return _special_hazard(node, ins, first_dims)
@@ -331,7 +336,7 @@ def plan_padding(graph: torch.fx.Graph, buckets: dict | None, concrete) -> Paddi
     unbacked = unbacked_bounds(graph, concrete)
     if not buckets and not unbacked:
         return None
-    return Padding({**(buckets or {}), **unbacked}, frozenset(unbacked))
+    return Padding({**(buckets or {}), **unbacked}, tuple(buckets or ()))
 
 
 class Bucketing:
@@ -379,7 +384,7 @@ class Bucketing:
         return bounds
 
     def _hazard(self, bounds: dict, concrete) -> str | None:
-        padding = Padding(bounds, frozenset())
+        padding = Padding(bounds, tuple(bounds))
         for node in self.graph.nodes:
             if node.op != "call_function" or not self.lowerable(node):
                 continue

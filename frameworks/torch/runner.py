@@ -40,6 +40,7 @@ import logging
 import operator
 from typing import Sequence
 
+import numpy as np
 import sympy
 import torch
 from torch.fx.node import map_aggregate
@@ -141,12 +142,14 @@ class Bindings:
 
 class _Segment:
     """One compiled run of nodes: its tensor inputs and outputs (FX nodes), its program;
-    in a padded plan, its inputs' padded shapes and the data-dependent size symbols whose
-    counts its program returns after the outputs."""
+    in a padded plan, its inputs' padded shapes, the data-dependent size symbols whose
+    counts its program returns after the outputs, and the bucketed size symbols whose real
+    values it takes after the inputs."""
 
-    def __init__(self, inputs, outputs, executable, input_shapes=(), counts=()):
+    def __init__(self, inputs, outputs, executable, input_shapes=(), counts=(), sizes=()):
         self.inputs, self.outputs, self.executable = inputs, outputs, executable
         self.input_shapes, self.counts = list(input_shapes), list(counts)
+        self.sizes = list(sizes)
 
 
 class _HostViews:
@@ -277,9 +280,11 @@ class Plan:
                 raise LoweringFailed(node, "its result, not one tensor, is used outside "
                                            "compiled code")
         types = [tensor_type(self._meta(n), self.concrete) for n in inputs]
-        counts = {} if self.padding is not None and self.padding.maskable else None
+        sizes = self.padding.bucketed if self.padding is not None else ()
+        runtime_sizes = {} if self.padding is not None else None
         module = lower_nodes(step, list(inputs), types, outputs, self.known, self.concrete,
-                             name=name, runtime_sizes=counts)
+                             name=name, runtime_sizes=runtime_sizes, size_inputs=sizes)
+        counts = [s for s in runtime_sizes or () if s not in sizes]
         sharded = [self.shardings.get(n) for n in inputs]
         try:
             if not outputs and not counts:
@@ -299,7 +304,7 @@ class Plan:
             self.eager.update((node, reason) for node in step)
             raise LoweringFailed(step[0], reason) from exc
         return _Segment(list(inputs), outputs, executable, [t.shape for t in types],
-                        counts or ())
+                        counts, sizes)
 
     def _mesh(self, sharded: list) -> _sharding.Mesh:
         """The mesh a partitioned segment runs on: the auto-sharding one (marked inputs must
@@ -355,7 +360,9 @@ class Plan:
                           for n, shape in zip(step.inputs, step.input_shapes)]
                 results = step.executable(*[self.views.view(n, t) if t is env[n]
                                             else to_numpy(t)
-                                            for n, t in zip(step.inputs, inputs)])
+                                            for n, t in zip(step.inputs, inputs)],
+                                          *[np.array(int(real.symbols[s]), np.int64)
+                                            for s in step.sizes])
                 tensors = list(map(from_numpy, results))
                 for symbol, count in zip(step.counts, tensors[len(step.outputs):]):
                     real.symbols[symbol] = sympy.Integer(int(count))

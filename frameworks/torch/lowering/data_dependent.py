@@ -16,7 +16,9 @@ Note [Bounded data-dependent sizes]
     Ops after it in the same segment see the padded value. Elementwise ops and most others
     cannot mix padding into valid elements (bounded_shapes.padding_hazard decides); a
     reduction over the padded dim can, so ``mask_padding`` fills the padding with the
-    reduction's identity first (and rescales a mean by bound / count).
+    reduction's identity first (and rescales a mean by bound / count). Dynamic dims padded
+    to a bucket (bounded_shapes.py) are masked the same way, their real sizes being
+    program inputs.
 
 Compaction is a stable sort: keys ``i`` for kept elements and ``N + i`` for the others put
 the kept positions first, in order, without a scatter.

@@ -16,7 +16,7 @@ from torch.fx.node import map_aggregate
 
 from stablehlo.builder import Builder
 from stablehlo.ir.core import Module, Value
-from stablehlo.ir.types import TensorType
+from stablehlo.ir.types import I64, TensorType
 
 from frameworks.torch.lowering.context import LoweringContext
 from frameworks.torch.lowering.data_dependent import mask_padding
@@ -87,19 +87,24 @@ def can_lower(node: torch.fx.Node) -> str | None:
 def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
                 input_types: Sequence[TensorType], outputs: Sequence[torch.fx.Node],
                 known: dict, concrete: Callable, *, name: str = "main",
-                constants: dict | None = None, runtime_sizes: dict | None = None) -> Module:
+                constants: dict | None = None, runtime_sizes: dict | None = None,
+                size_inputs: Sequence = ()) -> Module:
     """A module whose function ``name`` takes ``inputs`` (tensor nodes computed elsewhere,
     of ``input_types``) and returns ``outputs``. ``known`` maps nodes with Python values
     (symbolic sizes) to those values; ``constants`` maps tensor nodes to numpy arrays that
     become ``stablehlo.constant``s. Given an empty dict ``runtime_sizes``, data-dependent
     sizes are allowed: the rules fill it (symbol -> count) and the function returns the
-    counts after ``outputs``, in its order (data_dependent.py)."""
+    counts after ``outputs``, in its order (data_dependent.py). ``size_inputs`` are size
+    symbols whose real values the function takes as ``tensor<i64>`` after ``inputs``
+    (padded sizes, for masking: they go in ``runtime_sizes`` too, and are not returned)."""
     b = Builder()
     b.record_locations = False  # the builder's caller would be this file, not the model
-    arg_types = list(input_types)
+    arg_types = [*input_types, *[TensorType((), I64)] * len(size_inputs)]
     env = dict(known)
     with b.function(name, arg_types) as (_, args):
         env.update(zip(inputs, args))
+        if size_inputs:
+            runtime_sizes.update(zip(size_inputs, args[len(inputs):]))
         for node, array in (constants or {}).items():
             env[node] = b.constant(array, element_type(node.meta["val"].dtype))
         for node in nodes:
@@ -108,7 +113,8 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
         for node, value in zip(outputs, results):
             if not isinstance(value, Value):
                 raise LoweringFailed(node, "its result is not a single tensor")
-        b.return_(*results, *(runtime_sizes or {}).values())
+        counts = [v for s, v in (runtime_sizes or {}).items() if s not in size_inputs]
+        b.return_(*results, *counts)
     return b.module
 
 

@@ -75,14 +75,23 @@ def test_a_convolution_net_with_frozen_batch_norm_is_bucketed():
     assert (m.compiles, m.fallbacks) == (1, {})
 
 
-def test_padding_that_would_change_results_compiles_each_size_exactly(caplog):
-    def centered(x):  # the mean over the batch would count padded rows
-        return torch.tanh(x - x.mean(0))
+def test_reductions_over_the_bucketed_dim_are_masked():
+    def batch_statistics(x):  # padded rows must not count in any of these
+        return (torch.tanh(x - x.mean(0)), torch.softmax(x, 0), x.amax(0), x.amin(0),
+                x.sum(0), torch.log_softmax(x, 0))
 
-    m = _run_sizes(centered, [3, 5, 7])
+    m = _run_sizes(batch_statistics, [3, 5, 7])  # buckets 4 and 8
+    assert (m.compiles, m.fallbacks) == (2, {})
+
+
+def test_padding_that_would_change_results_compiles_each_size_exactly(caplog):
+    def standardized(x):  # no masked form of var: padded rows would count
+        return x / x.var(0)
+
+    m = _run_sizes(standardized, [3, 5, 7])
     assert m.compiles == 3
     (line,) = records(caplog, "compiles each size of its dynamic dims exactly")
-    assert "aten.mean.dim" in line and "reduces over the padded dim" in line
+    assert "aten.var.correction" in line and "reduces over the padded dim" in line
     assert "compiled per size:" in oht.metrics_report()
 
 
