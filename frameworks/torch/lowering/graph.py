@@ -101,6 +101,7 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
     b.record_locations = False  # the builder's caller would be this file, not the model
     arg_types = [*input_types, *[TensorType((), I64)] * len(size_inputs)]
     env = dict(known)
+    facts: dict = {}  # shared by the rules of this program (LoweringContext.facts)
     with b.function(name, arg_types) as (_, args):
         env.update(zip(inputs, args))
         if size_inputs:
@@ -108,7 +109,7 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
         for node, array in (constants or {}).items():
             env[node] = b.constant(array, element_type(node.meta["val"].dtype))
         for node in nodes:
-            env[node] = _lower_node(b, node, env, concrete, runtime_sizes)
+            env[node] = _lower_node(b, node, env, concrete, facts, runtime_sizes)
         results = [env[n] for n in outputs]
         for node, value in zip(outputs, results):
             if not isinstance(value, Value):
@@ -118,8 +119,8 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
     return b.module
 
 
-def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable,
-                runtime_sizes: dict | None = None):
+def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable, facts: dict,
+                runtime_sizes: dict | None):
     args = map_aggregate(node.args, lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
     kwargs = map_aggregate(node.kwargs,
                            lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
@@ -128,7 +129,7 @@ def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable,
     reason = can_lower(node)
     if reason is not None:
         raise LoweringFailed(node, reason)
-    ctx = LoweringContext(b, node, concrete, runtime_sizes)
+    ctx = LoweringContext(b, node, concrete, facts, runtime_sizes)
     try:
         args, finish = mask_padding(ctx, args)
         result = LOWERINGS.get(node.target)(ctx, *args, **kwargs)

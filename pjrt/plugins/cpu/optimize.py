@@ -51,8 +51,10 @@ PIPELINE_OF_LEVEL = {0: None, 1: "cpu"}
 
 
 def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
-                 devices_per_host: int = 0) -> Pipeline:
-    """The cpu backend's whole pipeline: cpu-opt, then fusion (constant folding first, so
+                 devices_per_host: int = 0, fused_attention: bool = True) -> Pipeline:
+    """The cpu backend's whole pipeline: cpu-opt, then (with ``fused_attention``) attention
+    into its composite for the native flash kernel (after cpu-opt, whose constant folding
+    leaves the scale a constant), then fusion (constant folding first, so
     constant-only subprograms are folded rather than fused), dce of what fusion left, and
     the schedule last, on the fused program the executor will run. Fusion forms only what
     the cpu code generator can emit (codegen/hook.py). The schedule is XLA's sequence:
@@ -72,7 +74,9 @@ def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
     schedule = (f"async-collective-creator,latency-hiding-scheduler,convert-async-to-sync{host}"
                 if latency_hiding else "memory-schedule")
     first = f"convert-async-to-sync{host}," if latency_hiding else ""
-    passes = make_pipeline("cpu-opt").passes + parse_pass_list(f"{first}fusion,dce,{schedule}")
+    attention = "fuse-attention,dce," if fused_attention else ""
+    passes = make_pipeline("cpu-opt").passes + parse_pass_list(
+        f"{attention}{first}fusion,dce,{schedule}")
     passes = [replace(p, codegen=CPU_CODEGEN, devices_per_host=devices_per_host)
               if isinstance(p, FusionPass) else p for p in passes]
     passes = [replace(p, profile=profile, devices_per_host=devices_per_host)
@@ -91,6 +95,17 @@ def latency_hiding(options=None) -> bool:
     given = options.env_option_overrides.get("latency_hiding") if options is not None else None
     if given is None:
         return os.environ.get("OPENHLO_CPU_LATENCY_HIDING", "1") != "0"
+    return bool(given)
+
+
+def fused_attention(options=None) -> bool:
+    """Whether the compile options (``env_option_overrides["fused_attention"]``, else
+    ``OPENHLO_CPU_FUSED_ATTENTION``, default on) let fuse-attention run: off, attention runs
+    as the math it was written as (the materialized baseline of tools/bench_attention.py)."""
+    given = options.env_option_overrides.get("fused_attention") if options is not None \
+        else None
+    if given is None:
+        return os.environ.get("OPENHLO_CPU_FUSED_ATTENTION", "1") != "0"
     return bool(given)
 
 

@@ -37,8 +37,8 @@ from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
-from pjrt.plugins.cpu.optimize import (cpu_pipeline, devices_per_host_of, pipeline_name,
-                                      profile_of)
+from pjrt.plugins.cpu.optimize import (cpu_pipeline, devices_per_host_of, fused_attention,
+                                       pipeline_name, profile_of)
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 
@@ -440,21 +440,25 @@ class CpuClient(CompileDriverMixin, Client):
         # devices (which of them are this process's): keyed through the identity
         host = f"devices_per_host={devices}" if devices else \
             f"devices={len(self.devices())} here={[d.id for d in self.addressable_devices()]}"
+        fused = fused_attention(options)
+        host += "" if fused else " unfused-attention"
         return Backend(
             identity=(compile_cache.identity(level, pipeline, digest, host) if cached
                       else f"{PLATFORM} {level} {pipeline} {digest} {host}"),
             pipeline=None if pipeline is None else functools.partial(
-                self._pipeline, pipeline == "cpu", profile[0] if profile else "", devices),
+                self._pipeline, pipeline == "cpu", profile[0] if profile else "", devices,
+                fused),
             generate=lambda module, request: self._lower(
                 module, request.entry, request.num_replicas, request.num_partitions,
                 compile_now),
             load_cached=self._load_cached if cached else None)
 
     def _pipeline(self, latency_hiding: bool, profile: str, devices: int | None,
-                  request) -> Pipeline:
+                  fused: bool, request) -> Pipeline:
         """The cpu pipeline for ``request``, its host shared by ``devices`` devices, or by
         the executable's devices in this process (``devices_here``)."""
-        return cpu_pipeline(latency_hiding, profile, devices or self.devices_here(request))
+        return cpu_pipeline(latency_hiding, profile, devices or self.devices_here(request),
+                            fused)
 
     def devices_here(self, request) -> int:
         """How many devices of this process run the executable ``request`` compiles at once:
