@@ -180,7 +180,6 @@ class Plan:
                  auto: _sharding.AutoSpmd | None = None,
                  buckets: dict | None = None):
         self.graph = gm.graph
-
         self.placement = placement
         self.auto = auto  # use_spmd(auto=True): every segment is auto-sharded
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -343,7 +342,6 @@ class Plan:
         return map_aggregate(self.output.args[0],
                              lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
 
-
     def _run_padded(self, args: Sequence):
         """``run`` for a padded plan: segments get their inputs padded to the bounds, and
         their results sliced to the real sizes (the inputs', and the counts the programs
@@ -364,6 +362,8 @@ class Plan:
                                           *[np.array(int(real.symbols[s]), np.int64)
                                             for s in step.sizes])
                 tensors = list(map(from_numpy, results))
+                if isinstance(step.executable, _sharding.ShardedProgram):
+                    step.executable.record_results(tensors[:len(step.outputs)])
                 for symbol, count in zip(step.counts, tensors[len(step.outputs):]):
                     real.symbols[symbol] = sympy.Integer(int(count))
                 for node, t in zip(step.outputs, tensors):
