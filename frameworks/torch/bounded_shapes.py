@@ -350,38 +350,41 @@ class Bucketing:
         self.lowerable = lowerable  # node -> whether it would be lowered (can_lower)
         self.exact: str | None = None  # why the dynamic dims are compiled per size
         self.checked = False
+        # (input index, dim or None for a size input, symbol, declared upper bound) for
+        # each dynamic size, found once: a call of a static graph then costs nothing here
+        self.dynamic = []
+        for i, node in enumerate(self.placeholders):
+            val = node.meta.get("val")
+            sizes = enumerate(val.shape) if isinstance(val, torch.Tensor) else [(None, val)]
+            for dim, size in sizes:
+                expr = symbol_of(size)
+                if expr is not None and expr.is_Symbol:
+                    self.dynamic.append((i, dim, expr,
+                                         declared_upper(expr, size.node.shape_env)))
 
     def for_call(self, args, signature: tuple, bindings):
         """``(bucket sizes {symbol: size} or None, the signature a plan is cached under,
         (input elements valid, sent) or None)`` for ``args``; ``bindings(bounds)`` gives
         the Bindings of ``args`` with ``bounds`` applied."""
+        if not self.dynamic or self.exact is not None:
+            return None, signature, None
         policy = current_policy()
-        bounds = self._buckets(args, policy) if policy is not None else {}
-        if bounds and not self.checked:
+        if policy is None:
+            return None, signature, None
+        bounds = {}
+        for i, dim, expr, upper in self.dynamic:
+            value = args[i] if dim is None else args[i].shape[dim]
+            bounds.setdefault(expr, bucket(int(value), policy, upper))
+        if not self.checked:
             self.checked = True
             self.exact = self._hazard(bounds, bindings(bounds))
             if self.exact is not None:
                 STATS.exact_graphs[self.name] = self.exact
                 logger.info("openhlo: %s compiles each size of its dynamic dims exactly: %s",
                             self.name, self.exact)
-        if self.exact is not None or not bounds:
-            return None, signature, None
-        signature, *elements = self._bucketed(args, bounds)
+                return None, signature, None
+        signature, *elements = self._bucketed(args, signature, bounds)
         return bounds, signature, elements
-
-    def _buckets(self, args, policy) -> dict:
-        bounds = {}
-        for node, arg in zip(self.placeholders, args):
-            val = node.meta.get("val")
-            pairs = zip(val.shape, arg.shape) if isinstance(val, torch.Tensor) else \
-                [(val, arg)]
-            for size, value in pairs:
-                expr = symbol_of(size)
-                if expr is None or not expr.is_Symbol or expr in bounds:
-                    continue
-                upper = declared_upper(expr, size.node.shape_env)
-                bounds[expr] = bucket(int(value), policy, upper)
-        return bounds
 
     def _hazard(self, bounds: dict, concrete) -> str | None:
         padding = Padding(bounds, tuple(bounds))
@@ -393,20 +396,20 @@ class Bucketing:
                 return f"{node.target} (node {node.name}): {reason}"
         return None
 
-    def _bucketed(self, args, bounds):
+    def _bucketed(self, args, signature: tuple, bounds: dict):
         """The signature with bucket sizes, and the input elements valid and sent."""
-        signature, valid, padded = [], 0, 0
-        for node, arg in zip(self.placeholders, args):
-            val = node.meta.get("val")
-            if isinstance(arg, torch.Tensor):
-                shape = tuple(bounds.get(symbol_of(d), n) for d, n in zip(val.shape,
-                                                                          arg.shape))
-                if any(symbol_of(d) in bounds for d in val.shape):
-                    valid += arg.numel()
-                    padded += int(np.prod(shape))
-                signature.append((shape, arg.dtype))
+        signature = list(signature)
+        shapes = {}
+        for i, dim, expr, _ in self.dynamic:
+            if dim is None:
+                signature[i] = bounds[expr]
             else:
-                signature.append(bounds.get(symbol_of(val), arg))
+                shapes.setdefault(i, list(args[i].shape))[dim] = bounds[expr]
+        valid = padded = 0
+        for i, shape in shapes.items():
+            signature[i] = (tuple(shape), args[i].dtype)
+            valid += args[i].numel()
+            padded += int(np.prod(shape))
         return tuple(signature), valid, padded
 
 
