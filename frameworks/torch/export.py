@@ -126,6 +126,7 @@ def export_to_stablehlo(model: torch.nn.Module, example_args: Sequence,
     sentinels = dict(zip(symbols, _SENTINELS))
     sizes = _symbolic_sizes(nodes, set(symbols), sentinels)
     module = lower(_Sizes(sentinels))
+    _composites_inlined(module, name)
     try:
         make_dynamic(module, name, symbols, sizes)
     except SymbolicSizeError as exc:
@@ -143,6 +144,23 @@ def export_to_stablehlo(model: torch.nn.Module, example_args: Sequence,
     return ExportedStableHLO(module, [n.name for n in weight_nodes] if kept else [],
                              [values[n.name] for n in weight_nodes] if kept else [],
                              specialize=specialize)
+
+
+def _composites_inlined(module, name: str) -> None:
+    """Each composite of ``name`` (the attention a lowering rule built) replaced by its
+    decomposition's ops: ``make_dynamic`` rewrites one function's sizes, and a decomposition
+    function left at the stand-in sizes would disagree with its ``?`` operands."""
+    from pjrt.plugins.compiler_services import run_passes
+    from stablehlo.ir.attributes import SymbolRefAttr
+    found = False
+    for op in module.lookup(name).walk():
+        if op.name == "stablehlo.composite":
+            callee = op.attr("decomposition").name
+            op.name = "func.call"
+            op.attributes = {"callee": SymbolRefAttr(callee)}
+            found = True
+    if found:
+        run_passes(module, "inline")
 
 
 # Stand-in sizes of symbolic dims while lowering the ``?`` program: primes no model uses, so

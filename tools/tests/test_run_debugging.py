@@ -62,7 +62,11 @@ def test_metrics_dump_and_trace_of_a_run(tmp_path, monkeypatch):
 
 def test_profile_names_each_fusion_and_its_kind(tmp_path, monkeypatch):
     r = _run(tmp_path, monkeypatch, "--profile")
-    rows = r.err.splitlines()[1:]
+    lines = r.err.splitlines()
+    # the profile's table, then what fell back to the interpreter (none here)
+    end = next(i for i, line in enumerate(lines) if line.startswith("interpreter fallbacks:"))
+    assert lines[end] == "interpreter fallbacks: none"
+    rows = lines[1:end]
     fused = [row for row in rows if "@fused_" in row]
     assert fused and all(re.search(r"@fused_(\w+)_\d+ \(\1\)", row) for row in fused), rows
     trace = json.loads((tmp_path / "trace.json").read_text())

@@ -66,12 +66,23 @@ def _fuse_block(module: Module, func_op: Operation, block: Block) -> bool:
         if op.name != "stablehlo.divide":
             continue
         match = _match(op, users)
-        if match is None:
+        if match is None or not _static(match):
             continue
         _rewrite(module, func_op, block, match)
         users = _users(block)  # the rewrite added readers of q, k, v, bias and mask
         changed = True
     return changed
+
+
+def _static(match: "_Match") -> bool:
+    """Whether every value the attention reads has a static shape: the composite's
+    decomposition is built for the shapes it sees (a `?` dim, from an export with a
+    dynamic batch, would leave it disagreeing with its operands)."""
+    values = list(match.dot1.operands) + list(match.dot1.results)
+    if match.dot2 is not None:
+        values += list(match.dot2.op.operands) + list(match.dot2.op.results)
+    values += [v for v, _ in ([match.bias] if match.bias else []) + list(match.masks)]
+    return all(getattr(v.type, "is_static", True) for v in values)
 
 
 def _users(block: Block) -> dict:

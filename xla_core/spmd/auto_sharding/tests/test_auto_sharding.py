@@ -13,7 +13,6 @@ from __future__ import annotations
 import pathlib
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 import stablehlo
@@ -22,6 +21,8 @@ from xla_core.passes import PassContext, Pipeline, parse_pass_list
 from xla_core.scheduling.estimator import COLLECTIVES, CostModelEstimator
 from xla_core.spmd.auto_sharding import AutoShardingError, apply_plan, auto_shard
 from xla_core.spmd.summary import collectives
+from xla_core.spmd.auto_sharding.tests.support import (SGD_STEP, _assert_close, _inputs,
+                                                      _run_sharded, _run_unsharded)
 
 PROGRAMS = pathlib.Path(__file__).parent / "programs"
 HW = "generic-cpu"
@@ -87,32 +88,6 @@ def test_plan_is_as_good_as_the_expert_plan(name, expert):
     assert nbytes <= expert_bytes, (nbytes, expert_bytes)
 
 
-def _run_sharded(module, inputs) -> list:
-    import pjrt
-    client = pjrt.make_client("cpu", num_devices=8)
-    exe = client.compile(module, pjrt.CompileOptions(num_partitions=8))
-    return [np.asarray(r) for r in exe.execute_global(*inputs)]
-
-
-def _run_unsharded(text: str, inputs) -> list:
-    import pjrt
-    return [np.asarray(r) for r in pjrt.make_client("cpu").compile(text)(*inputs)]
-
-
-def _inputs(module, seed: int = 0) -> list:
-    rng = np.random.default_rng(seed)
-    return [0.1 * rng.standard_normal(t.shape).astype(np.float32)
-            for t in module.lookup("main").type.inputs]
-
-
-def _assert_close(got: list, want: list) -> None:
-    """Equal up to float rounding: partial sums are added in another order on 8 devices."""
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        scale = float(np.max(np.abs(w))) if w.size else 1.0
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * max(scale, 1.0))
-
-
 @pytest.mark.parametrize("name, mesh", [("mlp_step", "model=8"),
                                         ("transformer_step", "x=4,y=2"),
                                         ("cnn_step", "model=8")])
@@ -133,31 +108,6 @@ def test_two_dimensional_mesh_is_as_good_as_megatron_on_it():
     assert seconds <= 1.05 * expert_seconds and nbytes <= expert_bytes
 
 
-# A data-parallel SGD step: the batch is annotated split (kept as the user's), the weight is
-# free. Without a limit it stays whole (its gradient all-reduced); a tight limit shards it.
-SGD_STEP = """
-sdy.mesh @mesh = <["model"=8]>
-func.func public @main(
-    %x: tensor<2048x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"model"}, {}]>},
-    %w: tensor<32x256xf32>) -> (tensor<f32>, tensor<32x256xf32>) {
-  %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] :
-      (tensor<2048x32xf32>, tensor<32x256xf32>) -> tensor<2048x256xf32>
-  %sq = stablehlo.multiply %y, %y : tensor<2048x256xf32>
-  %zero = stablehlo.constant dense<0.0> : tensor<f32>
-  %loss = stablehlo.reduce(%sq init: %zero) applies stablehlo.add across dimensions = [0, 1] :
-      (tensor<2048x256xf32>, tensor<f32>) -> tensor<f32>
-  %two = stablehlo.constant dense<2.0> : tensor<f32>
-  %twos = stablehlo.broadcast_in_dim %two, dims = [] : (tensor<f32>) -> tensor<2048x256xf32>
-  %dy = stablehlo.multiply %twos, %y : tensor<2048x256xf32>
-  %dw = stablehlo.dot_general %x, %dy, contracting_dims = [0] x [0] :
-      (tensor<2048x32xf32>, tensor<2048x256xf32>) -> tensor<32x256xf32>
-  %lr = stablehlo.constant dense<0.01> : tensor<f32>
-  %lrs = stablehlo.broadcast_in_dim %lr, dims = [] : (tensor<f32>) -> tensor<32x256xf32>
-  %step = stablehlo.multiply %lrs, %dw : tensor<32x256xf32>
-  %new = stablehlo.subtract %w, %step : tensor<32x256xf32>
-  return %loss, %new : tensor<f32>, tensor<32x256xf32>
-}
-"""
 
 
 def test_tight_memory_limit_shards_the_parameter():

@@ -25,7 +25,7 @@ from xla_core.spmd.auto_sharding.graph import build_graph
 from xla_core.spmd.auto_sharding.prune import prune_dominated
 from xla_core.spmd.auto_sharding import solver
 from xla_core.spmd.auto_sharding.solver import memory_lower_bound, solve
-from xla_core.spmd.auto_sharding.tests.test_auto_sharding import (SGD_STEP, _assert_close,
+from xla_core.spmd.auto_sharding.tests.support import (SGD_STEP, _assert_close,
                                                                   _inputs, _run_sharded,
                                                                   _run_unsharded)
 
