@@ -14,6 +14,11 @@ graphs (any backend) and, for openhlo, pjrt's compiles and recompilations. Eager
 same static cache uncompiled, and transformers' default dynamic cache. Backends are timed
 in alternation (``--repeats`` rounds), the median is reported; the load average is printed
 (the dev machine is shared).
+
+``--serving``: the serving API (frameworks/torch/serving.py) on 8 requests of mixed lengths,
+continuous batching (8 rows) against one request at a time (1 row), both compiled by openhlo
+and warm: throughput, per-token latency (median and max), time to first token (median),
+and whether each request got the same tokens both ways.
 """
 from __future__ import annotations
 
@@ -93,12 +98,47 @@ def measure(name: str, new_tokens: int, repeats: int) -> list:
     return out
 
 
+def _serve(model, requests: list, max_batch: int) -> dict:
+    """The requests through a ServingEngine of ``max_batch`` rows, after one warm-up request
+    (the step's compile is not timed); its stats and the tokens by request."""
+    from frameworks.torch.serving import ServingEngine
+    engine = ServingEngine(model, max_batch=max_batch)
+    engine.add_request(requests[0][0], 2)
+    engine.run()
+    _wait_codegen()
+    engine.reset_stats()
+    ids = [engine.add_request(prompt, new) for prompt, new in requests]
+    engine.run()
+    return {**engine.stats(), "tokens_by_request": [engine.tokens(i) for i in ids]}
+
+
+def measure_serving(name: str, count: int = 8) -> list:
+    """``count`` requests of mixed prompt (4..40) and output (16..64) lengths: continuous
+    batching (``count`` rows) against one at a time (1 row: each request decoded alone)."""
+    from frameworks.torch.models import causal_lm
+    model = causal_lm(name)
+    g = torch.Generator().manual_seed(2)
+    requests = [(torch.randint(1, model.config.vocab_size, (int(p),), generator=g).tolist(),
+                 int(n)) for p, n in zip(torch.randint(4, 41, (count,), generator=g),
+                                         torch.randint(16, 65, (count,), generator=g))]
+    torch._dynamo.reset()
+    batched = _serve(model, requests, count)
+    alone = _serve(model, requests, 1)
+    same = batched.pop("tokens_by_request") == alone.pop("tokens_by_request")
+    return [{"model": name, "mode": f"continuous batching ({count} rows)", **batched,
+             "same_tokens_as_alone": same},
+            {"model": name, "mode": "one at a time", **alone, "same_tokens_as_alone": True}]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench_generate",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="gpt2,llama,qwen2")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--serving", action="store_true",
+                        help="also the serving API: 8 requests, batched vs one at a time")
+    parser.add_argument("--serving-model", default="llama")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus, torch "
@@ -114,10 +154,22 @@ def main(argv=None) -> int:
                   f"{row['first_call_s']:>14.2f}{str(row['tokens_equal_eager']):>13}"
                   f"{row['dynamo_graphs']:>15}{dash(row['openhlo_compiles']):>10}"
                   f"{dash(row['openhlo_recompilations']):>12}")
-        by = {r["backend"]: r for r in rows if r["model"] == name}
-        print(f"  {name}: openhlo {by['openhlo']['tokens_per_s'] / by['inductor']['tokens_per_s']:.2f}x "
-              f"Inductor's tokens/s, {by['openhlo']['tokens_per_s'] / by['eager_static']['tokens_per_s']:.2f}x "
-              f"eager's; graphs compiled while timing: {by['openhlo']['graphs_while_timed']}")
+        speed = {r["backend"]: r["tokens_per_s"] for r in rows if r["model"] == name}
+        print(f"  {name}: openhlo {speed['openhlo'] / speed['inductor']:.2f}x Inductor's "
+              f"tokens/s, {speed['openhlo'] / speed['eager_static']:.2f}x eager's; graphs "
+              f"compiled while timing: {rows[-1]['graphs_while_timed']}")
+    if args.serving:
+        print(f"{'serving':<30}{'tokens/s':>10}{'token latency ms':>18}{'max ms':>9}"
+              f"{'first token ms':>16}{'steps':>7}{'same tokens':>13}")
+        serving = measure_serving(args.serving_model)
+        for row in serving:
+            print(f"{row['mode']:<30}{row['tokens_per_s']:>10.1f}"
+                  f"{row['per_token_latency_ms']:>18.2f}{row['max_token_latency_ms']:>9.1f}"
+                  f"{row['time_to_first_token_ms']:>16.1f}{row['steps']:>7}"
+                  f"{str(row['same_tokens_as_alone']):>13}")
+        ratio = serving[0]["tokens_per_s"] / serving[1]["tokens_per_s"]
+        print(f"  continuous batching: {ratio:.2f}x the throughput of one at a time")
+        rows += serving
     print(f"load average {os.getloadavg()[0]:.2f}")
     if args.json:
         with open(args.json, "w") as f:
