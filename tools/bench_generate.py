@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     print(f"{'model':<9}{'backend':<15}{'tokens/s':>10}{'first call s':>14}{'same tokens':>13}"
           f"{'dynamo graphs':>15}{'compiles':>10}{'recompiles':>12}")
     rows = []
-    for name in args.models.split(","):
+    for name in filter(None, args.models.split(",")):  # --models "": serving only
         for row in measure(name, args.new_tokens, args.repeats):
             rows.append(row)
             dash = lambda v: "-" if v is None else str(v)  # noqa: E731

@@ -9,7 +9,7 @@
     engine.stats()                          # tokens/s, per-token latency, compiles
 
 Requests join and leave between steps (continuous batching): a step first admits waiting
-requests while a batch row and enough cache blocks are free, then decodes one token for every
+requests while a batch row and enough cache blocks are free, then runs one token of every
 active request in one batched call, then retires the requests that are done and frees their
 blocks for the next ones.
 
@@ -25,9 +25,12 @@ blocks for the next ones.
   block table. Every step has the same shapes (batch rows, block-table width), so it never
   recompiles. The step returns the new token's keys and values, which are written into the
   cache after it (the compiled function is pure: the cache is read in place, never copied).
-* **Prefill**: a new request's prompt runs once through the model in eager PyTorch (its
-  length differs per request); its keys and values are copied into its blocks and its
-  first token is the prompt's greedy next token.
+* **Prompts** go through the same step, one token a step (a row is a request's next
+  prompt token until the prompt is in the cache, then its last generated token), so there
+  is one compiled program for everything and no eager prefill of a new length per request;
+  a request's first token comes when its last prompt token has run (time to first token
+  grows with the prompt, which suits short prompts: a long one would want a prefill
+  program of its own).
 
 Decoding is greedy (argmax), as ``generate(do_sample=False)``; each request gets the tokens
 it gets alone. Errors a caller can cause (a model of another family, a request longer than
@@ -96,15 +99,16 @@ class Request:
     prompt: list
     max_new_tokens: int
     tokens: list = field(default_factory=list)    # generated so far
+    fed: int = 0                                   # tokens in the cache (run through steps)
     blocks: list = field(default_factory=list)
     row: int = -1                                  # its batch row while active
     added_s: float = 0.0
     token_s: list = field(default_factory=list)    # when each token was produced
 
     @property
-    def context(self) -> int:
-        """Tokens whose keys and values are in the cache: all but the last generated one."""
-        return len(self.prompt) + len(self.tokens) - 1
+    def next_input(self) -> int:
+        """The token the next step runs: the next prompt token, then the last generated."""
+        return self.prompt[self.fed] if self.fed < len(self.prompt) else self.tokens[-1]
 
     @property
     def done(self) -> bool:
@@ -217,15 +221,15 @@ class ServingEngine:
         return list(self.requests[request_id].tokens)
 
     def step(self) -> dict:
-        """Admit what fits, decode one token for every active request, retire the finished
-        ones; returns {request id: the token it got}."""
+        """Admit what fits, run one token of every active request, retire the finished
+        ones; returns {request id: the token it got} (requests still in their prompt get none)."""
         if self._started is None:
             self._started = time.perf_counter()
-        produced = self._admit()
-        running = [r for r in self.active if not r.done]
-        if running:
+        self._admit()
+        produced = {}
+        if self.active:
             start = time.perf_counter()
-            produced.update(self._decode(running))
+            produced = self._run_rows(self.active)
             self.step_seconds.append(time.perf_counter() - start)
         for request in [r for r in self.active if r.done]:
             self.active.remove(request)
@@ -240,8 +244,7 @@ class ServingEngine:
             self.step()
         return {i: r.tokens for i, r in self.requests.items()}
 
-    def _admit(self) -> dict:
-        produced = {}
+    def _admit(self) -> None:
         while self.waiting and len(self.active) < self.max_batch:
             request = self.waiting[0]
             need = self.cache.blocks_for(len(request.prompt) + request.max_new_tokens - 1)
@@ -251,49 +254,34 @@ class ServingEngine:
             request.blocks = self.cache.allocate(need)
             rows_used = {r.row for r in self.active}
             request.row = next(i for i in range(self.max_batch) if i not in rows_used)
-            produced[request.id] = self._prefill(request)
             self.active.append(request)
-        return produced
 
-    def _prefill(self, request: Request) -> int:
-        """The prompt through the model in eager PyTorch: its keys and values into the
-        request's blocks, its greedy next token as the request's first."""
-        with torch.no_grad():
-            out = self.model(input_ids=torch.tensor([request.prompt]), use_cache=True)
-        slots = self.cache.slots(request.blocks, torch.arange(len(request.prompt)))
-        for i, layer in enumerate(out.past_key_values.layers):
-            # [1, kv_heads, tokens, d] -> [tokens, kv_heads, d]
-            self.cache.write(i, slots, layer.keys[0].transpose(0, 1),
-                             layer.values[0].transpose(0, 1))
-        token = int(out.logits[0, -1].argmax())
-        request.tokens.append(token)
-        request.token_s.append(time.perf_counter())
-        return token
-
-    def _decode(self, running: list) -> dict:
+    def _run_rows(self, running: list) -> dict:
         rows = self.max_batch
         ids = torch.zeros(rows, dtype=torch.long)
         positions = torch.zeros(rows, dtype=torch.long)
         tables = torch.zeros(rows, self.table_width, dtype=torch.int32)
         lens = torch.zeros(rows, dtype=torch.int32)
         for r in running:
-            ids[r.row] = r.tokens[-1]
-            positions[r.row] = r.context
+            ids[r.row] = r.next_input
+            positions[r.row] = r.fed
             tables[r.row, :len(r.blocks)] = torch.tensor(r.blocks, dtype=torch.int32)
-            lens[r.row] = r.context
+            lens[r.row] = r.fed
         with torch.no_grad():
             next_ids, new_keys, new_values = self.decode(ids, positions, tables, lens,
                                                          self.cache.keys, self.cache.values)
         now = time.perf_counter()
         rows_of = torch.tensor([r.row for r in running])
-        slots = torch.cat([self.cache.slots(r.blocks, [r.context]) for r in running])
+        slots = torch.cat([self.cache.slots(r.blocks, [r.fed]) for r in running])
         for layer in range(len(self.cache.keys)):
             self.cache.write(layer, slots, new_keys[layer, rows_of], new_values[layer, rows_of])
         produced = {}
         for r in running:
-            r.tokens.append(int(next_ids[r.row]))
-            r.token_s.append(now)
-            produced[r.id] = r.tokens[-1]
+            r.fed += 1
+            if r.fed >= len(r.prompt):  # the prompt is in: the step's output is a new token
+                r.tokens.append(int(next_ids[r.row]))
+                r.token_s.append(now)
+                produced[r.id] = r.tokens[-1]
         return produced
 
     def reset_stats(self) -> None:
@@ -306,7 +294,7 @@ class ServingEngine:
         self._started = None
 
     def stats(self) -> dict:
-        """Throughput and latency so far: generated tokens per second of wall time (prefill
+        """Throughput and latency so far: generated tokens per second of wall time (prompts
         included), per-token latency (the time between a request's consecutive tokens:
         median and max), time to first token (median), decode steps."""
         requests = self.requests.values()
