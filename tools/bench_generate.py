@@ -143,10 +143,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus, torch "
           f"{torch.__version__}, {args.new_tokens} new tokens after a {PROMPT}-token prompt")
-    print(f"{'model':<9}{'backend':<15}{'tokens/s':>10}{'first call s':>14}{'same tokens':>13}"
-          f"{'dynamo graphs':>15}{'compiles':>10}{'recompiles':>12}")
+    models = [name for name in args.models.split(",") if name]  # --models "": serving only
+    if models:
+        print(f"{'model':<9}{'backend':<15}{'tokens/s':>10}{'first call s':>14}"
+              f"{'same tokens':>13}{'dynamo graphs':>15}{'compiles':>10}{'recompiles':>12}")
     rows = []
-    for name in filter(None, args.models.split(",")):  # --models "": serving only
+    for name in models:
         for row in measure(name, args.new_tokens, args.repeats):
             rows.append(row)
             dash = lambda v: "-" if v is None else str(v)  # noqa: E731
