@@ -15,6 +15,9 @@ Note [Specializing symbolic sizes]
     placeholders and FakeTensors of symbolic shapes. A plan binds each size symbol to the
     value the real inputs give it and evaluates every symbolic size in the graph with those
     bindings, so the StableHLO it builds has static shapes; new sizes give a new plan.
+    Where padding is safe, a size is bound to its bucket instead and the plan is cached
+    under the bucket, and data-dependent sizes are bound to their upper bound; such a
+    plan pads inputs and slices results at every segment (bounded_shapes.py).
 
 Note [Parameter views]
     Segments take numpy views of their torch inputs (no copy either way). Building a view
@@ -37,6 +40,7 @@ import logging
 import operator
 from typing import Sequence
 
+import numpy as np
 import sympy
 import torch
 from torch.fx.node import map_aggregate
@@ -44,6 +48,7 @@ from torch.fx.node import map_aggregate
 import pjrt
 from pjrt import counters
 
+from frameworks.torch import bounded_shapes as _bounded
 from frameworks.torch import placement as _placement
 from frameworks.torch import sharding as _sharding
 from frameworks.torch.lowering import (LoweringFailed, Unsupported, can_lower, lower_nodes,
@@ -104,9 +109,11 @@ def recompile_cause(old_key: tuple, new_key: tuple) -> str:
 
 
 class Bindings:
-    """Values of a graph's size symbols for one set of real inputs."""
+    """Values of a graph's size symbols for one set of real inputs; ``bounds`` (symbol ->
+    size) overrides them with the sizes a padded plan is compiled at (bounded_shapes.py)."""
 
-    def __init__(self, placeholders: Sequence[torch.fx.Node], args: Sequence):
+    def __init__(self, placeholders: Sequence[torch.fx.Node], args: Sequence,
+                 bounds: dict | None = None):
         self.symbols: dict = {}
         for node, arg in zip(placeholders, args):
             val = node.meta.get("val")
@@ -115,6 +122,7 @@ class Bindings:
                     self._bind(dim, size)
             else:
                 self._bind(val, arg)
+        self.symbols.update((s, sympy.Integer(n)) for s, n in (bounds or {}).items())
 
     def _bind(self, sym, value) -> None:
         if isinstance(sym, _SYMBOLIC) and sympy.sympify(sym.node.expr).is_Symbol:
@@ -133,10 +141,15 @@ class Bindings:
 
 
 class _Segment:
-    """One compiled run of nodes: its tensor inputs and outputs (FX nodes), its program."""
+    """One compiled run of nodes: its tensor inputs and outputs (FX nodes), its program;
+    in a padded plan, its inputs' padded shapes, the data-dependent size symbols whose
+    counts its program returns after the outputs, and the bucketed size symbols whose real
+    values it takes after the inputs."""
 
-    def __init__(self, inputs, outputs, executable):
+    def __init__(self, inputs, outputs, executable, input_shapes=(), counts=(), sizes=()):
         self.inputs, self.outputs, self.executable = inputs, outputs, executable
+        self.input_shapes, self.counts = list(input_shapes), list(counts)
+        self.sizes = list(sizes)
 
 
 class _HostViews:
@@ -164,7 +177,8 @@ class Plan:
 
     def __init__(self, gm: torch.fx.GraphModule, args: Sequence, client, name: str,
                  shardings: tuple | None = None, placement: _placement.Placement | None = None,
-                 auto: _sharding.AutoSpmd | None = None):
+                 auto: _sharding.AutoSpmd | None = None,
+                 buckets: dict | None = None):
         self.graph = gm.graph
         self.placement = placement
         self.auto = auto  # use_spmd(auto=True): every segment is auto-sharded
@@ -173,8 +187,15 @@ class Plan:
         self.shardings = {n: s for n, s in zip(self.placeholders, shardings or ())
                           if s is not None}
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
-        self.concrete = Bindings(self.placeholders, args)
+        self.concrete = Bindings(self.placeholders, args, buckets)
+        # sizes compiled at a bucket or an upper bound (bounded_shapes.py)
+        self.padding = padding = _bounded.plan_padding(gm.graph, buckets, self.concrete)
+        if padding is not None:
+            self.concrete = Bindings(self.placeholders, args, padding.bounds)
         self.known = self._symbolic_values()
+        # sizes evaluated at the bounds for lowering, but at the real sizes on the host
+        self.padded_known = [n for n in self.known if padding is not None and set(
+            sympy.sympify(n.meta["val"].node.expr).free_symbols) & set(padding.bounds)]
         # tensors the graph holds as attributes: inputs of the segments that use them
         self.constants = {n: _fetch_attr(gm, n.target) for n in gm.graph.nodes
                           if n.op == "get_attr"}
@@ -214,6 +235,9 @@ class Plan:
         if node.target is operator.getitem:
             return self._lowerable(node.args[0])
         reason = can_lower(node)
+        if reason is None and self.padding is not None:
+            hazard = _bounded.padding_hazard(node, self.padding, self.concrete)
+            reason = hazard and f"padding its bounded size could change it: {hazard}"
         if reason is not None:
             self.eager[node] = reason
             return False
@@ -255,11 +279,14 @@ class Plan:
                 raise LoweringFailed(node, "its result, not one tensor, is used outside "
                                            "compiled code")
         types = [tensor_type(self._meta(n), self.concrete) for n in inputs]
+        sizes = self.padding.bucketed if self.padding is not None else ()
+        runtime_sizes = {} if self.padding is not None else None
         module = lower_nodes(step, list(inputs), types, outputs, self.known, self.concrete,
-                             name=name)
+                             name=name, runtime_sizes=runtime_sizes, size_inputs=sizes)
+        counts = [s for s in runtime_sizes or () if s not in sizes]
         sharded = [self.shardings.get(n) for n in inputs]
         try:
-            if not outputs:
+            if not outputs and not counts:
                 executable = None
             elif any(sharded) or self.auto is not None:
                 executable = _sharding.ShardedProgram(module, name, sharded,
@@ -275,7 +302,8 @@ class Plan:
             reason = f"its compiled segment failed to compile: {type(exc).__name__}: {exc}"
             self.eager.update((node, reason) for node in step)
             raise LoweringFailed(step[0], reason) from exc
-        return _Segment(list(inputs), outputs, executable)
+        return _Segment(list(inputs), outputs, executable, [t.shape for t in types],
+                        counts, sizes)
 
     def _mesh(self, sharded: list) -> _sharding.Mesh:
         """The mesh a partitioned segment runs on: the auto-sharding one (marked inputs must
@@ -292,6 +320,8 @@ class Plan:
         return self.constants[node] if node in self.constants else node.meta["val"]
 
     def run(self, args: Sequence):
+        if self.padding is not None:
+            return self._run_padded(args)
         env = dict(self.base_env)
         env.update(zip(self.placeholders, args))
         view = self.views.view
@@ -312,6 +342,60 @@ class Plan:
         return map_aggregate(self.output.args[0],
                              lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
 
+    def _run_padded(self, args: Sequence):
+        """``run`` for a padded plan: segments get their inputs padded to the bounds, and
+        their results sliced to the real sizes (the inputs', and the counts the programs
+        return for data-dependent sizes); host-side sizes are the real ones."""
+        real = Bindings(self.placeholders, args)
+        env = dict(self.base_env)
+        env.update(zip(self.placeholders, args))
+        self._real_sizes(env, real)
+        for step in self.steps:
+            if isinstance(step, _Segment):
+                if step.executable is None:
+                    continue
+                inputs = [_bounded.pad_to(env[n], shape)
+                          for n, shape in zip(step.inputs, step.input_shapes)]
+                results = step.executable(*[self.views.view(n, t) if t is env[n]
+                                            else to_numpy(t)
+                                            for n, t in zip(step.inputs, inputs)],
+                                          *[np.array(int(real.symbols[s]), np.int64)
+                                            for s in step.sizes])
+                tensors = list(map(from_numpy, results))
+                if isinstance(step.executable, _sharding.ShardedProgram):
+                    step.executable.record_results(tensors[:len(step.outputs)])
+                for symbol, count in zip(step.counts, tensors[len(step.outputs):]):
+                    real.symbols[symbol] = sympy.Integer(int(count))
+                for node, t in zip(step.outputs, tensors):
+                    shape = tuple(int(real(d)) for d in node.meta["val"].shape)
+                    env[node] = _bounded.narrow_to(t, shape)
+            else:
+                args_, kwargs = map_aggregate(
+                    (step.args, step.kwargs),
+                    lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+                env[step] = self._run_eager(step, args_, kwargs)
+                self._bind_from(step, env[step], real)
+            self._real_sizes(env, real)
+        return map_aggregate(self.output.args[0],
+                             lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+
+    def _real_sizes(self, env: dict, real: Bindings) -> None:
+        """Host-side size values of the padded sizes, once their real values are known."""
+        for node in self.padded_known:
+            try:
+                env[node] = real(node.meta["val"])
+            except Unsupported:
+                continue  # a data-dependent size not computed yet
+
+    def _bind_from(self, node: torch.fx.Node, result, real: Bindings) -> None:
+        """Data-dependent sizes an eager op's result shows."""
+        vals, results = node.meta.get("val"), result
+        if not isinstance(vals, (tuple, list)):
+            vals, results = [vals], [result]
+        for val, t in zip(vals, results):
+            if isinstance(val, torch.Tensor) and isinstance(t, torch.Tensor):
+                for size, n in zip(val.shape, t.shape):
+                    real._bind(size, n)
 
     @staticmethod
     def _run_eager(node: torch.fx.Node, args, kwargs):
@@ -344,17 +428,27 @@ class GraphRunner:
         self.name = name
         self.plans: dict = {}
         self._last: tuple | None = None
+        self._last_signature: tuple | None = None  # the real one, for the log
+        self.bucketing = _bounded.Bucketing(gm, name, lambda n: can_lower(n) is None)
 
     def __call__(self, args: list) -> list:
         args = list(args)
         shardings = _sharding.shardings_of(args)  # None unless mark_sharding was used
         placement = _placement.current()  # None unless inside placement.on_devices
         auto = _sharding.auto_spmd()  # None unless use_spmd(auto=True) / OPENHLO_AUTO_SPMD
-        key = (_signature(args), shardings, placement, auto)
+        signature = _signature(args)
+        buckets, bucketed, elements = None, signature, None
+        if shardings is None and placement is None and auto is None:
+            buckets, bucketed, elements = self.bucketing.for_call(
+                args, signature, lambda bounds: Bindings(self.bucketing.placeholders, args,
+                                                         bounds))
+        key = (bucketed, shardings, placement, auto)
         plan = self.plans.get(key)
+        if elements is not None:
+            _bounded.STATS.record(plan is not None, *elements)
         if plan is None:
             if self._last is not None:
-                changes = [describe_changes(self._last[0], key[0]),
+                changes = [describe_changes(self._last_signature, signature),
                            _sharding.describe_changes(self._last[1], shardings),
                            f"placement {self._last[2]} -> {placement}"
                            if self._last[2] != placement else "",
@@ -363,7 +457,9 @@ class GraphRunner:
                 logger.info("openhlo: recompiling %s: %s", self.name,
                             ", ".join(filter(None, changes)))
                 counters.count_recompilation(recompile_cause(self._last, key))
-            plan = Plan(self.gm, args, self.client, self.name, shardings, placement, auto)
+            plan = Plan(self.gm, args, self.client, self.name, shardings, placement, auto,
+                        buckets)
             self.plans[key] = plan
         self._last = key
+        self._last_signature = signature
         return list(plan.run(args))

@@ -16,9 +16,10 @@ from torch.fx.node import map_aggregate
 
 from stablehlo.builder import Builder
 from stablehlo.ir.core import Module, Value
-from stablehlo.ir.types import TensorType
+from stablehlo.ir.types import I64, TensorType
 
 from frameworks.torch.lowering.context import LoweringContext
+from frameworks.torch.lowering.data_dependent import mask_padding
 from frameworks.torch.lowering.dtypes import element_type
 from frameworks.torch.lowering.registry import LOWERINGS, Unsupported
 
@@ -46,7 +47,6 @@ _aten = torch.ops.aten
 # seeded random ops are recognised by their tag (eager_by_design). Any other op without a
 # rule is a missing lowering.
 _EAGER_BY_DESIGN = {
-    _aten.nonzero: "its result size depends on the data",
     _aten._local_scalar_dense: "it makes a Python scalar for the eager side",
     _aten._fft_r2c: "its result is complex",
     _aten._fft_c2r: "it takes a complex tensor",
@@ -87,30 +87,40 @@ def can_lower(node: torch.fx.Node) -> str | None:
 def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
                 input_types: Sequence[TensorType], outputs: Sequence[torch.fx.Node],
                 known: dict, concrete: Callable, *, name: str = "main",
-                constants: dict | None = None) -> Module:
+                constants: dict | None = None, runtime_sizes: dict | None = None,
+                size_inputs: Sequence = ()) -> Module:
     """A module whose function ``name`` takes ``inputs`` (tensor nodes computed elsewhere,
     of ``input_types``) and returns ``outputs``. ``known`` maps nodes with Python values
     (symbolic sizes) to those values; ``constants`` maps tensor nodes to numpy arrays that
-    become ``stablehlo.constant``s."""
+    become ``stablehlo.constant``s. Given an empty dict ``runtime_sizes``, data-dependent
+    sizes are allowed: the rules fill it (symbol -> count) and the function returns the
+    counts after ``outputs``, in its order (data_dependent.py). ``size_inputs`` are size
+    symbols whose real values the function takes as ``tensor<i64>`` after ``inputs``
+    (padded sizes, for masking: they go in ``runtime_sizes`` too, and are not returned)."""
     b = Builder()
     b.record_locations = False  # the builder's caller would be this file, not the model
-    arg_types = list(input_types)
+    arg_types = [*input_types, *[TensorType((), I64)] * len(size_inputs)]
     env = dict(known)
+    facts: dict = {}  # shared by the rules of this program (LoweringContext.facts)
     with b.function(name, arg_types) as (_, args):
         env.update(zip(inputs, args))
+        if size_inputs:
+            runtime_sizes.update(zip(size_inputs, args[len(inputs):]))
         for node, array in (constants or {}).items():
             env[node] = b.constant(array, element_type(node.meta["val"].dtype))
         for node in nodes:
-            env[node] = _lower_node(b, node, env, concrete)
+            env[node] = _lower_node(b, node, env, concrete, facts, runtime_sizes)
         results = [env[n] for n in outputs]
         for node, value in zip(outputs, results):
             if not isinstance(value, Value):
                 raise LoweringFailed(node, "its result is not a single tensor")
-        b.return_(*results)
+        counts = [v for s, v in (runtime_sizes or {}).items() if s not in size_inputs]
+        b.return_(*results, *counts)
     return b.module
 
 
-def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable):
+def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable, facts: dict,
+                runtime_sizes: dict | None):
     args = map_aggregate(node.args, lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
     kwargs = map_aggregate(node.kwargs,
                            lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
@@ -119,9 +129,12 @@ def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable):
     reason = can_lower(node)
     if reason is not None:
         raise LoweringFailed(node, reason)
-    ctx = LoweringContext(b, node, concrete)
+    ctx = LoweringContext(b, node, concrete, facts, runtime_sizes)
     try:
+        args, finish = mask_padding(ctx, args)
         result = LOWERINGS.get(node.target)(ctx, *args, **kwargs)
+        if finish is not None:
+            result = finish(result)
     except Unsupported as exc:
         raise LoweringFailed(node, str(exc)) from exc
     except LoweringFailed:

@@ -14,6 +14,7 @@ import torch
 from stablehlo.ir.types import I64
 
 from frameworks.torch.lowering.context import normalize_dim
+from frameworks.torch.lowering import data_dependent  # a module: the two import each other
 from frameworks.torch.lowering.reductions import identity as reduction_identity, p_norm
 from frameworks.torch.lowering.registry import Unsupported, lowers
 
@@ -137,6 +138,8 @@ def _index_coordinates(ctx, x, indices):
 
 @lowers(aten.index.Tensor)
 def _index(ctx, x, indices):
+    if any(i is not None and ctx.dtype(i) == torch.bool for i in indices):
+        return data_dependent.mask_index(ctx, x, indices)  # a data-dependent size, bounded
     coords, indexed, bshape, first = _index_coordinates(ctx, x, indices)
     shape = x.type.shape
     rest = [d for d in range(len(shape)) if d not in indexed]

@@ -19,7 +19,7 @@ nn.functional.max_pool2d nn.functional.relu nn.functional.grid_sample nn.functio
 diagonal masked_scatter cdist max_pool2d_with_indices_backward addmv addbmm copysign fmax
 fmin var_mean nextafter exp2 digamma lgamma erfc erfinv linalg.vector_norm cumprod cummax
 cummin logcumsumexp kthvalue unfold scatter_reduce.sum scatter_reduce.mean scatter_reduce.amax
-nn.functional.interpolate.trilinear
+nn.functional.interpolate.trilinear nonzero masked_select unique
 """.split()
 
 

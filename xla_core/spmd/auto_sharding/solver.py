@@ -155,11 +155,12 @@ class _Problem:
         self.bounds = np.ones(count)
         if memory_limit is not None:
             self._memory(graph, memory_limit, add)
-        self.rows = np.concatenate(rows)
-        self.cols = np.concatenate(cols)
-        self.vals = np.concatenate(vals)
-        self.lower = np.concatenate([np.asarray(lo, dtype=float) for lo in lower])
-        self.upper = np.concatenate([np.asarray(hi, dtype=float) for hi in upper])
+        # no rows at all when every group has a single choice left (pruning can leave that)
+        self.rows = np.concatenate(rows) if rows else np.zeros(0, dtype=int)
+        self.cols = np.concatenate(cols) if cols else np.zeros(0, dtype=int)
+        self.vals = np.concatenate(vals) if vals else np.zeros(0)
+        self.lower = np.concatenate([np.asarray(lo, dtype=float) for lo in lower] or [[]])
+        self.upper = np.concatenate([np.asarray(hi, dtype=float) for hi in upper] or [[]])
 
     def _memory(self, graph: CostGraph, memory_limit: float, add) -> None:
         """Per step ``i`` a variable ``S_i``, the bytes per device live there in units of the
