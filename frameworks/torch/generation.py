@@ -14,8 +14,8 @@ it: its length differs per call and it runs once per request.
 
 transformers only auto-compiles on accelerators unless ``CompileConfig._compile_all_devices``
 is set, and passes ``mode`` to the backend (which ours does not take), so the config is
-built here. Works for decoder models whose cache is compileable (GPT-2, Llama, Mistral,
-Qwen2 in transformers 5.23).
+built here. For decoder models whose cache is compileable (tested: GPT-2, Llama, Qwen2 in
+transformers 5.23).
 """
 from __future__ import annotations
 
