@@ -29,6 +29,7 @@ ALLOWED = {
     # eager, or our own f32 build of the same model).
     "tools.torch_speed": ("torch",),
     "tools.bench_quantized_decode": ("torch",),
+    "tools.bench_generate": ("torch",),
 }
 
 # The child: installs a finder that refuses the blocked packages, imports each module, and

