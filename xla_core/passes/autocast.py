@@ -63,13 +63,15 @@ class AutocastPass(Pass):
     dtype: str = "bf16"
     contraction_result: str = "f32"
 
-    def run(self, module: Module, ctx: PassContext) -> bool:
+    def __post_init__(self):
         if self.dtype not in _LOW_TYPES:
             raise PassError(f"pass 'autocast': option 'dtype' must be one of "
                             f"{sorted(_LOW_TYPES)}, got {self.dtype!r}")
         if self.contraction_result not in ("f32", self.dtype):
             raise PassError(f"pass 'autocast': option 'contraction-result' must be f32 or "
                             f"{self.dtype}, got {self.contraction_result!r}")
+
+    def run(self, module: Module, ctx: PassContext) -> bool:
         low = _LOW_TYPES[self.dtype]
         changed = False
         for func in module.functions():

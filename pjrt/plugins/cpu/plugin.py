@@ -440,6 +440,10 @@ class CpuClient(CompileDriverMixin, Client):
         # devices (which of them are this process's): keyed through the identity
         host = f"devices_per_host={devices}" if devices else \
             f"devices={len(self.devices())} here={[d.id for d in self.addressable_devices()]}"
+        # autocast to bf16 applies where the bf16 GEMM runs on AVX-512 BF16 (precision.py)
+        low_precision = frozenset({"bf16"}) if native().lowp.active_isa()["bf16"] \
+            else frozenset()
+        host += f" low_precision={sorted(low_precision)}"
         return Backend(
             identity=(compile_cache.identity(level, pipeline, digest, host) if cached
                       else f"{PLATFORM} {level} {pipeline} {digest} {host}"),
@@ -448,7 +452,8 @@ class CpuClient(CompileDriverMixin, Client):
             generate=lambda module, request: self._lower(
                 module, request.entry, request.num_replicas, request.num_partitions,
                 compile_now),
-            load_cached=self._load_cached if cached else None)
+            load_cached=self._load_cached if cached else None,
+            low_precision=low_precision)
 
     def _pipeline(self, latency_hiding: bool, profile: str, devices: int | None,
                   request) -> Pipeline:
