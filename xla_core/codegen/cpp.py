@@ -15,18 +15,34 @@ from xla_core.codegen.scalar import ScalarRenderer
 
 
 class CppRenderer(ScalarRenderer):
-    TYPES = {"f32": "float", "f64": "double", "i1": "bool", "i8": "int8_t", "i16": "int16_t",
-             "i32": "int32_t", "i64": "int64_t", "ui8": "uint8_t", "ui16": "uint16_t",
-             "ui32": "uint32_t", "ui64": "uint64_t"}
-    FLOATS = frozenset({"f32", "f64"})
-    # What ``extremum`` calls: NaN-propagating max/min (the backend's prelude includes them).
+    TYPES = {"f32": "float", "f64": "double", "bf16": "ohm_bf16", "i1": "bool", "i8": "int8_t",
+             "i16": "int16_t", "i32": "int32_t", "i64": "int64_t", "ui8": "uint8_t",
+             "ui16": "uint16_t", "ui32": "uint32_t", "ui64": "uint64_t"}
+    FLOATS = frozenset({"f32", "f64", "bf16"})
+    NARROW = {"bf16": "f32"}
+    # ``ohm_bf16``: bf16 storage (the upper half of an f32), rounded to nearest even from
+    # float as the native kernels round (native/float16.h); what ``extremum`` calls:
+    # NaN-propagating max/min (the backend's prelude includes them).
     HELPERS = (
+        "struct ohm_bf16 {\n"
+        "  unsigned short bits;\n"
+        "  ohm_bf16() = default;\n"
+        "  constexpr ohm_bf16(float f) : bits(round(__builtin_bit_cast(unsigned, f))) {}\n"
+        "  constexpr operator float() const "
+        "{ return __builtin_bit_cast(float, (unsigned)bits << 16); }\n"
+        "  static constexpr unsigned short round(unsigned u) {\n"
+        "    return (u & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((u >> 16) | 0x40)\n"
+        "        : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+        "  }\n"
+        "};\n"
         "template <class T> static inline T ohm_max(T a, T b) "
         "{ return a != a ? a : (b != b ? b : (a > b ? a : b)); }\n"
         "template <class T> static inline T ohm_min(T a, T b) "
         "{ return a != a ? a : (b != b ? b : (a < b ? a : b)); }\n")
 
     def literal(self, value, elem: str) -> str:
+        if elem in self.NARROW:
+            return f"{self.TYPES[elem]}({self.literal(value, self.NARROW[elem])})"
         if elem in self.FLOATS:
             v = float(value)
             s = "f" if elem == "f32" else ""
