@@ -98,18 +98,24 @@ class ScalarRenderer:
     def expression(self, op: Operation, args: list[str], math: set) -> str:
         """The expression of elementwise ``op`` on operand expressions ``args``; adds the
         math library functions it uses to ``math``."""
-        args = [self._widened(a, self.elem(v.type)) for a, v in zip(args, op.operands)]
+        args = [self.widen(a, e) if (e := self.elem(v.type)) in self.NARROW else a
+                for a, v in zip(args, op.operands)]
         result = self._expression(op, args, math)
         elem = self.elem(op.results[0].type)
-        return f"(({self.TYPES[elem]})({result}))" if elem in self.NARROW else result
+        return self.narrow(result, elem) if elem in self.NARROW else result
 
-    def _widened(self, arg: str, elem: str) -> str:
-        return f"(({self.TYPES[self.NARROW[elem]]})({arg}))" if elem in self.NARROW else arg
+    def widen(self, arg: str, elem: str) -> str:
+        """``arg`` of the narrow type ``elem`` as its wide type."""
+        return f"(({self.TYPES[self.NARROW[elem]]})({arg}))"
+
+    def narrow(self, expr: str, elem: str) -> str:
+        """``expr`` of ``elem``'s wide type rounded to the narrow ``elem``."""
+        return f"(({self.TYPES[elem]})({expr}))"
 
     def _expression(self, op: Operation, args: list[str], math: set) -> str:
         name = op.name
         elem = self.elem(op.results[0].type)
-        t = self.TYPES[elem]
+        t = self.TYPES[self.NARROW.get(elem, elem)]  # what the op computes in
         fl = elem in self.FLOATS
         ints = self.integers()
         if name in _ARITH:
