@@ -26,8 +26,9 @@ def count_option(module: Module, given, name: str) -> int:
 
 
 def resolve_entry(module: Module, entry: str | None) -> str:
-    """``entry`` if the module has it, else ``main``, else the only function; it must have
-    a body (a private declaration verifies, but there is nothing to run)."""
+    """``entry`` if the module has it, else ``main``, else the only function, else the only
+    public one (the others are callees); it must have a body (a private declaration
+    verifies, but there is nothing to run)."""
     name = _entry_name(module, entry)
     if module.lookup(name).body is None:
         raise ArgumentError(f"function @{name} is a declaration without a body; there is "
@@ -46,6 +47,9 @@ def _entry_name(module: Module, entry: str | None) -> str:
         return "main"
     if len(names) == 1:
         return names[0]
+    public = [f.name for f in module.functions() if f.visibility != "private"]
+    if len(public) == 1:  # the others are callees (a composite's decomposition, say)
+        return public[0]
     if not names:
         raise ArgumentError("module has no functions to run")
     raise ArgumentError("module has no @main and several functions ("

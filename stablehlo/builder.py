@@ -116,6 +116,16 @@ class Builder(ElementwiseOps, LinalgOps, CollectiveOps, MiscOps):
         if body.terminator is None or body.terminator.name != "func.return":
             raise VerificationError(f"function @{name} was closed without b.return_(...)")
 
+    @contextlib.contextmanager
+    def inserting_into(self, block: Block):
+        """Append the ops built inside the context to ``block`` (a pass builds a rewrite
+        into a scratch block, then splices it where it belongs)."""
+        self._blocks.append(block)
+        try:
+            yield block
+        finally:
+            self._blocks.pop()
+
     def return_(self, *values: Value) -> Operation:
         """Terminate the current block: ``func.return`` in a function body,
         ``stablehlo.return`` in a region."""

@@ -13,6 +13,7 @@
     openhlo fuzz minimize FILE [--target text|run]
     openhlo calibrate [-o hw.json] [--mesh x=4,y=2] [--num-processes P] [--refresh] [--quick]
     openhlo quantize IN.mlir --mode MODE [--calibration IN.npz ...] [-o OUT.mlir] [--report]
+    openhlo kernel-check NAME --shape 4,16 [--shape ...] [--attr K=V] [--module M]
 
 Errors in the input are reported on stderr as ``openhlo: error: ...`` (or
 ``file:line:col: error: ...`` with the source line and a caret) with exit
@@ -35,8 +36,8 @@ from tools.diagnostics import CliError, format_error
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tools import (backend_check, bench_runtime, bench_text, calibrate, opt, quantize, run,
-                       sharding_view)
+    from tools import (backend_check, bench_runtime, bench_text, calibrate, kernel_check, opt,
+                       quantize, run, sharding_view)
     from tools.bench import command as bench
     from tools.conformance import command as conformance
     from tools.fuzz import command as fuzz
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_traceback_flag(parser, default=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (run, opt, sharding_view, conformance, backend_check, bench_text,
-                   bench_runtime, bench, jax_suite, fuzz, calibrate, quantize):
+                   bench_runtime, bench, jax_suite, fuzz, calibrate, quantize, kernel_check):
         module.add_parser(subparsers)
     for subparser in set(subparsers.choices.values()):
         # SUPPRESS: a subcommand without the flag leaves the value given before it alone.

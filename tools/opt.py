@@ -16,6 +16,9 @@ program's shardings (pass ``auto-sharding``) and prints the per-device program t
 pipeline makes of it; with ``--explain-sharding`` the plan (each sharding with its estimated
 compute, communication and memory, the objective's breakdown, the solver's status and time)
 goes to stderr first.
+``--memory-limit 64MiB`` without ``--auto-sharding`` keeps the peak under the limit by
+recomputing values: after the passes (with ``--pipeline=cpu``, after its schedule, with no
+multi-output fusion) the ``remat`` pass runs; alone, it runs on the program as given.
 """
 from __future__ import annotations
 
@@ -163,13 +166,14 @@ def _pipeline(args):
     if auto and (args.passes is not None or args.pipeline is not None):
         raise CliError("--auto-sharding runs its own pipeline (auto-sharding, then the SPMD "
                        "passes): not with --passes or --pipeline")
+    limit = auto_sharding_options.memory_limit(args)
     if auto:
         pipeline = Pipeline("auto-sharding", auto + spmd_pipeline().passes)
     elif args.passes is not None:
         pipeline = Pipeline("opt", parse_pass_list(args.passes))
     elif args.pipeline is not None:
         pipeline = make_pipeline(args.pipeline)
-    elif args.autocast:
+    elif limit or args.autocast:
         pipeline = Pipeline("opt", [])
     else:
         if (args.disable_pass or args.print_after_all or args.timing or args.explain_fusion
@@ -180,6 +184,9 @@ def _pipeline(args):
         return None
     if args.autocast:
         pipeline.passes.insert(0, make_pass("autocast", {"dtype": args.autocast}))
+    if limit and not auto:
+        from xla_core.buffers.remat import with_memory_limit
+        pipeline.passes = with_memory_limit(pipeline.passes, limit)
     if args.num_devices is not None:
         if args.num_devices < 1:
             raise CliError(f"--num-devices must be positive, got {args.num_devices}")

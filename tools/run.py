@@ -98,11 +98,15 @@ def add_profile_in_argument(p) -> None:
 
 
 def compile_options(args, **fields):
-    """The compile options of ``args`` (``--profile-in``) with ``fields``."""
+    """The compile options of ``args`` (``--profile-in``, ``--memory-limit``, ``--autocast``)
+    with ``fields``."""
     from pjrt.api import CompileOptions
     overrides = {"profile": args.profile_in} if args.profile_in else {}
     if getattr(args, "autocast", None):
         overrides.update(autocast=args.autocast, autocast_force=args.autocast_force)
+    limit = auto_sharding_options.memory_limit(args)
+    if limit:
+        overrides["memory_limit"] = limit
     return CompileOptions(env_option_overrides=overrides, **fields)
 
 
@@ -133,6 +137,12 @@ def run_command(args: argparse.Namespace) -> int:
         exe = make_client(args.backend).compile(module, compile_options(args),
                                                  entry=args.entry)
         types, result_types = exe.parameter_types, exe.result_types
+        if args.memory_limit is not None and hasattr(exe, "memory_stats"):
+            stats = exe.memory_stats()
+            sys.stderr.write(f"peak memory: {stats['peak_bytes']} bytes (limit "
+                             f"{auto_sharding_options.memory_limit(args)}; "
+                             f"{stats['peak_bytes_without_remat']} without recomputing "
+                             f"{stats['recomputed_ops']} ops)\n")
     else:  # the executable's types are a device's pieces: show the global ones
         exe = _partitioned(module, args)
         signature = module.lookup(exe.executable.entry).type

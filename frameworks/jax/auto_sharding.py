@@ -24,8 +24,8 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from stablehlo.ir.sharding import Mesh as SpmdMesh
 from stablehlo.text import parse_module
-from xla_core.passes import PassContext, Pipeline, parse_pass_list
-from xla_core.spmd.auto_sharding import DEFAULT_TIME_LIMIT_S, AutoShardingError, Plan, auto_shard
+from pjrt.plugins.compiler_services import (DEFAULT_TIME_LIMIT_S, AutoShardingError, Plan,
+                                            auto_shard, run_passes)
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def auto_shardings(fn, mesh: jax.sharding.Mesh, *example_args, memory_limit=None
     lowered = jax.jit(fn, keep_unused=True).lower(*shapes)
     module = parse_module(lowered.as_text(), f"<jax.jit({_name(fn)})>")
     # auto-sharding sees a call as one opaque op: JAX lowers jax.nn functions as calls
-    Pipeline("inline", parse_pass_list("inline")).run(module, PassContext())
+    run_passes(module, "inline")
     plan = auto_shard(module, _spmd_mesh(mesh), memory_limit=memory_limit,
                       hardware=hardware, time_limit_s=time_limit_s)
     if len(plan.arguments) != lowered.in_tree.num_leaves:

@@ -152,4 +152,9 @@ def initialize() -> None:
     _allow_donation()
     xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=path,
                                options=_checked(options))
+    # jax.ffi.register_ffi_target(..., platform="openhlo"), before or after this point
+    from jaxlib import xla_client
+
+    from frameworks.jax.custom_kernels import register_ffi_target
+    xla_client.register_custom_call_handler(PLATFORM, register_ffi_target)
     _registered = True

@@ -236,7 +236,7 @@ def use_spmd(auto: bool | None = False, mesh: Mesh | None = None, *, memory_limi
         raise ShardingError(f"use_spmd: expected a frameworks.torch.sharding.Mesh, got "
                             f"{type(mesh).__name__}")
     if isinstance(memory_limit, str):  # bad text is refused now, not at the first compile
-        from xla_core.spmd.auto_sharding import AutoShardingError, parse_bytes
+        from pjrt.plugins.compiler_services import AutoShardingError, parse_bytes
         try:
             parse_bytes(memory_limit)
         except AutoShardingError as exc:
@@ -551,10 +551,10 @@ class ShardedProgram:
 
 def _auto_shard(module, entry: str, auto: AutoSpmd) -> None:
     """Choose and write the layouts of ``module``'s ``entry`` (its marked arguments kept)."""
-    from xla_core.passes import PassContext, Pipeline, parse_pass_list
-    from xla_core.spmd.auto_sharding import AutoShardingError, apply_plan, auto_shard
+    from pjrt.plugins.compiler_services import (AutoShardingError, apply_plan, auto_shard,
+                                                run_passes)
     # auto-sharding sees a call as one opaque op
-    Pipeline("inline", parse_pass_list("inline")).run(module, PassContext())
+    run_passes(module, "inline")
     options = {} if auto.time_limit_s is None else {"time_limit_s": auto.time_limit_s}
     try:
         plan = auto_shard(module, None, memory_limit=auto.memory_limit,

@@ -63,6 +63,10 @@ Memory::~Memory() {
 size_t ElementSize(PJRT_Buffer_Type type) {
   switch (type) {
     case PJRT_T_PRED: case PJRT_T_S8: case PJRT_T_U8: return 1;
+    case PJRT_T_S4: case PJRT_T_U4: case PJRT_T_S2: case PJRT_T_U2: return 1;
+    case PJRT_T_F8E5M2: case PJRT_T_F8E4M3FN: case PJRT_T_F8E4M3B11FNUZ: case PJRT_T_F8E5M2FNUZ:
+    case PJRT_T_F8E4M3FNUZ: case PJRT_T_F8E4M3: case PJRT_T_F8E3M4: case PJRT_T_F8E8M0FNU:
+      return 1;
     case PJRT_T_S16: case PJRT_T_U16: case PJRT_T_F16: case PJRT_T_BF16: return 2;
     case PJRT_T_S32: case PJRT_T_U32: case PJRT_T_F32: return 4;
     case PJRT_T_S64: case PJRT_T_U64: case PJRT_T_F64: case PJRT_T_C64: return 8;

@@ -35,12 +35,16 @@ enum PJRT_Error_Code : int {
   PJRT_UNAVAILABLE = 14, PJRT_DATA_LOSS = 15, PJRT_UNAUTHENTICATED = 16,
 };
 
-// PJRT_Buffer_Type values (the subset with a fixed byte width we can store).
+// PJRT_Buffer_Type values (the subset we can store). The f8 types and the sub-byte integers are
+// held one value per byte, as the host arrays jaxlib hands over (ml_dtypes) hold them.
 enum PJRT_Buffer_Type : int {
   PJRT_T_INVALID = 0, PJRT_T_PRED = 1, PJRT_T_S8 = 2, PJRT_T_S16 = 3, PJRT_T_S32 = 4,
   PJRT_T_S64 = 5, PJRT_T_U8 = 6, PJRT_T_U16 = 7, PJRT_T_U32 = 8, PJRT_T_U64 = 9,
   PJRT_T_F16 = 10, PJRT_T_F32 = 11, PJRT_T_F64 = 12, PJRT_T_BF16 = 13, PJRT_T_C64 = 14,
-  PJRT_T_C128 = 15,
+  PJRT_T_C128 = 15, PJRT_T_F8E5M2 = 16, PJRT_T_F8E4M3FN = 17, PJRT_T_F8E4M3B11FNUZ = 18,
+  PJRT_T_F8E5M2FNUZ = 19, PJRT_T_F8E4M3FNUZ = 20, PJRT_T_S4 = 21, PJRT_T_U4 = 22,
+  PJRT_T_S2 = 24, PJRT_T_U2 = 25, PJRT_T_F8E4M3 = 26, PJRT_T_F8E3M4 = 27,
+  PJRT_T_F8E8M0FNU = 28,
 };
 
 enum PJRT_NamedValue_Type : int {

@@ -77,6 +77,17 @@ def test_entry_selection(client):
     assert client.compile(two, entry="second")()[0] == 2
     with pytest.raises(ArgumentError, match="no function @third"):
         client.compile(two, entry="third")
+    # the one public function, beside private callees (a composite's decomposition)
+    one_public = stablehlo.parse("""
+    func.func @forward() -> tensor<i32> {
+      %0 = func.call @helper() : () -> tensor<i32>
+      func.return %0 : tensor<i32>
+    }
+    func.func private @helper() -> tensor<i32> {
+      %0 = stablehlo.constant dense<3> : tensor<i32>
+      func.return %0 : tensor<i32>
+    }""")
+    assert client.compile(one_public)()[0] == 3
 
 
 def test_compile_rejects_an_invalid_module(client):

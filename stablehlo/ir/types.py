@@ -308,7 +308,9 @@ class ElementFacts:
 # PJRT_Buffer_Type codes of the types the PJRT C API plugin exchanges.
 _PJRT_BUFFER_TYPES = {
     "i1": 1, "i8": 2, "i16": 3, "i32": 4, "i64": 5, "ui8": 6, "ui16": 7, "ui32": 8, "ui64": 9,
-    "f16": 10, "f32": 11, "f64": 12, "bf16": 13, "complex<f32>": 14, "complex<f64>": 15}
+    "f16": 10, "f32": 11, "f64": 12, "bf16": 13, "complex<f32>": 14, "complex<f64>": 15,
+    "f8E5M2": 16, "f8E4M3FN": 17, "f8E4M3B11FNUZ": 18, "f8E5M2FNUZ": 19, "f8E4M3FNUZ": 20,
+    "i4": 21, "ui4": 22, "i2": 24, "ui2": 25, "f8E4M3": 26, "f8E3M4": 27, "f8E8M0FNU": 28}
 
 
 def _element_table() -> dict[str, ElementFacts]:

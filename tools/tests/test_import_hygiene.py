@@ -25,8 +25,10 @@ FRAMEWORKS = ("jax", "jaxlib", "torch")
 ALLOWED = {
     "frameworks.jax": ("jax", "jaxlib"),
     "frameworks.torch": ("torch",),
-    # A measurement script whose whole job is to time PyTorch programs against Inductor.
+    # Measurement scripts whose whole job is to time PyTorch programs (against Inductor,
+    # eager, or our own f32 build of the same model).
     "tools.torch_speed": ("torch",),
+    "tools.bench_quantized_decode": ("torch",),
 }
 
 # The child: installs a finder that refuses the blocked packages, imports each module, and

@@ -13,11 +13,13 @@ PASSES.register("constant-fold", "xla_core.passes.constant_fold:ConstantFoldPass
 PASSES.register("algebraic-simplifier",
                 "xla_core.passes.algebraic_simplifier:AlgebraicSimplifierPass")
 PASSES.register("memory-schedule", "xla_core.buffers.scheduler:MemorySchedulePass")
+PASSES.register("remat", "xla_core.buffers.remat:RematerializationPass")
 PASSES.register("latency-hiding-scheduler",
                 "xla_core.scheduling.scheduler:LatencyHidingSchedulerPass")
 PASSES.register("canonicalize", "xla_core.passes.canonicalize:CanonicalizePass")
 PASSES.register("transpose-folding", "xla_core.passes.transpose_folding:TransposeFoldingPass")
 PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
+PASSES.register("fuse-attention", "xla_core.passes.fuse_attention:FuseAttentionPass")
 PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
 PASSES.register("sharding-propagation", "xla_core.spmd.propagation:ShardingPropagationPass")
 PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")

@@ -13,7 +13,10 @@ never I/O or collective ops, custom_calls with ``has_side_effect``, rng,
 optimization barriers, async ops or unregistered ops; an op with regions only
 when everything in them is pure; a call or composite only when its callee
 is. Ops without results and terminators are left alone (nothing to reuse;
-``dce`` removes the former).
+``dce`` removes the former). Nor do recomputed copies (the ``openhlo.remat``
+attribute the ``remat`` pass sets): merging one with its original would undo
+the recomputation. What ``jax.checkpoint`` recomputes needs no such mark: it
+reads the outputs of an optimization barrier, never the forward's values.
 
 Scopes follow dominance: an op can reuse an earlier op of its own block or of
 any enclosing block (regions see enclosing values), never one of a sibling
@@ -37,6 +40,7 @@ from stablehlo.ir.attributes import (ArrayAttr, Attribute, DenseArrayAttr, DictA
 from stablehlo.ir.core import Block, Module, Operation, Region, Value
 from stablehlo.ir.ops.base import ISOLATED
 
+from xla_core.buffers.remat import CLONE_ATTR
 from xla_core.ir_utils import resolve
 from xla_core.passes.base import Pass, PassContext
 from xla_core.passes.dce import Purity
@@ -115,7 +119,7 @@ class _Eliminator:
 
     def _key(self, op: Operation) -> tuple | None:
         """The op's hash key, or None when it must not merge."""
-        if not op.results or not self.purity.is_pure(op):
+        if not op.results or not self.purity.is_pure(op) or CLONE_ATTR in op.attributes:
             return None
         regions = tuple(_region_key(r, {}) for r in op.regions) if op.regions else ()
         return (op.name, tuple(op.operands), _attributes_key(op.attributes),

@@ -96,13 +96,10 @@ def _grouped_weight(unit: Unit, b: Builder, group: int):
 
 # -- dynamic-range ----------------------------------------------------------------------
 
-def emit_dynamic(unit: Unit, b: Builder, operands: list, config: QuantizationConfig):
-    """``x`` quantized at run time with ``s_x = max|x| / 127`` (symmetric), the int8 x int8
-    -> i32 op on the storage of the quantized weight, then ``acc * s_x * s_w``."""
-    op, x = unit.op, operands[0]
-    qtype = _weight(unit, config, 8)
-    weight = quantized_constant(b, quantize_array(unit.weight, qtype), qtype)
-    weight_storage = b.bitcast_convert(weight, TensorType(unit.weight.shape, I8))
+def quantize_activation(b: Builder, x: Value) -> tuple[Value, Value]:
+    """``x`` (f32) quantized at run time, symmetric per-tensor int8: ``(storage, scale)``,
+    the i8 tensor and the 0-d f32 ``scale = max|x| / 127``; ``x ~ storage * scale``. Also
+    what the frameworks' dynamic-int8 lowerings build."""
     shape = x.type.shape
     magnitude = b.reduce(b.abs(x), b.constant(np.float32(0)), dims=range(len(shape)),
                          body="stablehlo.maximum")
@@ -115,7 +112,17 @@ def emit_dynamic(unit: Unit, b: Builder, operands: list, config: QuantizationCon
     scaled = b.divide(x, b.broadcast_in_dim(scale, shape, dims=[]))
     clamped = b.clamp(b.constant(np.float32(-limit)), b.round_nearest_even(scaled),
                       b.constant(np.float32(limit)))
-    x_storage = b.convert(clamped, I8)
+    return b.convert(clamped, I8), scale
+
+
+def emit_dynamic(unit: Unit, b: Builder, operands: list, config: QuantizationConfig):
+    """``x`` quantized at run time (``quantize_activation``), the int8 x int8 -> i32 op on
+    the storage of the quantized weight, then ``acc * s_x * s_w``."""
+    op, x = unit.op, operands[0]
+    qtype = _weight(unit, config, 8)
+    weight = quantized_constant(b, quantize_array(unit.weight, qtype), qtype)
+    weight_storage = b.bitcast_convert(weight, TensorType(unit.weight.shape, I8))
+    x_storage, scale = quantize_activation(b, x)
     out_type = op.result.type
     accumulator = _same_op(b, op, [x_storage, weight_storage], out_type.with_element_type(I32))
     result = b.multiply(b.convert(accumulator, F32),

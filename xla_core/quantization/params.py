@@ -67,3 +67,12 @@ def accumulator_type(lhs: QuantizedType, rhs: QuantizedType, result_axis) -> Qua
 def quantize_array(values: np.ndarray, qtype: QuantizedType) -> np.ndarray:
     """Storage integers of ``values`` under ``qtype`` (the spec's quantize)."""
     return quantize_storage(np.asarray(values, dtype=np.float32), qtype)
+
+
+def quantize_weights(weights: np.ndarray, bits: int, axis) -> tuple[np.ndarray, np.ndarray]:
+    """``weights`` as symmetric ``bits``-bit storage integers (int8 numpy, also for int4)
+    and their f32 scales, one per index of ``axis`` (``weight_type``): what a framework
+    stores for a weight the quantizer would quantize the same way."""
+    qtype = weight_type(weights, bits, axis)
+    storage = quantize_array(weights, qtype).astype(np.int8)
+    return storage, np.asarray(qtype.scales, dtype=np.float32)

@@ -21,10 +21,14 @@ from frameworks.torch.lowering.dtypes import element_type, torch_dtype
 class LoweringContext:
     """One FX node being lowered: its builder, its FakeTensor metadata, helpers."""
 
-    def __init__(self, b: Builder, node: torch.fx.Node, concrete: Callable):
+    def __init__(self, b: Builder, node: torch.fx.Node, concrete: Callable,
+                 facts: dict | None = None):
         self.b = b
         self.node = node
         self.concrete = concrete  # SymInt/SymFloat/SymBool -> Python value
+        # what rules tell later rules of the same program about a node's result, by FX
+        # node (e.g. "the dequantization of these integers": lowering/quantized.py)
+        self.facts = {} if facts is None else facts
 
     # -- the node's result ------------------------------------------------------------
 

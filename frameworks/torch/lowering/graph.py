@@ -96,12 +96,13 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
     b.record_locations = False  # the builder's caller would be this file, not the model
     arg_types = list(input_types)
     env = dict(known)
+    facts: dict = {}  # shared by the rules of this program (LoweringContext.facts)
     with b.function(name, arg_types) as (_, args):
         env.update(zip(inputs, args))
         for node, array in (constants or {}).items():
             env[node] = b.constant(array, element_type(node.meta["val"].dtype))
         for node in nodes:
-            env[node] = _lower_node(b, node, env, concrete)
+            env[node] = _lower_node(b, node, env, concrete, facts)
         results = [env[n] for n in outputs]
         for node, value in zip(outputs, results):
             if not isinstance(value, Value):
@@ -110,7 +111,7 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
     return b.module
 
 
-def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable):
+def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable, facts: dict):
     args = map_aggregate(node.args, lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
     kwargs = map_aggregate(node.kwargs,
                            lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
@@ -119,7 +120,7 @@ def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable):
     reason = can_lower(node)
     if reason is not None:
         raise LoweringFailed(node, reason)
-    ctx = LoweringContext(b, node, concrete)
+    ctx = LoweringContext(b, node, concrete, facts)
     try:
         result = LOWERINGS.get(node.target)(ctx, *args, **kwargs)
     except Unsupported as exc:

@@ -5,13 +5,17 @@ Convolutions use StableHLO's NCHW-style dimension numbers for 1, 2 or 3 spatial 
 backward follows the usual identities: the input gradient is a transposed convolution of
 the output gradient with the same weight, and the weight gradient a convolution of the
 input with the output gradient (batch and feature dims swapped, ``batch_group_count`` =
-groups).
+groups). ``mm``, ``addmm`` and ``convolution`` of two dequantized integer operands (PT2E's
+quantize/dequantize pattern) become integer ops (quantized.py).
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from stablehlo.ir.types import I32
+
+from frameworks.torch.lowering import quantized
 from frameworks.torch.lowering.indexing import take_flat
 from frameworks.torch.lowering.registry import Unsupported, lowers
 from frameworks.torch.lowering.shape import slice_dim
@@ -27,7 +31,8 @@ def _matmul(ctx, a, b, contracting, batching=((), ())):
 
 @lowers(aten.mm.default)
 def _mm(ctx, a, b):
-    return _matmul(ctx, a, b, ((1,), (0,)))
+    integer = quantized.integer_matmul(ctx, ctx.node.args[0], ctx.node.args[1])
+    return integer if integer is not None else _matmul(ctx, a, b, ((1,), (0,)))
 
 
 @lowers(aten.bmm.default)
@@ -37,7 +42,10 @@ def _bmm(ctx, a, b):
 
 @lowers(aten.addmm.default)
 def _addmm(ctx, bias, a, b, *, beta=1, alpha=1):
-    return _scaled_sum(ctx, bias, _matmul(ctx, a, b, ((1,), (0,))), beta, alpha)
+    product = quantized.integer_matmul(ctx, ctx.node.args[1], ctx.node.args[2])
+    if product is None:
+        product = _matmul(ctx, a, b, ((1,), (0,)))
+    return _scaled_sum(ctx, bias, product, beta, alpha)
 
 
 def _scaled_sum(ctx, bias, product, beta, alpha):
@@ -67,14 +75,18 @@ def _expand_param(value, spatial: int) -> list:
     return value * spatial if len(value) == 1 else value
 
 
-def _conv(ctx, x, weight, stride, padding, dilation, groups, dtype):
+def _conv(ctx, x, weight, stride, padding, dilation, groups, dtype, result_element_type=None):
+    """The convolution of ``x`` and ``weight`` cast to ``dtype`` (None: as they are, e.g. i8
+    operands with an i32 ``result_element_type``)."""
     spatial = len(x.type.shape) - 2
     pad = _expand_param(padding, spatial)
+    if dtype is not None:
+        x, weight = ctx.cast(x, dtype), ctx.cast(weight, dtype)
     return ctx.b.convolution(
-        ctx.cast(x, dtype), ctx.cast(weight, dtype),
-        dimension_numbers=_dimension_numbers(spatial),
+        x, weight, dimension_numbers=_dimension_numbers(spatial),
         window_strides=_expand_param(stride, spatial), padding=[(p, p) for p in pad],
-        rhs_dilation=_expand_param(dilation, spatial), feature_group_count=groups)
+        rhs_dilation=_expand_param(dilation, spatial), feature_group_count=groups,
+        result_element_type=result_element_type)
 
 
 def _conv_transpose(ctx, x, weight, stride, padding, dilation, output_padding, groups, dtype):
@@ -105,7 +117,11 @@ def _convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, ou
         y = _conv_transpose(ctx, x, weight, stride, padding, dilation, output_padding, groups,
                             dtype)
     else:
-        y = _conv(ctx, x, weight, stride, padding, dilation, groups, dtype)
+        y = quantized.integer_convolution(
+            ctx, ctx.node.args[0], ctx.node.args[1], groups,
+            lambda lhs, rhs: _conv(ctx, lhs, rhs, stride, padding, dilation, groups, None, I32))
+        if y is None:
+            y = _conv(ctx, x, weight, stride, padding, dilation, groups, dtype)
     if bias is not None:
         y = ctx.b.add(y, ctx.b.broadcast_in_dim(ctx.cast(bias, dtype), shape, [1]))
     return y

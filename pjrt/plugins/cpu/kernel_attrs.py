@@ -35,6 +35,7 @@ class Kind(enum.Enum):
     INTS = ("a list of integers", "std::vector<int64_t>", "ints")
     INT_ROWS = ("a list of integer lists", "std::vector<std::vector<int64_t>>", "int_rows")
     BOOL = ("a bool", "bool", "boolean")
+    FLOAT = ("a number", "double", "real")
     STR = ("a string", "std::string", "string")  # enums (comparison_direction), names
     PRESENT = ("whether it is there", "bool", "boolean")
 
@@ -161,8 +162,18 @@ def _schemas() -> dict[str, Schema]:
         "collective_broadcast": _GROUPS + (
             Field("has_dynamic_root", Kind.BOOL, "has_dynamic_root", False),),
     }
-    return {f"stablehlo.{name}": Schema(f"stablehlo.{name}", _struct_name(name), fields)
-            for name, fields in table.items()}
+    schemas = {f"stablehlo.{name}": Schema(f"stablehlo.{name}", _struct_name(name), fields)
+               for name, fields in table.items()}
+    # Composites with a native kernel (keyed by the composite's name): their
+    # composite_attributes, as stablehlo/attention.py writes them.
+    attention = tuple(
+        Field(member, kind, f"composite_attributes.{member}")
+        for member, kind in (("scale", Kind.FLOAT), ("causal", Kind.BOOL),
+                             ("has_bias", Kind.BOOL), ("has_mask", Kind.BOOL),
+                             ("fill", Kind.FLOAT)))
+    for name in ("attention", "attention_grad"):
+        schemas[f"openhlo.{name}"] = Schema(f"openhlo.{name}", _struct_name(name), attention)
+    return schemas
 
 
 def _struct_name(op: str) -> str:
@@ -219,6 +230,9 @@ def _convert(kind: Kind, value):
         return int(value) if _is_int(value) else _MISSING
     if kind is Kind.BOOL:
         return bool(value) if isinstance(value, (bool, np.bool_)) else _MISSING
+    if kind is Kind.FLOAT:
+        is_number = isinstance(value, (float, np.floating)) or _is_int(value)
+        return float(value) if is_number else _MISSING
     if kind is Kind.STR:
         return value if isinstance(value, str) else _MISSING
     converted = (_as_ints if kind is Kind.INTS else _as_int_rows)(value)

@@ -12,6 +12,8 @@ of one frame; each op becomes one instruction (see native/executor.h):
   it. A collective without a native kernel runs at its done instead (synchronously, as the
   interpreter does), so no future ever crosses into Python;
 * an op with a native kernel -> KERNEL, with the step its factory built;
+* a ``custom_call`` of a registered custom kernel (pjrt/custom_kernels) -> KERNEL, a native
+  call of its XLA FFI handler (native/ffi_call.h);
 * any other op -> CALLBACK into the reference interpreter's kernel for that one op (its
   operands, plus the enclosing values its regions capture). Each such fallback is logged on
   the ``openhlo.cpu`` logger with the reason, and listed in ``LoweredFunction.fallbacks``.
@@ -297,6 +299,8 @@ class Lowering:
             return
         if name == "stablehlo.composite" and self._lower_fusion(op, env, ins, b):
             return
+        if name == "stablehlo.composite" and self._lower_native_composite(op, env, ins, b):
+            return
         outs = [self._define(env, r) for r in op.results]
         if name == "stablehlo.constant":
             type = native_type(op.results[0].type)
@@ -332,8 +336,30 @@ class Lowering:
             self._lower_async_start(op, ins, outs, b)
         elif name == ASYNC_DONE:
             self._lower_async_done(op, env, outs, b)
+        elif name == "stablehlo.custom_call" and self._lower_custom_kernel(op, ins, outs, b):
+            pass
         else:
             self._lower_kernel_or_fallback(op, env, ins, outs, b)
+
+    def _lower_custom_kernel(self, op, ins, outs, b: _ProgramBuilder) -> bool:
+        """A custom_call whose target is a registered custom kernel (pjrt/custom_kernels):
+        a native call of its XLA FFI handler. False: not one (the interpreter's targets)."""
+        from pjrt.custom_kernels import CUSTOM_KERNELS
+        from pjrt.custom_kernels.attributes import call_attributes
+        from pjrt.plugins.cpu.attrs import plain
+        target = plain(op.attributes.get("call_target_name"))
+        kernel = CUSTOM_KERNELS.lookup(target)
+        if kernel is None:
+            return False
+        try:
+            b.add("add_ffi_call", op.where(), target, kernel.implementation.handler_address(),
+                  [native_type(v.type) for v in op.operands],
+                  [native_type(r.type) for r in op.results], call_attributes(op), ins, outs,
+                  uses=ins, outs=outs)
+        except native().Unsupported as exc:
+            from pjrt.errors import ArgumentError
+            raise ArgumentError(f"{op.where()}: custom kernel {target}: {exc}") from None
+        return True
 
     def _lower_async_start(self, op, ins, outs, b: _ProgramBuilder) -> None:
         collective = wrapped_collective(op)
@@ -424,11 +450,39 @@ class Lowering:
             env[value] = slot
         return True
 
+    def _lower_native_composite(self, op, env, ins, b: _ProgramBuilder) -> bool:
+        """A composite with a native kernel of its own name (``openhlo.attention``): that
+        kernel, or its decomposition inlined op by op where the kernel refuses it (an
+        element type, say; logged). False: a composite without one."""
+        from pjrt.plugins.cpu.attrs import plain
+        if _kernel_name(op) not in _kernel_names():
+            return False
+        kernel, reason = self._native_kernel(op)
+        if kernel is not None:
+            outs = [self._define(env, r) for r in op.results]
+            try:  # profiles name the composite: 'stablehlo.composite' "openhlo.attention"
+                b.add("add_kernel", f'{op.where()} "{kernel[0]}"', *kernel, ins, outs,
+                      uses=ins, outs=outs)
+                return True
+            except native().Unsupported as exc:
+                reason = str(exc)
+            for r in op.results:  # the decomposition defines them instead
+                del env[r]
+        LOG.info("%s runs its decomposition: %s", op.where(), reason)
+        callee = self.module.lookup(plain(op.attributes.get("decomposition")))
+        if callee is None:
+            raise NotLowerable(f"{op.where()}: no decomposition function")
+        results = self._lower_ops(callee.body, dict(zip(callee.body.arguments, ins)), b)
+        for value, slot in zip(op.results, results):
+            env[value] = slot
+        return True
+
     def _native_kernel(self, op) -> tuple:
         """((name, attribute record, operand types, result types), None) for ``op``'s native
         kernel, or (None, why there is none); the native side may still refuse the record
         (``Unsupported``)."""
-        if op.name not in _kernel_names():
+        name = _kernel_name(op)
+        if name not in _kernel_names():
             return None, "no native kernel"
         region = region_attrs(op)
         if op.regions and not region:
@@ -444,10 +498,10 @@ class Lowering:
             # replica_id and partition_id, the other collectives, were lowered above
             if op.opdef is not None and op.opdef.has(COLLECTIVE):
                 attrs.update(collective_attrs(op, self.num_replicas, self.num_partitions))
-            record = encode(op.name, op.where(), attrs)
+            record = encode(name, op.where(), attrs)
         except native().Unsupported as exc:
             return None, str(exc)
-        return (op.name, record, [native_type(v.type) for v in op.operands],
+        return (name, record, [native_type(v.type) for v in op.operands],
                 [native_type(r.type) for r in op.results]), None
 
     def _lower_kernel_or_fallback(self, op, env, ins, outs, b: _ProgramBuilder) -> None:
@@ -520,6 +574,14 @@ def _kernel_names() -> frozenset:
     if _KERNEL_NAMES is None:
         _KERNEL_NAMES = frozenset(native().kernel_names())
     return _KERNEL_NAMES
+
+
+def _kernel_name(op: Operation) -> str:
+    """The native kernel that runs ``op``: a composite's by the composite's own name (its
+    kernel replaces the decomposition), any other op's by the op's."""
+    if op.name == "stablehlo.composite":
+        return getattr(op.attr("name"), "value", op.name)
+    return op.name
 
 
 def _captured_values(op: Operation) -> set:

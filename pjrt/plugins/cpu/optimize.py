@@ -27,6 +27,13 @@ executable's devices in this process (replicas x partitions that the device assi
 here: ``CpuClient._compiler``), so 8 virtual devices on 2 cores are scheduled as what they
 are (their collectives stay synchronous: no core is left for a communication thread).
 
+``env_option_overrides={"memory_limit": bytes}`` (an int, or text such as ``"64MiB"``) keeps
+the program's peak memory (``exe.memory_stats()["peak_bytes"]``: arguments + heap) under that
+many bytes by recomputing values (xla_core's ``remat`` pass, last in the pipeline); fusion then
+forms no multi-output fusions, whose one kernel would keep every value it reads (a reduction
+of each layer's gradient, say) live until all of them exist. ``memory_stats()`` reports the
+peak without remat too.
+
 The pipeline is registered as ``cpu`` in xla_core's pipeline registry (by pjrt/registry.py,
 lazily, next to the backend itself), so ``openhlo opt --pipeline=cpu`` runs it too (one
 device per host there). xla_core's compile driver runs it, on a copy of the program (see
@@ -40,6 +47,7 @@ from dataclasses import replace
 
 from xla_core.cost.profile import ProfileError, read_profile
 
+from xla_core.buffers.remat import with_memory_limit
 from xla_core.fusion import FusionPass
 from xla_core.passes import Pipeline, make_pipeline, parse_pass_list
 from xla_core.scheduling import LatencyHidingSchedulerPass
@@ -51,8 +59,11 @@ PIPELINE_OF_LEVEL = {0: None, 1: "cpu"}
 
 
 def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
-                 devices_per_host: int = 0) -> Pipeline:
-    """The cpu backend's whole pipeline: cpu-opt, then fusion (constant folding first, so
+                 devices_per_host: int = 0, fused_attention: bool = True,
+                 memory_limit: int = 0) -> Pipeline:
+    """The cpu backend's whole pipeline: cpu-opt, then (with ``fused_attention``) attention
+    into its composite for the native flash kernel (after cpu-opt, whose constant folding
+    leaves the scale a constant), then fusion (constant folding first, so
     constant-only subprograms are folded rather than fused), dce of what fusion left, and
     the schedule last, on the fused program the executor will run. Fusion forms only what
     the cpu code generator can emit (codegen/hook.py). The schedule is XLA's sequence:
@@ -65,14 +76,20 @@ def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
     ``profile``: a trace whose measured times the latency-hiding scheduler uses
     (``profile_of``).
     ``devices_per_host``: the devices sharing the host, for fusion's and the scheduler's
-    hardware description (0: one, as ``hardware("cpu")`` describes it)."""
+    hardware description (0: one, as ``hardware("cpu")`` describes it).
+    ``memory_limit``: bytes the peak must stay under (0: no limit): no multi-output fusion,
+    and ``remat`` after the schedule."""
     host = f"{{hardware=cpu devices-per-host={devices_per_host}}}"
     # where the devices leave no core for communication, every pair becomes synchronous:
     # before fusion too, whose legality would keep work in windows nothing overlaps
     schedule = (f"async-collective-creator,latency-hiding-scheduler,convert-async-to-sync{host}"
                 if latency_hiding else "memory-schedule")
     first = f"convert-async-to-sync{host}," if latency_hiding else ""
-    passes = make_pipeline("cpu-opt").passes + parse_pass_list(f"{first}fusion,dce,{schedule}")
+    attention = "fuse-attention,dce," if fused_attention else ""
+    passes = make_pipeline("cpu-opt").passes + parse_pass_list(
+        f"{attention}{first}fusion,dce,{schedule}")
+    if memory_limit:
+        passes = with_memory_limit(passes, memory_limit)
     passes = [replace(p, codegen=CPU_CODEGEN, devices_per_host=devices_per_host)
               if isinstance(p, FusionPass) else p for p in passes]
     passes = [replace(p, profile=profile, devices_per_host=devices_per_host)
@@ -91,6 +108,17 @@ def latency_hiding(options=None) -> bool:
     given = options.env_option_overrides.get("latency_hiding") if options is not None else None
     if given is None:
         return os.environ.get("OPENHLO_CPU_LATENCY_HIDING", "1") != "0"
+    return bool(given)
+
+
+def fused_attention(options=None) -> bool:
+    """Whether the compile options (``env_option_overrides["fused_attention"]``, else
+    ``OPENHLO_CPU_FUSED_ATTENTION``, default on) let fuse-attention run: off, attention runs
+    as the math it was written as (the materialized baseline of tools/bench_attention.py)."""
+    given = options.env_option_overrides.get("fused_attention") if options is not None \
+        else None
+    if given is None:
+        return os.environ.get("OPENHLO_CPU_FUSED_ATTENTION", "1") != "0"
     return bool(given)
 
 
@@ -130,6 +158,25 @@ def devices_per_host_of(options=None) -> int | None:
         from pjrt.api import ArgumentError
         raise ArgumentError(f"env_option_overrides['devices_per_host'] must be a positive "
                             f"int, got {given!r}")
+    return given
+
+
+def memory_limit_of(options=None) -> int:
+    """The peak bytes the compile options allow (``env_option_overrides["memory_limit"]``: a
+    positive int, or text such as ``"64MiB"``), 0 when they set none."""
+    given = options.env_option_overrides.get("memory_limit") if options is not None else None
+    if given is None:
+        return 0
+    from pjrt.api import ArgumentError
+    if isinstance(given, str):
+        from xla_core.buffers.remat import RematError, parse_limit
+        try:
+            return parse_limit(given)
+        except RematError as exc:
+            raise ArgumentError(f"env_option_overrides['memory_limit']: {exc}") from None
+    if isinstance(given, bool) or not isinstance(given, int) or given < 1:
+        raise ArgumentError(f"env_option_overrides['memory_limit'] must be a positive number "
+                            f"of bytes or a size such as '64MiB', got {given!r}")
     return given
 
 

@@ -37,8 +37,8 @@ from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
 from pjrt.plugins.cpu.native_module import native
-from pjrt.plugins.cpu.optimize import (cpu_pipeline, devices_per_host_of, pipeline_name,
-                                      profile_of)
+from pjrt.plugins.cpu.optimize import (cpu_pipeline, devices_per_host_of, fused_attention,
+                                       memory_limit_of, pipeline_name, profile_of)
 from pjrt.plugins.cpu.optimize import opt_level as opt_level_of
 from pjrt.plugins.cpu.tiering import Upgrade, async_codegen
 
@@ -215,13 +215,20 @@ class CpuExecutable(LoadedExecutable):
         """Buffer assignment of the compiled entry function (computed on first call):
         ``peak_bytes`` (arguments + the packed heap of temporaries), ``intermediate_bytes``
         (all temporaries without reuse), ``argument_bytes``, ``output_bytes``,
-        ``heap_bytes``; ``report`` is the human-readable form."""
+        ``heap_bytes``; ``report`` is the human-readable form. ``peak_bytes_without_remat``:
+        the peak before the compiler recomputed values to meet the ``memory_limit`` compile
+        option (``peak_bytes`` when nothing was recomputed), and ``recomputed_ops``."""
         if self._memory is None:
             from xla_core.buffers import assign_buffers
+            from xla_core.buffers.remat import remat_summary
             a = assign_buffers(self.program.func)
+            summary = remat_summary(self.program.func)
             self._memory = {"peak_bytes": a.peak_bytes, "intermediate_bytes": a.intermediate_bytes,
                             "argument_bytes": a.argument_bytes, "output_bytes": a.output_bytes,
-                            "heap_bytes": a.heap_bytes, "report": a.report()}
+                            "heap_bytes": a.heap_bytes, "report": a.report(),
+                            "peak_bytes_without_remat": summary.get("peak_before",
+                                                                    a.peak_bytes),
+                            "recomputed_ops": summary.get("recomputed", 0)}
         return dict(self._memory)
 
     def __call__(self, *arrays) -> list:
@@ -436,10 +443,13 @@ class CpuClient(CompileDriverMixin, Client):
         profile = profile_of(options) if pipeline == "cpu" else None
         digest = profile[1] if profile else None
         devices = devices_per_host_of(options)
+        memory_limit = memory_limit_of(options)
         # without the option, the devices here come from the request and this client's
         # devices (which of them are this process's): keyed through the identity
         host = f"devices_per_host={devices}" if devices else \
             f"devices={len(self.devices())} here={[d.id for d in self.addressable_devices()]}"
+        fused = fused_attention(options)
+        host += "" if fused else " unfused-attention"
         # autocast to bf16 applies where the bf16 GEMM runs on AVX-512 BF16 (precision.py)
         low_precision = frozenset({"bf16"}) if native().lowp.active_isa()["bf16"] \
             else frozenset()
@@ -448,7 +458,8 @@ class CpuClient(CompileDriverMixin, Client):
             identity=(compile_cache.identity(level, pipeline, digest, host) if cached
                       else f"{PLATFORM} {level} {pipeline} {digest} {host}"),
             pipeline=None if pipeline is None else functools.partial(
-                self._pipeline, pipeline == "cpu", profile[0] if profile else "", devices),
+                self._pipeline, pipeline == "cpu", profile[0] if profile else "", devices,
+                fused, memory_limit),
             generate=lambda module, request: self._lower(
                 module, request.entry, request.num_replicas, request.num_partitions,
                 compile_now),
@@ -456,10 +467,12 @@ class CpuClient(CompileDriverMixin, Client):
             low_precision=low_precision)
 
     def _pipeline(self, latency_hiding: bool, profile: str, devices: int | None,
-                  request) -> Pipeline:
+                  fused: bool, memory_limit: int, request) -> Pipeline:
         """The cpu pipeline for ``request``, its host shared by ``devices`` devices, or by
-        the executable's devices in this process (``devices_here``)."""
-        return cpu_pipeline(latency_hiding, profile, devices or self.devices_here(request))
+        the executable's devices in this process (``devices_here``), its peak kept under
+        ``memory_limit`` bytes (0: no limit)."""
+        return cpu_pipeline(latency_hiding, profile, devices or self.devices_here(request),
+                            fused, memory_limit)
 
     def devices_here(self, request) -> int:
         """How many devices of this process run the executable ``request`` compiles at once:

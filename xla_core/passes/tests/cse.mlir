@@ -287,3 +287,18 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<f32>) -> (tensor<f32>
   }
   func.return %r0, %r1, %r2, %r3 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// A copy the remat pass made (openhlo.remat) is not merged with its original: that would
+// undo the recomputation.
+// CHECK-LABEL: @main
+// CHECK: %[[A:[^ ]+]] = stablehlo.exponential %arg0 :
+// CHECK: %[[B:[^ ]+]] = stablehlo.exponential %arg0 {openhlo.remat}
+// CHECK: stablehlo.add %[[A]], %[[B]]
+func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.exponential %arg0 : tensor<4xf32>
+  %1 = stablehlo.exponential %arg0 {openhlo.remat} : tensor<4xf32>
+  %2 = stablehlo.add %0, %1 : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}

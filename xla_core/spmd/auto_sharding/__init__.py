@@ -9,9 +9,10 @@ program (pass ``auto-sharding``).
 
 ``layouts`` (the shardings of a value), ``strategies`` (the ways each op runs over the
 mesh), ``costs`` (their seconds from the per-hardware cost model), ``graph`` (the cost graph:
-followers merged, edges, liveness), ``solver`` (the integer program, HiGHS through scipy,
-with a time limit and a greedy fallback), ``plan`` (the result and its explanation),
-``auto_shard`` (the entry point and the pass).
+followers merged, scalar broadcasts copied per user, edges, liveness), ``prune`` (choices
+never better than another dropped), ``solver`` (the integer program, HiGHS through scipy:
+its LP relaxation first, with a time limit and a greedy fallback), ``plan`` (the result and
+its explanation), ``auto_shard`` (the entry point and the pass).
 """
 from xla_core.spmd.auto_sharding.auto_shard import (DEFAULT_TIME_LIMIT_S, AutoShardingPass,
                                                     apply_plan, auto_shard)

@@ -1,13 +1,16 @@
 """auto-sharding: choose a sharding for every value of the entry function, and write it down
 so that sharding-propagation and spmd-partition produce the per-device program.
 
-``auto_shard(module, mesh)`` builds the cost graph (graph.py), solves it (solver.py) and
-returns the ``Plan``; it does not change the module. ``apply_plan`` writes the plan as the
-annotations the SPMD passes read: the ``sdy.mesh`` (``@mesh``, unless the module has one),
-``sdy.sharding`` on every argument, result and op of the entry function, and an
-``sdy.sharding_constraint`` in front of an operand the plan uses in another layout than the
-one it is made in (the partitioner reshards there, and a dot then sees its operands split as
-the plan's strategy says). ``mhlo.num_partitions`` becomes the mesh's device count.
+``auto_shard(module, mesh)`` builds the cost graph (graph.py), drops the choices that are
+never better than another (prune.py), solves it (solver.py) and returns the ``Plan``; it
+does not change the module. ``apply_plan`` writes the plan as the annotations the SPMD
+passes read: the ``sdy.mesh`` (``@mesh``, unless the module has one), ``sdy.sharding`` on
+every argument, result and op of the entry function, and an ``sdy.sharding_constraint`` in
+front of an operand the plan uses in another layout than the one it is made in (the
+partitioner reshards there, and a dot then sees its operands split as the plan's strategy
+says); a later user of a broadcast of a scalar gets its own copy of the broadcast, made in
+the layout it wants (``graph.copied_values``). ``mhlo.num_partitions`` becomes the mesh's
+device count.
 
 User annotations are kept: an annotated argument, op result or sharding constraint has that
 layout only, and an annotated result is resharded to its layout on return. The module's own
@@ -30,9 +33,10 @@ from xla_core.cost import hardware as hardware_description
 from xla_core.passes.base import Pass, PassContext
 from xla_core.spmd.annotations import CONSTRAINT, PER_VALUE, MeshInfo, with_sharding
 from xla_core.spmd.auto_sharding.costs import CostModel
-from xla_core.spmd.auto_sharding.graph import build_graph
+from xla_core.spmd.auto_sharding.graph import build_graph, copied_values
 from xla_core.spmd.auto_sharding.layouts import AutoShardingError, parse_bytes, parse_mesh
 from xla_core.spmd.auto_sharding.plan import Plan, build_plan
+from xla_core.spmd.auto_sharding.prune import prune_dominated
 from xla_core.spmd.auto_sharding.solver import solve
 from xla_core.spmd.manual import PARTITIONED
 from xla_core.spmd.sharding import module_meshes
@@ -59,6 +63,7 @@ def auto_shard(module: Module, mesh_axes=None, *, memory_limit=None, hardware: s
     func = module.lookup(entry)
     model = CostModel(hardware_description(hardware), info.mesh)
     graph = build_graph(func, info, model, memory=limit is not None)
+    prune_dominated(graph)
     solution = solve(graph, limit, time_limit_s)
     return build_plan(func, graph, solution, model, hardware, limit)
 
@@ -109,13 +114,25 @@ def apply_plan(module: Module, plan: Plan, entry: str = "main") -> None:
         if choice.op is not None:
             layout.update(zip(choice.op.results, choice.outs))
     block = func.body.operations
+    first_users = copied_values(func)
     constraints: dict = {}
     for choice in plan.choices:
         op = choice.op
         if op is None or op.name == CONSTRAINT:  # a constraint reshards its operand itself
             continue
         for j, (v, want) in enumerate(zip(op.operands, choice.ins)):
-            if want is None or v not in layout or tuple(layout[v]) == tuple(want):
+            if want is None or v not in layout:
+                continue
+            if first_users.get(v, op) is not op:  # a later user: its own copy
+                source = v.owner
+                copy = Operation(source.name, list(source.operands), [v.type],
+                                 {**source.attributes, PER_VALUE: ShardingPerValueAttr.of(
+                                     [info.sharding(want)])}, (), op.location)
+                copy.parent = op.parent
+                block.insert(block.index(op), copy)
+                op.operands[j] = copy.results[0]
+                continue
+            if tuple(layout[v]) == tuple(want):
                 continue
             key = (v, tuple(want))
             if key not in constraints:

@@ -37,6 +37,7 @@ class CostModel:
         self.mesh = mesh
         self._op_costs: dict = {}
         self._reshards: dict = {}
+        self._local: dict = {}
 
     def compute(self, op: Operation, parts: int, ins, outs) -> float:
         """Seconds one device computes its share of ``op``: ``1/parts`` of the flops, and the
@@ -58,7 +59,7 @@ class CostModel:
         total = local = 0.0
         for v, dims in zip(values, layouts):
             if dims is not None and isinstance(v.type, TensorType):
-                total += type_bytes(v.type)
+                total += self.local_bytes(v.type, ())
                 local += self.local_bytes(v.type, dims)
         return local / total if total else 1.0
 
@@ -75,7 +76,11 @@ class CostModel:
 
     def local_bytes(self, t: TensorType, dims) -> float:
         """Bytes of one device's piece of a value of type ``t`` laid out ``dims``."""
-        return type_bytes(t) / pieces(dims, self.mesh)
+        key = (t, tuple(dims))
+        found = self._local.get(key)
+        if found is None:
+            found = self._local[key] = type_bytes(t) / pieces(dims, self.mesh)
+        return found
 
     def reshard(self, t: TensorType, have, target) -> float:
         """Seconds to turn a device's piece laid out ``have`` into one laid out ``target``."""

@@ -14,7 +14,7 @@ from stablehlo.ir.sharding import Mesh
 from stablehlo.ir.types import TensorType
 
 from xla_core.spmd.auto_sharding.costs import CostModel
-from xla_core.spmd.auto_sharding.graph import CostGraph
+from xla_core.spmd.auto_sharding.graph import CostGraph, last_uses
 from xla_core.spmd.auto_sharding.layouts import layout_text
 from xla_core.spmd.auto_sharding.solver import Solution
 
@@ -94,14 +94,18 @@ def build_plan(func: Func, graph: CostGraph, solution: Solution, model: CostMode
     members = sorted((m for group in graph.groups for m in group.members),
                      key=lambda m: (m.position, -1 if m.op is None else number[m.op]))
     args = list(func.body.arguments)
+    copies = [0.0] * (len(func.body.operations) + 1)  # bytes of broadcast copies per position
     for member in members:
         g = graph.place[member.values[0]][0]
         s = member.strategies[solution.choice[g]]
         resharding = 0.0
         if member.op is not None:
-            resharding = sum(model.reshard(v.type, layout[v], want)
+            resharding = sum(graph.arrival_seconds(v, layout[v], want, model, member.op)
                              for v, want in zip(member.op.operands, s.ins)
                              if want is not None and v in layout)
+            copies[member.position] += sum(
+                model.local_bytes(v.type, want) for v, want in zip(member.op.operands, s.ins)
+                if v in graph.copies and graph.first_users[v] is not member.op)
         memory = sum(model.local_bytes(v.type, d) for v, d in zip(member.values, s.outs)
                      if isinstance(v.type, TensorType))
         label = f"argument {args.index(member.values[0])}" if member.op is None \
@@ -114,22 +118,23 @@ def build_plan(func: Func, graph: CostGraph, solution: Solution, model: CostMode
     returned = func.body.terminator.operands
     return Plan(model.mesh, hardware, tuple(layout[a] for a in args),
                 tuple(layout.get(v) for v in returned), tuple(choices), *totals,
-                _peak_memory(func, layout, model), memory_limit, solution)
+                _peak_memory(func, layout, model, graph, copies), memory_limit, solution)
 
 
-def _peak_memory(func: Func, layout: dict, model: CostModel) -> float:
-    """Bytes per device live at the busiest point of the program order under ``layout``."""
+def _peak_memory(func: Func, layout: dict, model: CostModel, graph: CostGraph,
+                 copies: list) -> float:
+    """Bytes per device live at the busiest point of the program order under ``layout``,
+    with ``copies[position]`` bytes of broadcast copies live at that position alone."""
     ops = func.body.operations
-    last = {}
-    for position, op in enumerate(ops, start=1):
-        for nested in op.walk():
-            for v in nested.operands:
-                last[v] = position
+    last = last_uses(func, graph.first_users)
     born = {a: 0 for a in func.body.arguments}
     for position, op in enumerate(ops[:-1], start=1):
         for r in op.results:
             born[r] = position
     change = [0.0] * (len(ops) + 2)
+    for position, nbytes in enumerate(copies):
+        change[position] += nbytes
+        change[position + 1] -= nbytes
     for v, start in born.items():
         if isinstance(v.type, TensorType) and layout.get(v) is not None:
             nbytes = model.local_bytes(v.type, layout[v])

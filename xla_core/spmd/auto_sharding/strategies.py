@@ -193,9 +193,17 @@ _BUILDERS = {
 FOLLOWING = frozenset({Split.ELEMENTWISE, Split.TRANSPOSE, Split.RESHAPE})
 
 
+def copied_per_use(op: Operation) -> bool:
+    """A broadcast of a scalar (``%ones``, a learning rate) is made in whatever layout each
+    user wants by a copy of the broadcast next to it (nothing moves: every device holds the
+    scalar), so it is no shared choice that hundreds of users pull on."""
+    return op.name == "stablehlo.broadcast_in_dim" and _rank(op.operands[0]) == 0 \
+        and _rank(op.results[0]) is not None
+
+
 def argument_strategies(t: TensorType, model: CostModel) -> list:
     """An unannotated argument may arrive in any layout; it costs nothing itself."""
     return [Strategy((dims,), (), 0.0, 0.0) for dims in layouts(t.shape, model.mesh)]
 
 
-__all__ = ["FOLLOWING", "Strategy", "argument_strategies", "op_strategies"]
+__all__ = ["FOLLOWING", "Strategy", "argument_strategies", "copied_per_use", "op_strategies"]

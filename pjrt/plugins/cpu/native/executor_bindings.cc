@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "executor.h"
+#include "ffi_call.h"
 #include "generated_env.h"
 #include "numpy_bridge.h"
 
@@ -229,6 +230,24 @@ void bind_executor(py::module_& m) {
         for (auto t : result_types) specs.push_back(spec_from_python(t));
         Step step = make_generated_step(library, symbol, std::move(specs), std::move(inplace),
                                         in.size());
+        add(p, InstrKind::KERNEL, std::move(where), std::move(in), std::move(out)).step =
+            std::move(step);
+      })
+      .def("add_ffi_call", [](Program& p, std::string where, const std::string& target,
+                              uintptr_t handler, py::list operand_types, py::list result_types,
+                              py::list attrs, std::vector<int32_t> in, std::vector<int32_t> out) {
+        // A custom kernel's XLA FFI handler (ffi_call.h); attrs: (name, kind, dtype, bytes).
+        std::vector<TensorSpec> operands, results;
+        for (auto t : operand_types) operands.push_back(spec_from_python(t));
+        for (auto t : result_types) results.push_back(spec_from_python(t));
+        std::vector<FfiAttr> decoded;
+        for (auto item : attrs) {
+          auto t = item.cast<py::tuple>();
+          decoded.push_back({t[0].cast<std::string>(), t[1].cast<std::string>(),
+                             t[2].cast<std::string>(), t[3].cast<std::string>()});
+        }
+        Step step = make_ffi_call_step(target, handler, std::move(operands), std::move(results),
+                                       std::move(decoded));
         add(p, InstrKind::KERNEL, std::move(where), std::move(in), std::move(out)).step =
             std::move(step);
       })

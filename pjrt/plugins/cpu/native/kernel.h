@@ -40,8 +40,8 @@ struct TensorSpec {
 // One field of an op's attribute record: pjrt/plugins/cpu/kernel_attrs.py encodes the
 // attributes an op's kernel reads into a flat list by the op's schema; monostate is an
 // absent optional field. (An empty Python list arrives as empty ints; int_rows accepts it.)
-using AttrValue = std::variant<std::monostate, int64_t, bool, std::string, std::vector<int64_t>,
-                               std::vector<std::vector<int64_t>>>;
+using AttrValue = std::variant<std::monostate, int64_t, bool, double, std::string,
+                               std::vector<int64_t>, std::vector<std::vector<int64_t>>>;
 using AttrRecord = std::vector<AttrValue>;
 
 struct OpSpec {
@@ -91,6 +91,7 @@ class AttrReader {
   bool absent(size_t i) const { return std::holds_alternative<std::monostate>(record_[i]); }
   int64_t integer(size_t i, const char* member) const { return get<int64_t>(i, member); }
   bool boolean(size_t i, const char* member) const { return get<bool>(i, member); }
+  double real(size_t i, const char* member) const { return get<double>(i, member); }
   const std::string& string(size_t i, const char* member) const {
     return get<std::string>(i, member);
   }

@@ -59,6 +59,8 @@ AttrRecord record_from_python(const py::list& record) {
       out.emplace_back(item.cast<bool>());
     } else if (py::isinstance<py::int_>(item)) {
       out.emplace_back(item.cast<int64_t>());
+    } else if (py::isinstance<py::float_>(item)) {
+      out.emplace_back(item.cast<double>());
     } else if (py::isinstance<py::str>(item)) {
       out.emplace_back(item.cast<std::string>());
     } else if (py::isinstance<py::list>(item) && py::len(item) > 0 &&

@@ -69,6 +69,8 @@ Pool& pool() {
 
 int parallel_width() { return pool().size() + 1; }
 
+void schedule(std::function<void()> task) { pool().submit(std::move(task)); }
+
 void parallel_for(int64_t n, int64_t min_chunk,
                   const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;

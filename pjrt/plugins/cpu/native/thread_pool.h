@@ -16,4 +16,8 @@ void parallel_for(int64_t n, int64_t min_chunk,
 // Number of threads parallel_for may use (the pool plus the caller).
 int parallel_width();
 
+// Runs task on one of the pool's threads, later; the caller waits for it however it likes
+// (custom kernels' XLA FFI thread pool, ffi_call.cc). task must not throw.
+void schedule(std::function<void()> task);
+
 }  // namespace openhlo::cpu

@@ -213,3 +213,17 @@ def test_time_limit_gives_the_greedy_plan_and_says_so(caplog):
     assert "auto-sharding: time limit: greedy fallback" in caplog.text
     assert plans[0].layouts() == plans[1].layouts()
     assert "the plan is the greedy fallback's" in plans[0].explain()[-1]
+
+
+def test_program_with_a_single_choice_everywhere_has_the_trivial_plan():
+    # scalars can only be replicated: no variables and no rows for the solver (this crashed
+    # building an empty constraint matrix)
+    module = stablehlo.parse("""
+func.func public @main(%a: tensor<f32>) -> tensor<f32> {
+  %b = stablehlo.negate %a : tensor<f32>
+  return %b : tensor<f32>
+}
+""")
+    plan = auto_shard(module, "model=8", hardware=HW)
+    assert plan.solution.status == "optimal" and plan.solution.variables == 0
+    assert plan.arguments == ((),) and plan.results == ((),)

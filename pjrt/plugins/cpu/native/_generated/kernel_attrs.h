@@ -444,6 +444,46 @@ struct CollectiveBroadcastAttrs {
   }
 };
 
+// openhlo.attention
+struct AttentionAttrs {
+  double scale;  // composite_attributes.scale
+  bool causal;  // composite_attributes.causal
+  bool has_bias;  // composite_attributes.has_bias
+  bool has_mask;  // composite_attributes.has_mask
+  double fill;  // composite_attributes.fill
+
+  static AttentionAttrs decode(const OpSpec& spec) {
+    const AttrReader r(spec, "openhlo.attention", 5);
+    AttentionAttrs a;
+    a.scale = r.real(0, "scale");
+    a.causal = r.boolean(1, "causal");
+    a.has_bias = r.boolean(2, "has_bias");
+    a.has_mask = r.boolean(3, "has_mask");
+    a.fill = r.real(4, "fill");
+    return a;
+  }
+};
+
+// openhlo.attention_grad
+struct AttentionGradAttrs {
+  double scale;  // composite_attributes.scale
+  bool causal;  // composite_attributes.causal
+  bool has_bias;  // composite_attributes.has_bias
+  bool has_mask;  // composite_attributes.has_mask
+  double fill;  // composite_attributes.fill
+
+  static AttentionGradAttrs decode(const OpSpec& spec) {
+    const AttrReader r(spec, "openhlo.attention_grad", 5);
+    AttentionGradAttrs a;
+    a.scale = r.real(0, "scale");
+    a.causal = r.boolean(1, "causal");
+    a.has_bias = r.boolean(2, "has_bias");
+    a.has_mask = r.boolean(3, "has_mask");
+    a.fill = r.real(4, "fill");
+    return a;
+  }
+};
+
 // Each op's members in record order (tests compare them with the Python schemas).
 struct AttrSchemaInfo {
   const char* op;
@@ -473,6 +513,8 @@ inline constexpr AttrSchemaInfo kAttrSchemas[] = {
     {"stablehlo.all_to_all", "num_replicas num_partitions channel_id collective_groups split_dimension concat_dimension split_count"},
     {"stablehlo.collective_permute", "num_replicas num_partitions channel_id collective_groups permute_sources"},
     {"stablehlo.collective_broadcast", "num_replicas num_partitions channel_id collective_groups has_dynamic_root"},
+    {"openhlo.attention", "scale causal has_bias has_mask fill"},
+    {"openhlo.attention_grad", "scale causal has_bias has_mask fill"},
 };
 
 }  // namespace openhlo::cpu

@@ -1,0 +1,67 @@
+"""Training steps under a memory limit of half their peak (issue 21): the cpu backend keeps
+the limit (``exe.memory_stats()``) and gives the bits of the step compiled without one;
+``openhlo opt`` and ``openhlo run`` take ``--memory-limit``; ``tools.bench_remat`` reports.
+Speed is not asserted."""
+import json
+
+import numpy as np
+import pytest
+
+from tools import bench_remat
+from tools.tests.helpers import run_cli
+
+
+@pytest.fixture(scope="module")
+def client():
+    import pjrt
+    return pjrt.make_client("cpu")
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer"])
+def test_half_the_peak_with_the_same_bits(name, client):
+    text, args = bench_remat.lowered(bench_remat.STEPS[name].build)
+    plain = bench_remat.compile_step(client, text, wait=False)
+    peak = plain.memory_stats()["peak_bytes"]
+    limit = peak // 2
+    limited = bench_remat.compile_step(client, text, limit, wait=False)
+    stats = limited.memory_stats()
+    assert stats["peak_bytes"] <= limit < stats["peak_bytes_without_remat"]
+    assert stats["recomputed_ops"] > 0
+    assert plain.memory_stats()["peak_bytes_without_remat"] == peak
+    for want, got in zip(plain(*args), limited(*args)):
+        assert np.asarray(want).tobytes() == np.asarray(got).tobytes()
+
+
+def test_opt_and_run_take_a_memory_limit(tmp_path, capsys):
+    text, args = bench_remat.lowered(bench_remat.STEPS["mlp"].build)
+    path = tmp_path / "step.mlir"
+    path.write_text(text)
+    r = run_cli(capsys, "opt", path, "--pipeline=cpu", "-o", tmp_path / "plain.mlir")
+    assert r.code == 0, r.err
+    limit = _peak(tmp_path / "plain.mlir") // 2
+    r = run_cli(capsys, "opt", path, "--pipeline=cpu", "--memory-limit", str(limit),
+                "-o", tmp_path / "limited.mlir")
+    assert r.code == 0, r.err
+    assert _peak(tmp_path / "limited.mlir") <= limit
+    assert "{openhlo.remat}" in (tmp_path / "limited.mlir").read_text()
+    np.savez(tmp_path / "args.npz", **{f"arg{i}": a for i, a in enumerate(args)})
+    r = run_cli(capsys, "run", path, "--inputs", tmp_path / "args.npz", "--memory-limit",
+                f"{limit / 2**20:.4f}MiB", "-o", tmp_path / "out.npz")
+    assert r.code == 0, r.err
+    assert "peak memory: " in r.err and "without recomputing" in r.err
+    r = run_cli(capsys, "opt", path, "--memory-limit", "lots")
+    assert r.code != 0 and "--memory-limit: remat: memory limit 'lots'" in r.err
+
+
+def _peak(path) -> int:
+    import stablehlo
+    from xla_core.buffers import assign_buffers
+    return assign_buffers(stablehlo.parse(path.read_text()).lookup("main")).peak_bytes
+
+
+def test_the_report(tmp_path, capsys):
+    out = tmp_path / "remat.json"
+    assert bench_remat.main(["--steps", "mlp", "--budget", "0.01", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())
+    assert row["identical"] and row["under_limit"] and row["time_ratio"] > 0
+    assert "mlp" in capsys.readouterr().out
