@@ -11,10 +11,11 @@ import pjrt
 from pjrt.api import CompileOptions
 from pjrt.plugins.cpu.native_module import native
 
-# an attention-like block: scores, softmax, a layer norm over the mixed values
+# a classifier's softmax over one product's logits, an RMS norm of another product (not
+# softmax(q k^T) v: fuse-attention would make that an attention composite)
 BLOCK = """
-func.func @main(%q: tensor<8x32xf32>, %k: tensor<8x32xf32>, %v: tensor<8x32xf32>) -> tensor<8x32xf32> {
-  %s = stablehlo.dot_general %q, %k, contracting_dims = [1] x [1] : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x8xf32>
+func.func @main(%x: tensor<8x32xf32>, %w1: tensor<32x8xf32>, %w2: tensor<32x32xf32>) -> (tensor<8x8xf32>, tensor<8x32xf32>) {
+  %s = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : (tensor<8x32xf32>, tensor<32x8xf32>) -> tensor<8x8xf32>
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %m = stablehlo.reduce(%s init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<8x8xf32>, tensor<f32>) -> tensor<8xf32>
   %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<8xf32>) -> tensor<8x8xf32>
@@ -24,7 +25,7 @@ func.func @main(%q: tensor<8x32xf32>, %k: tensor<8x32xf32>, %v: tensor<8x32xf32>
   %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<8x8xf32>, tensor<f32>) -> tensor<8xf32>
   %sb = stablehlo.broadcast_in_dim %sum, dims = [0] : (tensor<8xf32>) -> tensor<8x8xf32>
   %p = stablehlo.divide %e, %sb : tensor<8x8xf32>
-  %o = stablehlo.dot_general %p, %v, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %o = stablehlo.dot_general %x, %w2, contracting_dims = [1] x [0] : (tensor<8x32xf32>, tensor<32x32xf32>) -> tensor<8x32xf32>
   %n = stablehlo.constant dense<3.125e-02> : tensor<8xf32>
   %ss = stablehlo.multiply %o, %o : tensor<8x32xf32>
   %sq = stablehlo.reduce(%ss init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<8x32xf32>, tensor<f32>) -> tensor<8xf32>
@@ -32,22 +33,23 @@ func.func @main(%q: tensor<8x32xf32>, %k: tensor<8x32xf32>, %v: tensor<8x32xf32>
   %r = stablehlo.rsqrt %ms : tensor<8xf32>
   %rb = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<8xf32>) -> tensor<8x32xf32>
   %y = stablehlo.multiply %o, %rb : tensor<8x32xf32>
-  return %y : tensor<8x32xf32>
+  return %p, %y : tensor<8x8xf32>, tensor<8x32xf32>
 }
 """
 
 
-def _reference(q, k, v):
-    q, k, v = (a.astype(np.float64) for a in (q, k, v))
-    s = q @ k.T
+def _reference(x, w1, w2):
+    x, w1, w2 = (a.astype(np.float64) for a in (x, w1, w2))
+    s = x @ w1
     p = np.exp(s - s.max(axis=1, keepdims=True))
-    o = (p / p.sum(axis=1, keepdims=True)) @ v
-    return o / np.sqrt((o * o).mean(axis=1, keepdims=True))
+    o = x @ w2
+    return p / p.sum(axis=1, keepdims=True), o / np.sqrt((o * o).mean(axis=1, keepdims=True))
 
 
 def _inputs():
     rng = np.random.default_rng(0)
-    return [rng.standard_normal((8, 32)).astype(np.float32) for _ in range(3)]
+    return [rng.standard_normal(shape).astype(np.float32)
+            for shape in ((8, 32), (32, 8), (32, 32))]
 
 
 def _compile(client, **overrides):
@@ -72,14 +74,13 @@ def test_products_in_bf16_reductions_exp_and_norm_in_f32():
     for name in ("stablehlo.reduce", "stablehlo.exponential", "stablehlo.rsqrt"):
         found = [op for op in ops if op.name == name]
         assert found and all(_element(v) == "f32" for op in found for v in op.operands), name
-    q, k, v = _inputs()
-    got = np.asarray(exe(q, k, v)[0], np.float64)
-    want = _reference(q, k, v)
-    error = np.abs(got - want).max()
-    # bf16 operands of two products of 32 and 8 terms (2^-8 relative each), normalized rows
-    assert 1e-4 < error < 5e-2
-    full = np.asarray(_compile(pjrt.make_client("cpu"))(q, k, v)[0], np.float64)
-    assert np.abs(full - want).max() < 1e-5
+    inputs = _inputs()
+    full = _compile(pjrt.make_client("cpu"))(*inputs)
+    for got, exact, want in zip(exe(*inputs), full, _reference(*inputs)):
+        error = np.abs(np.asarray(got, np.float64) - want).max()
+        # products of bf16 operands over 32 terms (2^-8 relative each); rows normalized
+        assert 1e-4 < error < 5e-2
+        assert np.abs(np.asarray(exact, np.float64) - want).max() < 1e-5
 
 
 def test_without_native_bf16_autocast_is_skipped_unless_forced(caplog):
