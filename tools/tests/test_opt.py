@@ -85,7 +85,7 @@ def test_errors(capsys, tmp_path):
     r = run_cli(capsys, "opt", HELLO, "--pipeline=nope")
     assert r.code == 1 and "unknown pipeline 'nope'" in r.err
     r = run_cli(capsys, "opt", HELLO, "--timing")
-    assert r.code == 1 and "need --passes, --pipeline or --auto-sharding" in r.err
+    assert r.code == 1 and "need --passes, --pipeline, --autocast or --auto-sharding" in r.err
     r = run_cli(capsys, "opt", HELLO, "--passes=inline", "--pipeline=default")
     assert r.code == 2
     bad = tmp_path / "bad.mlir"
