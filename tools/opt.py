@@ -10,6 +10,7 @@ pipeline (fusion, then the latency-hiding scheduler) runs on a copy of the trans
 module and the report describes that copy's order; the printed module is unchanged.
 ``--profile-in TRACE.json`` gives that scheduler and the report the times a trace of a run
 (``openhlo run --trace``) measured (profile-guided latency estimation).
+``--autocast=bf16`` runs the ``autocast`` pass (automatic mixed precision) first.
 ``--auto-sharding --mesh x=4,y=2 [--memory-limit 2GiB] [--hardware NAME]`` chooses the
 program's shardings (pass ``auto-sharding``) and prints the per-device program the SPMD
 pipeline makes of it; with ``--explain-sharding`` the plan (each sharding with its estimated
@@ -29,6 +30,10 @@ import sys
 
 from tools import auto_sharding_options
 from tools.diagnostics import CliError, read_source
+
+
+def add_autocast_argument(p, help: str) -> None:
+    p.add_argument("--autocast", metavar="TYPE", choices=("bf16",), help=help)
 
 
 def add_parser(subparsers) -> None:
@@ -51,6 +56,8 @@ def add_parser(subparsers) -> None:
                             f"(known: {', '.join(map(str, PIPELINES.names()))})")
     p.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
                    help="skip this pass of the pipeline (repeatable)")
+    add_autocast_argument(p, "run the autocast pass (mixed precision: products in TYPE, "
+                             "reductions, softmax and norms in f32) before the others")
     p.add_argument("--print-after-all", action="store_true",
                    help="print the module to stderr after every pass")
     p.add_argument("--timing", action="store_true", help="report pass times on stderr")
@@ -153,7 +160,8 @@ def _schedule_report(module, path: str, hardware_name: str, profile_in: str | No
 
 
 def _pipeline(args):
-    from xla_core.passes import Pipeline, make_pipeline, parse_pass_list, spmd_pipeline
+    from xla_core.passes import (Pipeline, make_pass, make_pipeline, parse_pass_list,
+                                 spmd_pipeline)
     auto = auto_sharding_options.passes(args)
     if auto and (args.passes is not None or args.pipeline is not None):
         raise CliError("--auto-sharding runs its own pipeline (auto-sharding, then the SPMD "
@@ -165,15 +173,17 @@ def _pipeline(args):
         pipeline = Pipeline("opt", parse_pass_list(args.passes))
     elif args.pipeline is not None:
         pipeline = make_pipeline(args.pipeline)
-    elif limit:
+    elif limit or args.autocast:
         pipeline = Pipeline("opt", [])
     else:
         if (args.disable_pass or args.print_after_all or args.timing or args.explain_fusion
                 or args.explain_sharding or args.num_devices is not None):
             raise CliError("--disable-pass, --print-after-all, --timing, --explain-fusion, "
-                           "--explain-sharding and --num-devices need --passes, --pipeline or "
-                           "--auto-sharding")
+                           "--explain-sharding and --num-devices need --passes, --pipeline, "
+                           "--autocast or --auto-sharding")
         return None
+    if args.autocast:
+        pipeline.passes.insert(0, make_pass("autocast", {"dtype": args.autocast}))
     if limit and not auto:
         from xla_core.buffers.remat import with_memory_limit
         pipeline.passes = with_memory_limit(pipeline.passes, limit)

@@ -23,6 +23,7 @@ from stablehlo.ir.types import Type
 
 from tools import auto_sharding_options
 from tools.diagnostics import CliError, read_source
+from tools.opt import add_autocast_argument
 from tools.random_inputs import random_arguments
 
 
@@ -66,6 +67,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--trace-cold", action="store_true",
                    help="with --trace: record the first run, without a warm-up")
     add_profile_in_argument(p)
+    add_autocast_argument(p, "compute the program in mixed precision (compile option "
+                             "env_option_overrides['autocast']): products in TYPE, "
+                             "reductions, softmax and norms in f32; only on a backend that "
+                             "computes TYPE natively (the cpu backend: with AVX-512 BF16), "
+                             "unless --autocast-force")
+    p.add_argument("--autocast-force", action="store_true",
+                   help="with --autocast: also where the backend would emulate TYPE "
+                        "(slower than f32)")
     # With --num-processes, each process writes its part of --trace here (_launch_processes).
     p.add_argument("--trace-part", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--metrics", action="store_true",
@@ -89,10 +98,12 @@ def add_profile_in_argument(p) -> None:
 
 
 def compile_options(args, **fields):
-    """The compile options of ``args`` (``--profile-in``, ``--memory-limit``) with
-    ``fields``."""
+    """The compile options of ``args`` (``--profile-in``, ``--memory-limit``, ``--autocast``)
+    with ``fields``."""
     from pjrt.api import CompileOptions
     overrides = {"profile": args.profile_in} if args.profile_in else {}
+    if getattr(args, "autocast", None):
+        overrides.update(autocast=args.autocast, autocast_force=args.autocast_force)
     limit = auto_sharding_options.memory_limit(args)
     if limit:
         overrides["memory_limit"] = limit
@@ -204,12 +215,14 @@ def _launch_processes(args: argparse.Namespace) -> int:
                "--seed", str(args.seed)]
     for flag, value in (("--inputs", args.inputs), ("--output", args.output),
                         ("--entry", args.entry), ("--opt-level", args.opt_level),
-                        ("--profile-in", args.profile_in)):
+                        ("--profile-in", args.profile_in), ("--autocast", args.autocast)):
         if value is not None:
             path_like = flag in ("--inputs", "--output", "--profile-in")
             command += [flag, os.path.abspath(value) if path_like else str(value)]
     if args.metrics:
         command.append("--metrics")
+    if args.autocast_force:
+        command.append("--autocast-force")
     if args.trace_cold:
         command.append("--trace-cold")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -350,7 +350,8 @@ class Bridge:
                                   num_devices)
             loaded = client.compile(text, CompileOptions(
                 num_replicas=opts.num_replicas, num_partitions=opts.num_partitions,
-                device_assignment=opts.device_assignment))
+                device_assignment=opts.device_assignment,
+                env_option_overrides=opts.env_option_overrides))
             runner = _Runner(loaded)
             # Of what the executable depends on, not of the options' bytes: those hold
             # protobuf maps, serialized in a different order by each process, and the

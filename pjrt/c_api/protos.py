@@ -5,7 +5,8 @@ Protobuf wire format only (no protobuf dependency): ``CompileOptionsProto`` arri
 ``PJRT_LoadedExecutable_GetDeviceAssignment`` returns. Field numbers are XLA's
 (shared/design/pjrt-plugin.md section 5).
 """
-from dataclasses import dataclass
+import struct
+from dataclasses import dataclass, field
 from typing import Optional
 
 from pjrt.errors import ArgumentError
@@ -72,6 +73,9 @@ class PjrtCompileOptions:
     use_spmd_partitioning: bool = False
     use_shardy_partitioner: bool = False
     compile_portable_executable: bool = False
+    # JAX's compiler_options ({"autocast": "bf16"}), sorted by name: protobuf maps arrive
+    # in any order, and the fingerprint of these options must not depend on it
+    env_option_overrides: dict = field(default_factory=dict)
 
 
 def decode_device_assignment(data: bytes) -> list:
@@ -95,11 +99,29 @@ def decode_device_assignment(data: bytes) -> list:
     return [[columns[p][r] for p in range(partitions)] for r in range(replicas)]
 
 
+def decode_option_override(data: bytes) -> tuple:
+    """One ``env_option_overrides`` map entry (key 1, ``OptionOverrideProto`` value 2, whose
+    oneof is string 1, bool 2, int64 3, double 4) -> ``(name, value)``."""
+    name, value = "", None
+    for number, _, item in _fields(data):
+        if number == 1:
+            name = item.decode()
+        elif number == 2:
+            for kind, _, inner in _fields(item):
+                value = (inner.decode() if kind == 1 else bool(inner) if kind == 2
+                         else _signed(inner) if kind == 3
+                         else struct.unpack("<d", inner.to_bytes(8, "little"))[0])
+    return name, value
+
+
 def decode_compile_options(data: bytes) -> PjrtCompileOptions:
     """A serialized ``xla.CompileOptionsProto``; unknown fields are skipped."""
     options = PjrtCompileOptions()
+    overrides = []
     for number, _, value in _fields(data):
-        if number == 4:
+        if number == 7:
+            overrides.append(decode_option_override(value))
+        elif number == 4:
             options.compile_portable_executable = bool(value)
         elif number == 3:
             for inner, _, inner_value in _fields(value):
@@ -113,6 +135,7 @@ def decode_compile_options(data: bytes) -> PjrtCompileOptions:
                     options.use_shardy_partitioner = bool(inner_value)
                 elif inner == 9:
                     options.device_assignment = decode_device_assignment(inner_value)
+    options.env_option_overrides = dict(sorted(overrides))
     return options
 
 

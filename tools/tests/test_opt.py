@@ -85,7 +85,7 @@ def test_errors(capsys, tmp_path):
     r = run_cli(capsys, "opt", HELLO, "--pipeline=nope")
     assert r.code == 1 and "unknown pipeline 'nope'" in r.err
     r = run_cli(capsys, "opt", HELLO, "--timing")
-    assert r.code == 1 and "need --passes, --pipeline or --auto-sharding" in r.err
+    assert r.code == 1 and "need --passes, --pipeline, --autocast or --auto-sharding" in r.err
     r = run_cli(capsys, "opt", HELLO, "--passes=inline", "--pipeline=default")
     assert r.code == 2
     bad = tmp_path / "bad.mlir"
@@ -98,3 +98,14 @@ def test_errors(capsys, tmp_path):
     assert lines[0].startswith(f"{bad}:2:") and "error:" in lines[0] and "stablehlo.add" in lines[0]
     assert lines[1].strip().startswith("%0 = stablehlo.add") and lines[2].strip() == "^"
     assert "Traceback" not in r.err
+
+
+def test_autocast_runs_before_the_given_passes(capsys):
+    out = run_cli(capsys, "opt", HELLO, "--autocast", "bf16", "--passes=dce")
+    assert out.code == 0, out.err
+    check(out.out, """
+// CHECK: %[[X:[^ ]+]] = stablehlo.convert %arg0 : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+// CHECK-NEXT: %[[W:[^ ]+]] = stablehlo.convert %arg1 : (tensor<3x4xf32>) -> tensor<3x4xbf16>
+// CHECK-NEXT: stablehlo.dot_general %[[X]], %[[W]], {{.*}} -> tensor<2x4xf32>
+// CHECK: stablehlo.reduce({{.*}}) applies stablehlo.add {{.*}} : (tensor<2x4xf32>, tensor<f32>)
+""", ("CHECK",))

@@ -186,3 +186,18 @@ def test_bad_opt_level_and_profile_elsewhere(capsys):
     assert run_cli(capsys, "run", HELLO, "--opt-level", "3").code == 2
     r = run_cli(capsys, "run", HELLO, "--profile", "--backend", "interpreter")
     assert r.code != 0 and "--profile needs the cpu backend" in r.err
+
+
+def test_run_autocast_computes_the_product_in_bf16(capsys, tmp_path, hello_args):
+    path, args = hello_args
+    results = {}
+    for name, flags in (("full", ()), ("mixed", ("--autocast", "bf16", "--autocast-force"))):
+        out = tmp_path / f"{name}.npz"
+        outcome = run_cli(capsys, "run", HELLO, "--inputs", path, "-o", out, *flags)
+        assert outcome.code == 0, outcome.err
+        results[name] = np.load(out)["out0"]
+    want = hello_reference(*[a.astype(np.float64) for a in args])[0]
+    np.testing.assert_allclose(results["full"], want, rtol=1e-6, atol=1e-6)
+    # x and w rounded to bf16 (8 significant bits): off, but by no more than that
+    assert np.abs(results["mixed"] - want).max() > 1e-4
+    np.testing.assert_allclose(results["mixed"], want, rtol=2e-2, atol=2e-2)

@@ -15,18 +15,32 @@ from xla_core.codegen.scalar import ScalarRenderer
 
 
 class CppRenderer(ScalarRenderer):
-    TYPES = {"f32": "float", "f64": "double", "i1": "bool", "i8": "int8_t", "i16": "int16_t",
-             "i32": "int32_t", "i64": "int64_t", "ui8": "uint8_t", "ui16": "uint16_t",
-             "ui32": "uint32_t", "ui64": "uint64_t"}
-    FLOATS = frozenset({"f32", "f64"})
-    # What ``extremum`` calls: NaN-propagating max/min (the backend's prelude includes them).
+    TYPES = {"f32": "float", "f64": "double", "bf16": "ohm_bf16", "i1": "bool", "i8": "int8_t",
+             "i16": "int16_t", "i32": "int32_t", "i64": "int64_t", "ui8": "uint8_t",
+             "ui16": "uint16_t", "ui32": "uint32_t", "ui64": "uint64_t"}
+    FLOATS = frozenset({"f32", "f64", "bf16"})
+    NARROW = {"bf16": "f32"}
+    # ``ohm_bf16``: bf16 storage, a scalar type (an enum: loads and stores of it vectorize,
+    # where those of a struct would not), widened to float and rounded back to nearest even
+    # as the native kernels round (native/float16.h); what ``extremum`` calls:
+    # NaN-propagating max/min (the backend's prelude includes them).
     HELPERS = (
+        "enum class ohm_bf16 : unsigned short {};\n"
+        "static constexpr float ohm_bf16_to_f32(ohm_bf16 x) "
+        "{ return __builtin_bit_cast(float, (unsigned)x << 16); }\n"
+        "static constexpr ohm_bf16 ohm_f32_to_bf16(float f) {\n"
+        "  unsigned u = __builtin_bit_cast(unsigned, f);\n"
+        "  return (ohm_bf16)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u\n"
+        "                    : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+        "}\n"
         "template <class T> static inline T ohm_max(T a, T b) "
         "{ return a != a ? a : (b != b ? b : (a > b ? a : b)); }\n"
         "template <class T> static inline T ohm_min(T a, T b) "
         "{ return a != a ? a : (b != b ? b : (a < b ? a : b)); }\n")
 
     def literal(self, value, elem: str) -> str:
+        if elem in self.NARROW:
+            return self.narrow(self.literal(value, self.NARROW[elem]), elem)
         if elem in self.FLOATS:
             v = float(value)
             s = "f" if elem == "f32" else ""
@@ -53,6 +67,12 @@ class CppRenderer(ScalarRenderer):
 
     def extremum(self, which: str, ctype: str, a: str, b: str) -> str:
         return f"ohm_{which}<{ctype}>({a}, {b})"
+
+    def widen(self, arg: str, elem: str) -> str:
+        return f"ohm_{elem}_to_{self.NARROW[elem]}({arg})"
+
+    def narrow(self, expr: str, elem: str) -> str:
+        return f"ohm_{self.NARROW[elem]}_to_{elem}({expr})"
 
     # -- memory, for the templates that keep temporaries (while_loop.py) ------------------
     def alloc(self, name: str, ctype: str, n: int) -> str:

@@ -60,8 +60,9 @@ def gemm_layout(renderer, dot) -> tuple:
     of ``dot`` as GEMMs (layouts: ``operand_layout``); NotGeneratable when it is none."""
     lhs, rhs = dot.operands
     elem = renderer.elem(dot.results[0].type)
-    if elem not in renderer.FLOATS or renderer.elem(lhs.type) != elem or \
-            renderer.elem(rhs.type) != elem:
+    # no GEMM of a narrow type here: the native low-precision kernels multiply those
+    if elem not in renderer.FLOATS or elem in renderer.NARROW or \
+            renderer.elem(lhs.type) != elem or renderer.elem(rhs.type) != elem:
         raise NotGeneratable(f"dot of {lhs.type} x {rhs.type} -> {dot.results[0].type}")
     dn = attr(dot, "dot_dimension_numbers")
     lb, rb = list(dn.get("lhs_batching_dimensions", [])), list(dn.get("rhs_batching_dimensions", []))

@@ -8,6 +8,10 @@ maximum/minimum propagate NaN, conversions to narrower integers wrap. A target l
 (cpp.py for C++; a CUDA C renderer is another subclass) supplies only the spelling: its type
 names, literals, math function calls and the NaN-propagating max/min.
 
+A narrow float type a target holds but does not compute in (``NARROW``: bf16 in C++) is
+computed in its wide type: its operands are widened, and each op's result is rounded back,
+which is what the interpreter (ml_dtypes) and the native kernels do, op by op.
+
 What no target handles (float -> integer conversion, integer division, shifts, TOTALORDER
 comparisons, element types the target lacks) raises NotGeneratable; ``why_not`` turns that
 into the reason a backend's fusion hook gives, so such an op never joins a fusion.
@@ -44,6 +48,7 @@ class ScalarRenderer:
     """The protocol, with the semantics; subclasses spell one target language."""
     TYPES: dict[str, str] = {}          # element type name -> the target's type
     FLOATS: frozenset = frozenset()     # the float element types among TYPES
+    NARROW: dict[str, str] = {}         # float types computed in a wider one: name -> its name
 
     # -- the target's spelling (subclasses) ---------------------------------------
     def literal(self, value, elem: str) -> str:
@@ -93,9 +98,24 @@ class ScalarRenderer:
     def expression(self, op: Operation, args: list[str], math: set) -> str:
         """The expression of elementwise ``op`` on operand expressions ``args``; adds the
         math library functions it uses to ``math``."""
+        args = [self.widen(a, e) if (e := self.elem(v.type)) in self.NARROW else a
+                for a, v in zip(args, op.operands)]
+        result = self._expression(op, args, math)
+        elem = self.elem(op.results[0].type)
+        return self.narrow(result, elem) if elem in self.NARROW else result
+
+    def widen(self, arg: str, elem: str) -> str:
+        """``arg`` of the narrow type ``elem`` as its wide type."""
+        return f"(({self.TYPES[self.NARROW[elem]]})({arg}))"
+
+    def narrow(self, expr: str, elem: str) -> str:
+        """``expr`` of ``elem``'s wide type rounded to the narrow ``elem``."""
+        return f"(({self.TYPES[elem]})({expr}))"
+
+    def _expression(self, op: Operation, args: list[str], math: set) -> str:
         name = op.name
         elem = self.elem(op.results[0].type)
-        t = self.TYPES[elem]
+        t = self.TYPES[self.NARROW.get(elem, elem)]  # what the op computes in
         fl = elem in self.FLOATS
         ints = self.integers()
         if name in _ARITH:
@@ -116,9 +136,9 @@ class ScalarRenderer:
         elif name in ("stablehlo.maximum", "stablehlo.minimum") and elem != "i1":
             return self.extremum(name[10:13], t, args[0], args[1])
         elif name in _UNARY_MATH and fl:
-            return self.call(_UNARY_MATH[name], elem, args, math)
+            return self.call(_UNARY_MATH[name], self.NARROW.get(elem, elem), args, math)
         elif name in _BINARY_MATH and fl:
-            return self.call(_BINARY_MATH[name], elem, args, math)
+            return self.call(_BINARY_MATH[name], self.NARROW.get(elem, elem), args, math)
         elif name == "stablehlo.abs" and elem in ints:
             u = self.unsigned(elem)
             return f"({t})({args[0]} < 0 ? 0 - ({u}){args[0]} : ({u}){args[0]})"

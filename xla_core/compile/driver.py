@@ -6,6 +6,7 @@
         │ whole-program checks (callees, channels)
         │ SPMD partitioning, when the program runs on several partitions
         │ buffer size limits
+        │ autocast (mixed precision), on a copy, when the options ask for it
         │ the backend's pipeline, on a copy
         └ the backend's code generation ──> the executable payload
 
@@ -21,6 +22,11 @@ back to text (the cache key is its structural fingerprint).
 
 A pipeline that fails is a compiler bug, not the user's: the program is then generated from
 the unoptimized module, with a warning naming the pass (``Compiled.pipeline_failure``).
+Automatic mixed precision (``env_option_overrides={"autocast": "bf16"}``; the ``autocast``
+pass, xla_core/passes/autocast.py) changes what a program computes, so it runs at every
+optimization level, and only where the backend computes that type natively
+(``Backend.low_precision``): elsewhere it would be slower than f32, and the request is
+skipped with a warning unless ``env_option_overrides["autocast_force"]`` is true.
 Passes are not re-verified one by one (the input was verified, and each pass's own tests
 verify its output); ``OPENHLO_VERIFY_PASSES=1`` turns that on for debugging.
 """
@@ -66,11 +72,14 @@ class Backend:
     (None: the payload is the module itself). ``load_cached(key)``: ``(module, payload)`` of
     an earlier compile from the backend's persistent cache, or None; without it nothing is
     keyed. The backend stores entries itself, under ``Compiled.cache_key``, once it knows
-    the payload is worth keeping."""
+    the payload is worth keeping. ``low_precision``: the element types (``"bf16"``) whose
+    arithmetic the backend computes natively, so that autocasting to them can pay (what
+    decides it, a CPU feature, belongs in ``identity``)."""
     identity: str
     pipeline: Union[str, Callable[[CompileRequest], "Pipeline"], None] = None
     generate: Optional[Callable[[Module, CompileRequest], object]] = None
     load_cached: Optional[Callable[[str], Optional[tuple]]] = None
+    low_precision: frozenset = frozenset()
 
 
 @dataclass
@@ -122,7 +131,8 @@ def compile_module(module: Module, request: CompileRequest, backend: Backend, *,
     # Before any backend compiler materializes a value.
     from xla_core.buffers.size_limit import check_buffer_sizes
     check_buffer_sizes(module)
-    compiled = _optimize(module, backend.pipeline, request)
+    compiled = _optimize(module, backend.pipeline, request, autocast_pass(request.options,
+                                                                          backend))
     compiled.cache_key = key
     compiled.payload = (compiled.optimized if backend.generate is None
                         else backend.generate(compiled.optimized, request))
@@ -156,6 +166,34 @@ def spmd_reduce_scatter(options) -> bool:
     return _bool_override(options, "spmd_reduce_scatter", False)
 
 
+_skipped_autocasts: set = set()  # (backend identity, dtype) warned about
+
+
+def autocast_pass(options, backend: Backend):
+    """The ``autocast`` pass ``env_option_overrides["autocast"]`` of the compile options asks
+    for (a low-precision type name such as ``"bf16"``; absent, empty or ``"none"``: None), or
+    None where ``backend`` does not compute that type natively and
+    ``env_option_overrides["autocast_force"]`` is not true (logged once per backend and
+    type). A bad value raises PassError."""
+    from xla_core.passes import PassError, make_pass
+    overrides = getattr(options, "env_option_overrides", None) or {}
+    dtype = overrides.get("autocast")
+    if dtype is None or dtype in ("", "none"):
+        return None
+    if not isinstance(dtype, str):
+        raise PassError(f"env_option_overrides['autocast'] must be a type name such as "
+                        f"'bf16', got {dtype!r}")
+    autocast = make_pass("autocast", {"dtype": dtype})
+    if dtype in backend.low_precision or _bool_override(options, "autocast_force", False):
+        return autocast
+    if (backend.identity, dtype) not in _skipped_autocasts:
+        _skipped_autocasts.add((backend.identity, dtype))
+        LOG.warning("autocast to %s skipped: this backend computes no %s arithmetic natively, "
+                    "so it would run slower than f32 (env_option_overrides['autocast_force']"
+                    "=True applies it anyway)", dtype, dtype)
+    return None
+
+
 def _bool_override(options, name: str, default: bool) -> bool:
     overrides = getattr(options, "env_option_overrides", None) or {}
     given = overrides.get(name, default)
@@ -174,13 +212,23 @@ def _from_cache(key: str, backend: Backend) -> Optional[Compiled]:
 
 
 def _optimize(module: Module, spec: Union[str, Callable[[CompileRequest], "Pipeline"], None],
-              request: CompileRequest) -> Compiled:
-    """``module`` through the pipeline ``spec`` names or builds for ``request``, on a copy
-    (``Compiled.payload`` left unset)."""
-    if spec is None:
-        return Compiled(module, module, None)
+              request: CompileRequest, autocast=None) -> Compiled:
+    """``module`` through the ``autocast`` pass, if given, then the pipeline ``spec`` names
+    or builds for ``request``, on copies (``Compiled.payload`` left unset). A pipeline that
+    fails leaves the autocast program; an autocast that fails, the program as given."""
     from xla_core.passes import PassContext, make_pipeline
-    copy = _copy(module)
+    source = module
+    if autocast is not None:
+        source = _copy(module)
+        try:
+            autocast.run(source, PassContext())
+        except Exception as exc:  # noqa: BLE001 - a pass bug: compile at full precision
+            LOG.warning("the autocast pass failed; compiling without it: %s: %s",
+                        type(exc).__name__, exc)
+            source = module
+    if spec is None:
+        return Compiled(module, source, None)
+    copy = _copy(source)
     ctx = PassContext(verify=os.environ.get("OPENHLO_VERIFY_PASSES") == "1")
     pipeline = make_pipeline(spec) if isinstance(spec, str) else spec(request)
     pipeline_name = pipeline.name
@@ -191,7 +239,7 @@ def _optimize(module: Module, spec: Union[str, Callable[[CompileRequest], "Pipel
         failed = pipeline.passes[min(len(ctx.records), len(pipeline.passes) - 1)].name
         LOG.warning("the %s pipeline failed in pass %s; compiling unoptimized: %s: %s",
                     pipeline_name, failed, type(exc).__name__, exc)
-        return Compiled(module, module, None, pipeline_failure=f"{failed}: {exc}")
+        return Compiled(module, source, None, pipeline_failure=f"{failed}: {exc}")
     LOG.debug("%s pipeline: %.1f ms", pipeline_name, 1e3 * (time.perf_counter() - start))
     return Compiled(module, copy, None, pass_seconds=[(r.name, r.seconds) for r in ctx.records])
 

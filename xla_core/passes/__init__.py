@@ -33,6 +33,7 @@ PASSES.register("async-collective-creator",
                 "xla_core.spmd.async_collectives:AsyncCollectiveCreatorPass")
 PASSES.register("convert-async-to-sync", "xla_core.spmd.async_collectives:ConvertAsyncToSyncPass")
 PASSES.register("quant-lower", "xla_core.quantization.quant_lower:QuantLowerPass")
+PASSES.register("autocast", "xla_core.passes.autocast:AutocastPass")
 
 
 def _default_pipeline() -> Pipeline:

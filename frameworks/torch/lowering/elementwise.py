@@ -167,15 +167,17 @@ def _binary(ctx, a, b, *, out=None):  # an out= overload's result is the functio
     return ctx.b._build(_BINARY[ctx.node.target], [a, b])
 
 
-# Exponents eager PyTorch computes without pow() on float32/float64 (ATen's CPU pow kernel),
-# as it does: the same roundings, and a multiply vectorizes where a pow() call does not
-# (GPT-2's tanh GELU cubes its input).
+# Exponents eager PyTorch computes without pow() on float32/float64 and bfloat16 (ATen's CPU
+# pow kernel; bfloat16 rounds after each multiply, as these multiplies do), as it does: the
+# same roundings, and a multiply vectorizes where a pow() call does not (GPT-2's tanh GELU
+# cubes its input, in bfloat16 under autocast).
 _MULTIPLIED_EXPONENTS = frozenset({2.0, 3.0, -2.0})
 
 
 @lowers(aten.pow.Tensor_Scalar)
 def _pow_scalar(ctx, x, exponent):
-    if ctx.out_dtype() not in (torch.float32, torch.float64) or isinstance(exponent, bool) \
+    if ctx.out_dtype() not in (torch.float32, torch.float64, torch.bfloat16) \
+            or isinstance(exponent, bool) \
             or exponent not in _MULTIPLIED_EXPONENTS:
         x, exponent = _operands(ctx, x, exponent)
         return ctx.b.power(x, exponent)

@@ -106,7 +106,7 @@ def test_op_matches_eager(name):
     assert_close(ours, fn(*args))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_pow_by_small_integers_rounds_as_eager(dtype):
     # eager computes x**2, x**3 and x**-2 by multiplying; so do we, to the bit
     x = (X * 3).to(dtype)

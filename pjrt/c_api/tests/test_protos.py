@@ -23,6 +23,17 @@ def test_compile_options_from_jaxlib():
 def test_default_compile_options():
     decoded = decode_compile_options(xc.CompileOptions().SerializeAsString())
     assert (decoded.num_replicas, decoded.num_partitions, decoded.device_assignment) == (1, 1, None)
+    assert decoded.env_option_overrides == {}
+
+
+def test_env_option_overrides_from_jaxlib_sorted_by_name():
+    # what jax.jit(f).lower(x).compile(compiler_options={...}) sends
+    options = xc.CompileOptions()
+    options.env_option_overrides = [("opt_level", 0), ("autocast", "bf16"),
+                                    ("autocast_force", True), ("scale", -2.5)]
+    decoded = decode_compile_options(options.SerializeAsString())
+    assert list(decoded.env_option_overrides.items()) == [
+        ("autocast", "bf16"), ("autocast_force", True), ("opt_level", 0), ("scale", -2.5)]
 
 
 def test_device_assignment_round_trip_through_jaxlib():

@@ -450,6 +450,10 @@ class CpuClient(CompileDriverMixin, Client):
             f"devices={len(self.devices())} here={[d.id for d in self.addressable_devices()]}"
         fused = fused_attention(options)
         host += "" if fused else " unfused-attention"
+        # autocast to bf16 applies where the bf16 GEMM runs on AVX-512 BF16 (precision.py)
+        low_precision = frozenset({"bf16"}) if native().lowp.active_isa()["bf16"] \
+            else frozenset()
+        host += f" low_precision={sorted(low_precision)}"
         return Backend(
             identity=(compile_cache.identity(level, pipeline, digest, host) if cached
                       else f"{PLATFORM} {level} {pipeline} {digest} {host}"),
@@ -459,7 +463,8 @@ class CpuClient(CompileDriverMixin, Client):
             generate=lambda module, request: self._lower(
                 module, request.entry, request.num_replicas, request.num_partitions,
                 compile_now),
-            load_cached=self._load_cached if cached else None)
+            load_cached=self._load_cached if cached else None,
+            low_precision=low_precision)
 
     def _pipeline(self, latency_hiding: bool, profile: str, devices: int | None,
                   fused: bool, memory_limit: int, request) -> Pipeline:

@@ -162,3 +162,49 @@ def test_the_partitioned_entry_says_how_its_pieces_are_laid_out():
         assert not tiles.replicated
         assert tiles.tile_dims == (2,)
         assert tiles.devices.tolist() == [0, 1]
+
+
+PRODUCT = """
+func.func @main(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+"""
+
+
+def _dot_operand_types(module) -> list:
+    return [str(v.type.element_type) for op in module.lookup("main").body.operations
+            if op.name == "stablehlo.dot_general" for v in op.operands]
+
+
+@pytest.mark.parametrize("low_precision, force, autocast", [
+    (frozenset({"bf16"}), False, True), (frozenset(), False, False), (frozenset(), True, True)])
+def test_autocast_applies_where_the_backend_computes_bf16_natively_or_when_forced(
+        low_precision, force, autocast, caplog):
+    module = stablehlo.parse(PRODUCT)
+    options = Options(env_option_overrides={"autocast": "bf16", "autocast_force": force})
+    backend = Backend(f"test {low_precision} {force}", pipeline="default",
+                      low_precision=low_precision)
+    with caplog.at_level(logging.WARNING, "openhlo.compile"):
+        compiled = compile_module(module, CompileRequest(options, "main"), backend)
+    assert _dot_operand_types(compiled.optimized) == (["bf16"] * 2 if autocast else ["f32"] * 2)
+    assert _dot_operand_types(compiled.module) == ["f32", "f32"]  # the given program
+    assert ("autocast to bf16 skipped" in caplog.text) == (not autocast)
+
+
+def test_autocast_runs_without_a_pipeline_too():
+    options = Options(env_option_overrides={"autocast": "bf16"})
+    compiled = compile_module(stablehlo.parse(PRODUCT), CompileRequest(options, "main"),
+                              Backend("test", low_precision=frozenset({"bf16"})))
+    assert _dot_operand_types(compiled.payload) == ["bf16", "bf16"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"autocast": True}, "env_option_overrides\\['autocast'\\] must be a type name"),
+    ({"autocast": "f8"}, "option 'dtype' must be one of \\['bf16'\\]"),
+    ({"autocast": "bf16", "autocast_force": "yes"}, "'autocast_force'\\] must be a bool")])
+def test_bad_autocast_options_are_the_users_errors(overrides, message):
+    from xla_core.passes import PassError
+    with pytest.raises(PassError, match=message):
+        compile_module(stablehlo.parse(PRODUCT), CompileRequest(Options(
+            env_option_overrides=overrides), "main"), Backend("test"))

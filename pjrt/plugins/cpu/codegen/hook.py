@@ -1,7 +1,7 @@
 """The cpu backend's fusion hook: which ops and kinds its generated kernels can hold.
 
 Fusion asks it (xla_core/fusion/codegen_hook.py), so every fusion the cpu pipeline forms has a
-kernel: an op the C++ renderer cannot compute (a 16-bit float or complex value, a shift, an
+kernel: an op the C++ renderer cannot compute (an f16 or complex value, a shift, an
 integer division, a float -> integer conversion, a dot that is no strided GEMM, ...) stays out
 of fusions and runs on its native kernel. The answers come from the generator itself (the
 renderer's ``why_not``, the output template's ``gemm_layout``), not from a second list.

@@ -103,10 +103,10 @@ func.func @main(%x: tensor<8x64xT>, %init: tensor<T>) -> tensor<8xT> {
 }
 """
 _MONOIDS = ["add", "multiply", "maximum", "minimum", "and", "or", "xor"]
-_ELEMENT_TYPES = ["f32", "f64", "f16", "i1", "i8", "i32", "ui32", "i64", "ui64"]
+_ELEMENT_TYPES = ["f32", "f64", "f16", "bf16", "i1", "i8", "i32", "ui32", "i64", "ui64"]
 # the bitwise monoids take integers only
 _CASES = [(op, t) for op in _MONOIDS for t in _ELEMENT_TYPES
-          if not (op in ("and", "or", "xor") and t.startswith("f"))]
+          if not (op in ("and", "or", "xor") and t.startswith(("f", "bf")))]
 
 
 def _reduce_program(op: str, element_type: str, operands: str) -> str:
