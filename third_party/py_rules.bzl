@@ -30,7 +30,9 @@ def py_module(name, deps = [], data = [], test_deps = [], test_data = [],
     """The library of this module directory plus a py_test for each of its test files.
 
     `data` adds build outputs (e.g. a pybind11_extension's `.so`) to the library;
-    `test_deps` and `test_data` are what the tests need beyond the library."""
+    `test_deps` and `test_data` are what the tests need beyond the library. A test that imports
+    another module's test support (`pjrt.custom_kernels.tests.rms_norm`) names that module's
+    `:test_support` in `test_data`; tools/tests/test_build_files.py checks that it does."""
     native.py_library(
         name = name,
         srcs = native.glob(["**/*.py"], exclude = ["**/tests/**"]),
@@ -41,11 +43,17 @@ def py_module(name, deps = [], data = [], test_deps = [], test_data = [],
     py_tests_from_glob(deps = [":" + name] + test_deps, test_data = test_data)
 
 def py_tests_from_glob(deps, size = "medium", tags = [], test_data = []):
-    """One py_test per `**/tests/test_*.py`; other files under tests/ are their data."""
+    """One py_test per `**/tests/test_*.py`; other files under tests/ are their data, and
+    `:test_support` for the tests of other modules."""
     test_files = native.glob(["**/tests/test_*.py"])
     support = native.glob(
         ["**/tests/**", "**/conftest.py"],
         exclude = test_files + ["**/__pycache__/**", "**/*.pyc"],
+    )
+    native.filegroup(
+        name = "test_support",
+        srcs = support,
+        visibility = ["//visibility:public"],
     )
     for src in test_files:
         name = src[:-len(".py")]

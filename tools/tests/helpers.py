@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.cli import main
+from xla_core.spmd.tests.sharded_programs import SHARDED_DOT_PROGRAM  # noqa: F401 - for the CLI tests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,16 +40,3 @@ def run_subprocess(*argv: str, stdin: str | None = None, timeout: float = 120) -
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 
 
-# A program sharded over 4 devices whose contracting dimension is split, so the partitioner
-# all-reduces (test_spmd_cli, test_run_multiprocess).
-SHARDED_DOT_PROGRAM = """
-sdy.mesh @mesh = <["x"=4]>
-func.func public @main(%a: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>},
-                       %b: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
-    -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
-  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] :
-      (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
-  %1 = stablehlo.tanh %0 : tensor<8x8xf32>
-  return %1 : tensor<8x8xf32>
-}
-"""

@@ -5,6 +5,7 @@ import numpy as np
 
 from xla_core.testing.filecheck import check
 from tools.tests.helpers import REPO_ROOT, run_cli
+from xla_core.buffers.tests.fused_programs import FUSIONS
 
 HELLO = REPO_ROOT / "examples" / "hello.mlir"
 GOLDEN_INLINE = REPO_ROOT / "xla_core" / "passes" / "tests" / "inline.mlir"
@@ -109,3 +110,17 @@ def test_autocast_runs_before_the_given_passes(capsys):
 // CHECK-NEXT: stablehlo.dot_general %[[X]], %[[W]], {{.*}} -> tensor<2x4xf32>
 // CHECK: stablehlo.reduce({{.*}}) applies stablehlo.add {{.*}} : (tensor<2x4xf32>, tensor<f32>)
 """, ("CHECK",))
+
+
+def test_memory_report_on_the_command_line(capsys, tmp_path):
+    path = tmp_path / "f.mlir"
+    path.write_text(FUSIONS)
+    r = run_cli(capsys, "opt", path, "--passes=memory-schedule", "--memory-report")
+    assert r.code == 0, r.err
+    assert "stablehlo.composite" in r.out
+    assert "Memory usage of @main (6 ops scheduled, 1 results in place)" in r.err
+    # Scheduled: negate, loop_0, loop_1, loop_3 (over %x, which dies there), reduction.
+    # At loop_1, %x, loop_0's and loop_1's results (128 B each) are live: the heap is 384 B.
+    assert "peak:           528 B = arguments 144 B + heap 384 B" in r.err, r.err
+    assert "intermediates:  256 B without reuse" in r.err
+    assert "[0, 5]  #0 stablehlo.negate tensor<8x4xf32>, #3 stablehlo.composite" in r.err

@@ -5,40 +5,11 @@ import pytest
 
 import stablehlo
 from xla_core.buffers import BuffersError, assign_buffers, inplace_pairs
+from xla_core.buffers.tests.fused_programs import FUSIONS
 from xla_core.buffers.tests.jax_programs import gpt_block_train_step, mlp_train_step
 from xla_core.buffers.tests.random_dags import random_program
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
 
-FUSIONS = """
-func.func public @main(%arg0: tensor<8x4xf32>, %arg1: tensor<4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8xf32>) {
-  %x = stablehlo.negate %arg0 : tensor<8x4xf32>
-  %0 = stablehlo.composite "openhlo.fusion" %x, %arg1 {composite_attributes = {kind = "loop"}, decomposition = @fused_loop_0} : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
-  %1 = stablehlo.composite "openhlo.fusion" %0 {composite_attributes = {kind = "loop"}, decomposition = @fused_loop_1} : (tensor<8x4xf32>) -> tensor<8x4xf32>
-  %2 = stablehlo.composite "openhlo.fusion" %1 {composite_attributes = {kind = "reduction"}, decomposition = @fused_reduction_2} : (tensor<8x4xf32>) -> tensor<8xf32>
-  %3 = stablehlo.composite "openhlo.fusion" %x {composite_attributes = {kind = "loop"}, decomposition = @fused_loop_3} : (tensor<8x4xf32>) -> tensor<8x4xf32>
-  return %1, %3, %2 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8xf32>
-}
-func.func private @fused_loop_0(%p0: tensor<8x4xf32>, %p1: tensor<4xf32>) -> tensor<8x4xf32> {
-  %0 = stablehlo.broadcast_in_dim %p1, dims = [1] : (tensor<4xf32>) -> tensor<8x4xf32>
-  %1 = stablehlo.add %p0, %0 : tensor<8x4xf32>
-  %2 = stablehlo.tanh %1 : tensor<8x4xf32>
-  return %2 : tensor<8x4xf32>
-}
-func.func private @fused_loop_1(%p0: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  %0 = stablehlo.reverse %p0, dims = [0] : tensor<8x4xf32>
-  %1 = stablehlo.multiply %p0, %0 : tensor<8x4xf32>
-  return %1 : tensor<8x4xf32>
-}
-func.func private @fused_reduction_2(%p0: tensor<8x4xf32>) -> tensor<8xf32> {
-  %c = stablehlo.constant dense<0.0> : tensor<f32>
-  %0 = stablehlo.reduce(%p0 init: %c) applies stablehlo.add across dimensions = [1] : (tensor<8x4xf32>, tensor<f32>) -> tensor<8xf32>
-  return %0 : tensor<8xf32>
-}
-func.func private @fused_loop_3(%p0: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  %0 = stablehlo.exponential %p0 : tensor<8x4xf32>
-  return %0 : tensor<8x4xf32>
-}
-"""
 
 
 def _ops(m):
@@ -168,21 +139,6 @@ def test_schedules_must_be_legal():
     ops = list(dependent.body.operations)
     with pytest.raises(BuffersError, match="scheduled before"):
         assign_buffers(dependent, schedule=ops[:-1][::-1] + ops[-1:])
-
-
-def test_memory_report_on_the_command_line(capsys, tmp_path):
-    from tools.tests.helpers import run_cli
-    path = tmp_path / "f.mlir"
-    path.write_text(FUSIONS)
-    r = run_cli(capsys, "opt", path, "--passes=memory-schedule", "--memory-report")
-    assert r.code == 0, r.err
-    assert "stablehlo.composite" in r.out
-    assert "Memory usage of @main (6 ops scheduled, 1 results in place)" in r.err
-    # Scheduled: negate, loop_0, loop_1, loop_3 (over %x, which dies there), reduction.
-    # At loop_1, %x, loop_0's and loop_1's results (128 B each) are live: the heap is 384 B.
-    assert "peak:           528 B = arguments 144 B + heap 384 B" in r.err, r.err
-    assert "intermediates:  256 B without reuse" in r.err
-    assert "[0, 5]  #0 stablehlo.negate tensor<8x4xf32>, #3 stablehlo.composite" in r.err
 
 
 def test_inplace_pairs_takes_the_module_explicitly_too():

@@ -12,7 +12,7 @@ from stablehlo.ir.core import Location
 from xla_core.cost.profile import op_keys
 from xla_core.passes import PassContext, make_pass, spmd_pipeline
 from xla_core.spmd.tests.pipeliner_programs import gather_loop
-from tools.tests.helpers import SHARDED_DOT_PROGRAM
+from xla_core.spmd.tests.sharded_programs import SHARDED_DOT_PROGRAM
 
 USER_FILE = "model.mlir"
 
