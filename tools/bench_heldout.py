@@ -9,7 +9,8 @@ over stacked layers, a causal attention with fewer heads, a GELU MLP training st
 momentum, cumulative sums). Each program is lowered once with ``jax.jit``; openhlo compiles
 that StableHLO (and waits for its generated kernels), XLA compiles the same lowering; the
 outputs must agree with XLA's (rtol/atol 2e-3, float32), then both are timed in alternating
-rounds (tools/bench/timing.py). The report gives each program's openhlo/XLA time ratio, the
+rounds (tools/bench/timing.py). Compile times are cold (empty caches in a fresh temporary
+folder): openhlo's until its generated kernels are in place. The report gives each program's openhlo/XLA time ratio, the
 geometric mean and the worst program, and the machine's load average. Exit status 1 if any
 result disagrees.
 """
@@ -20,6 +21,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -203,12 +205,14 @@ def _agree(ours, theirs) -> str | None:
     return None
 
 
-def run(names: list[str], quick: bool, budget: float, progress=print) -> dict:
-    """Compile, check and time each named program; the figures as a dict."""
-    from tools.bench.runners import OpenHLORunner, XlaRunner, lower
+def run(names: list[str], quick: bool, budget: float, progress=print,
+        cache_root: str | None = None) -> dict:
+    """Compile, check and time each named program; the figures as a dict. ``cache_root``: an
+    empty folder for every compilation cache, so compile times are cold ones."""
+    from tools.bench.runners import OpenHLORunner, XlaRunner, lower, use_cache_root
     from tools.bench.timing import interleaved_medians
-    import jax
-    jax.config.update("jax_platforms", "cpu")
+    if cache_root is not None:
+        use_cache_root(cache_root)
     ours, xla = OpenHLORunner(), XlaRunner()
     ours.setup()
     xla.setup()
@@ -270,8 +274,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown program {', '.join(unknown)}; known: {', '.join(PROGRAMS)}")
     budget = args.budget if args.budget is not None else (0.1 if args.quick else 1.0)
-    figures = run(args.names or list(PROGRAMS), args.quick, budget,
-                  progress=lambda line: print(line, file=sys.stderr, flush=True))
+    with tempfile.TemporaryDirectory(prefix="openhlo-heldout-") as caches:
+        figures = run(args.names or list(PROGRAMS), args.quick, budget,
+                      progress=lambda line: print(line, file=sys.stderr, flush=True),
+                      cache_root=caches)
     print(format_report(figures))
     if args.json:
         with open(args.json, "w") as f:
