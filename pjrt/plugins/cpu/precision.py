@@ -2,8 +2,8 @@
 cannot run fast (issue 20; pytorch/pytorch#118499 asked the same of PyTorch).
 
 int8 and bf16 products run fast on AMX tiles, else int8 ones with AVX-512 VNNI and bf16
-ones with AVX-512 BF16 (native/cpu_isa.h reads cpuid). Without them the int8 kernel runs its portable loop (same
-integers, a few times slower) and bf16 is widened to f32 for BLAS (no faster than f32), so
+ones with AVX-512 BF16 (native/cpu_isa.h reads cpuid). Without them the int8 kernel runs its
+portable loop (same integers, a few times slower) and bf16 is widened to f32 for BLAS (no faster than f32), so
 the lowering says so on the ``openhlo.cpu`` logger when it lowers such a contraction.
 """
 from __future__ import annotations
