@@ -116,19 +116,30 @@ class Bindings:
     def __init__(self, placeholders: Sequence[torch.fx.Node], args: Sequence,
                  bounds: dict | None = None):
         self.symbols: dict = {}
+        tensors = []
         for node, arg in zip(placeholders, args):
             val = node.meta.get("val")
-            if isinstance(val, torch.Tensor):  # strides and offset: for output layouts
-                for sym, value in zip((*val.shape, *val.stride(), val.storage_offset()),
-                                      (*arg.shape, *arg.stride(), arg.storage_offset())):
-                    self._bind(sym, value)
+            if isinstance(val, torch.Tensor):
+                tensors.append((val, arg))
+                for dim, size in zip(val.shape, arg.shape):
+                    self._bind(dim, size)
             else:
                 self._bind(val, arg)
+        # symbols only an input's strides or offset name (a view input of a dynamic graph):
+        # output layouts need them (output_layout.py); where a size names one too, it wins
+        for val, arg in tensors:
+            for sym, value in zip((*val.stride(), val.storage_offset()),
+                                  (*arg.stride(), arg.storage_offset())):
+                self._bind(sym, value, keep=True)
         self.symbols.update((s, sympy.Integer(n)) for s, n in (bounds or {}).items())
 
-    def _bind(self, sym, value) -> None:
+    def _bind(self, sym, value, keep: bool = False) -> None:
+        """``sym`` = ``value`` if ``sym`` is a bare symbol (not when bound already, if
+        ``keep``)."""
         if isinstance(sym, _SYMBOLIC) and sympy.sympify(sym.node.expr).is_Symbol:
-            self.symbols[sympy.sympify(sym.node.expr)] = sympy.sympify(value)
+            expr = sympy.sympify(sym.node.expr)
+            if not (keep and expr in self.symbols):
+                self.symbols[expr] = sympy.sympify(value)
 
     def __call__(self, x):
         """``x`` with its symbolic value evaluated (plain values pass through)."""

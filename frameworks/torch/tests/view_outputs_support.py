@@ -4,7 +4,6 @@ import contextlib
 
 import torch
 
-import pjrt
 
 import frameworks.torch as oht
 from frameworks.torch import backend as torch_backend
@@ -35,6 +34,12 @@ def _two_aliasing_outputs(x):
     return y, y[:, 1:], y.t()
 
 
+def _view_after_eager_fallback(x):
+    n = x.shape[0]  # polygamma runs in eager PyTorch by design (README, Limits)
+    return (torch.polygamma(1, x + 1).view(n, 2, 2)[:, 1].t(),
+            x.view(n, 2, 2).transpose(1, 2)[:, 0])
+
+
 # name -> a function of one (n, 4) float32 input
 CASES = {
     "view_of_view_after_full": _full_added,
@@ -54,6 +59,7 @@ CASES = {
     "two_aliasing_outputs": _two_aliasing_outputs,
     "in_place_then_view": _in_place_then_view,
     "arange_and_full": _arange_and_full,
+    "view_after_eager_fallback": _view_after_eager_fallback,
 }
 # cases whose dynamic batch cannot be padded (a hazard, bounded_shapes.py): a program per size
 EXACT_ONLY = {"view_of_view_after_full", "slice_batch_with_step", "as_strided"}
@@ -74,15 +80,15 @@ def on_backend(name: str, monkeypatch):
 
 def assert_same_as_eager(case: str, mode: str, sizes=SIZES, make_input=None):
     """Compile ``CASES[case]`` and call it at each size: ``mode`` is ``static`` (a graph per
-    size), ``bucketed`` (a dynamic batch dim padded to buckets) or ``exact`` (dynamic,
-    buckets off). Each output must have eager's values, shape and strides, and alias the
+    size), ``bucketed`` (a dynamic batch dim, ``mark_dynamic``, padded to buckets),
+    ``exact`` (the same, buckets off) or ``dynamic`` (``torch.compile(dynamic=True)``). Each output must have eager's values, shape and strides, and alias the
     input exactly where eager's does; an input changed in place must change as in eager.
-    ``make_input(n)`` gives the input (default: an (n, 4) float32 tensor). Returns
-    ``pjrt.metrics()`` of the calls."""
+    ``make_input(n)`` gives the input (default: an (n, 4) float32 tensor); the metrics are
+    reset first."""
     fn = CASES[case]
     torch._dynamo.reset()
     compiled = torch.compile(fn, backend=torch_backend.openhlo_backend,
-                             dynamic=False if mode == "static" else None)
+                             dynamic={"static": False, "dynamic": True}.get(mode))
     policy = "off" if mode == "exact" else "pow2"
     oht.reset_metrics()
     with oht.buckets(policy), torch.no_grad():
@@ -90,7 +96,7 @@ def assert_same_as_eager(case: str, mode: str, sizes=SIZES, make_input=None):
             # two equal inputs of the same layout (a clone would be contiguous)
             x, x_eager = (make_input(n) if make_input else torch.arange(n * 4.0).reshape(n, 4) / 3
                           for _ in range(2))
-            if mode != "static":
+            if mode in ("bucketed", "exact"):
                 torch._dynamo.mark_dynamic(x, 0)
             got, expected = compiled(x), fn(x_eager)
             got = got if isinstance(got, tuple) else (got,)
@@ -99,11 +105,11 @@ def assert_same_as_eager(case: str, mode: str, sizes=SIZES, make_input=None):
             assert len(got) == len(expected), where
             for i, (g, e) in enumerate(zip(got, expected)):
                 torch.testing.assert_close(g, e, msg=lambda m: f"{where}, output {i}: {m}")
-                assert g.stride() == e.stride(), f"{where}, output {i}: strides {g.stride()}, eager {e.stride()}"
+                assert g.stride() == e.stride(), \
+                    f"{where}, output {i}: strides {g.stride()}, eager's {e.stride()}"
                 shares = e.untyped_storage().data_ptr() == x_eager.untyped_storage().data_ptr()
                 assert (g.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()) \
                     == shares, f"{where}, output {i}: aliases the input: {not shares}"
                 if shares:  # the same place in the input's memory as eager's view
                     assert g.storage_offset() == e.storage_offset(), f"{where}, output {i}"
             torch.testing.assert_close(x, x_eager, msg=lambda m: f"{where}, input: {m}")
-    return pjrt.metrics()
