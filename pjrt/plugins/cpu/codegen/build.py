@@ -32,7 +32,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from xla_core.cache_root import cache_root
 from stablehlo.instrument import trace
@@ -152,25 +151,50 @@ def _build(compiler: str, units: list[str], tmp: str, library: str) -> bool:
     built = os.path.join(tmp, "kernel.so")
     linker = shutil.which("ld")
     if linker is None:
-        done = [subprocess.run([compiler, *FLAGS, "-shared", *sources, "-o", built],
-                               capture_output=True, text=True)]
+        done = subprocess.run([compiler, *FLAGS, "-shared", *sources, "-o", built],
+                              capture_output=True, text=True)
+        failure = done.stderr if done.returncode != 0 else None
     else:
         objects = [src[:-len(".cc")] + ".o" for src in sources]
-        with ThreadPoolExecutor(len(sources)) as pool:
-            done = list(pool.map(_compile_object, [compiler] * len(sources), sources, objects))
-        if all(d.returncode == 0 for d in done):
-            done = [subprocess.run([linker, "-shared", *objects, "-o", built],
-                                   capture_output=True, text=True)]
-    failed = [d for d in done if d.returncode != 0]
-    if failed:
+        failure = _compile_objects(compiler, sources, objects)
+        if failure is None:
+            done = subprocess.run([linker, "-shared", *objects, "-o", built],
+                                  capture_output=True, text=True)
+            failure = done.stderr if done.returncode != 0 else None
+    if failure is not None:
         LOG.warning("generated kernels failed to compile (running op by op): %s",
-                    failed[0].stderr[-2000:])
+                    failure[-2000:])
         return False
     os.replace(built, library)  # atomic: concurrent processes see all or nothing
     return True
 
 
-def _compile_object(compiler: str, source: str, obj: str) -> subprocess.CompletedProcess:
-    with trace.span("kernel unit compile", "compile", source_bytes=os.path.getsize(source)):
-        return subprocess.run([compiler, *FLAGS, "-c", source, "-o", obj], capture_output=True,
-                              text=True)
+def _compile_objects(compiler: str, sources: list[str], objects: list[str]) -> str | None:
+    """Compile every source to its object, one compiler process each, all at once; the
+    first failing one's messages, or None.
+
+    Processes and polling rather than threads: a compile may run at interpreter exit
+    (tiering.py lets it finish), where no new thread or executor may start."""
+    running = []
+    for source, obj in zip(sources, objects):
+        messages = open(obj + ".log", "w+")
+        process = subprocess.Popen([compiler, *FLAGS, "-c", source, "-o", obj],
+                                   stdout=subprocess.DEVNULL, stderr=messages)
+        running.append((process, messages, time.perf_counter_ns(), os.path.getsize(source)))
+    failure = None
+    while running:
+        waiting = []
+        for process, messages, start, size in running:
+            if process.poll() is None:
+                waiting.append((process, messages, start, size))
+                continue
+            trace.event("kernel unit compile", "compile", start,
+                        time.perf_counter_ns() - start, source_bytes=size)
+            if process.returncode != 0 and failure is None:
+                messages.seek(0)
+                failure = messages.read()
+            messages.close()
+        running = waiting
+        if running:
+            time.sleep(0.001)
+    return failure
