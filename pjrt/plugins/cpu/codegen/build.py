@@ -41,8 +41,9 @@ LOG = logging.getLogger("openhlo.cpu")
 # -O2 with -O3's loop vectorizer and its cost model: the kernels run as fast as at -O3 (the
 # bench suite's programs within noise), the compiler takes ~30% less time. Plain -O2's
 # "very cheap" vectorizer leaves loops that need an epilogue scalar (layernorm_gelu 7x slower).
-FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
-         "-fPIC", "-pipe", "-std=c++17", "-fno-exceptions", "-fno-rtti", "-fno-plt"]
+FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-march=native",
+         "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fPIC", "-pipe",
+         "-std=c++17", "-fno-exceptions", "-fno-rtti", "-fno-plt"]
 _NO_COMPILER_SAID = False
 
 # What the last compilations cost (for benchmarks and tests): (seconds, source bytes), one

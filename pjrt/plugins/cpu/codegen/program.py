@@ -1,4 +1,4 @@
-"""All generated kernels of one program as one translation unit, compiled once.
+"""All generated kernels of one program as one library, compiled once.
 
 ``FusionLibrary.build(module, func)`` finds every ``openhlo.fusion`` composite and every
 ``while`` loop the lowering of ``func`` will meet (nested while/if/case regions and inlined
@@ -7,8 +7,9 @@ while template takes (the shared templates of xla_core/codegen, for ``CPU_TARGET
 duplicates (identical kernels share one symbol,
 named by a hash of their text), splits the kernels into a few translation units, as many as
 the compiler processes that may run at once (``build.jobs()``) and no smaller than
-``MIN_UNIT_BYTES``, and compiles them once into one library (build.py, cached by content). ``lookup(op)`` then gives a fusion's (library, symbol, in-place pairs) or the
-reason it runs op by op instead; ``loop(op)`` a loop's (library, symbol, GeneratedLoop).
+``MIN_UNIT_BYTES``, and compiles them once into one library (build.py, cached by content).
+``lookup(op)`` then gives a fusion's (library, symbol, in-place pairs) or the reason it runs
+op by op instead; ``loop(op)`` a loop's (library, symbol, GeneratedLoop).
 """
 from __future__ import annotations
 
