@@ -69,19 +69,19 @@ def zoo_command(args: argparse.Namespace) -> int:
     from tools.bench.plot import plot_zoo
     from tools.bench.zoo import run_zoo
     from tools.bench.zoo_report import add_ratios, format_table, summarize
+    if args.sharded or args.save_programs or args.quick:
+        raise CliError("--sharded, --save-programs and --quick do not go with --zoo")
     names = _names(args.models, ZOO.names(), "model") if args.models else ZOO.names()
 
-    def write_json(report: dict) -> None:  # after every model: a stopped run keeps its figures
+    def finish(report: dict) -> None:  # after every model: a stopped run keeps its figures
+        add_ratios(report)
+        report["summary"] = summarize(report)
         if args.json:
-            add_ratios(report)
-            report["summary"] = summarize(report)
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=2)
-    report = run_zoo(names, train=args.train, threads=args.threads, on_model=write_json,
+    report = run_zoo(names, train=args.train, threads=args.threads, on_model=finish,
                      budget=args.budget if args.budget is not None else 1.0)
-    write_json(report)
-    add_ratios(report)
-    report["summary"] = summary = summarize(report)
+    summary = report["summary"]  # finish ran after the last model
     print(format_table(report), flush=True)
     if args.png:
         plot_zoo(report, args.png)
