@@ -13,23 +13,14 @@ models next to these.
 """
 from __future__ import annotations
 
-import os
-
 import torch
+
+from frameworks.torch.models.vision import import_transformers
 
 MODELS = ("gpt2", "bert", "llama", "t5", "mistral", "qwen2", "opt", "gpt_neox", "roberta",
           "distilbert", "bart", "t5_encoder", "minilm")
 CAUSAL_LMS = ("gpt2", "llama", "qwen2", "mistral", "opt", "gpt_neox")  # they return logits
 BATCH, SEQ, VOCAB = 2, 16, 128
-
-
-def _transformers():
-    """The ``transformers`` module, offline, importable next to a CPU-only torchvision."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from frameworks.torch.models.vision import allow_torchvision_import
-    allow_torchvision_import()  # transformers imports torchvision where it is installed
-    import transformers
-    return transformers
 
 
 def _ids(vocab=VOCAB, batch=BATCH, seq=SEQ):
@@ -38,7 +29,7 @@ def _ids(vocab=VOCAB, batch=BATCH, seq=SEQ):
 
 def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
     """(model in eval mode, example inputs as a tuple of tensors, loss(outputs) -> scalar)."""
-    tf = _transformers()
+    tf = import_transformers()
     torch.manual_seed(seed)
     if name in CAUSAL_LMS:
         model = causal_lm(name, seed, max_positions=64)
@@ -99,7 +90,7 @@ def causal_lm(name: str, seed: int = 0, max_positions: int = 128):
     """A Hugging Face causal LM in eval mode, with the cache on (for ``generate``): GPT-2,
     Llama (grouped-query attention, 4 heads on 2), and Qwen2, Mistral, OPT and GPT-NeoX (held
     out: no generation test was tuned on them); d=64, 2 layers, random weights (seeded)."""
-    tf = _transformers()
+    tf = import_transformers()
     torch.manual_seed(seed)
     llama_like = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,

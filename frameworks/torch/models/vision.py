@@ -5,17 +5,20 @@ extension links ``libtorch_cuda.so``, which the CPU build of torch we pin does n
 extension then fails to load (torchvision carries on without it), but torchvision's meta
 registrations still attach kernels to ``torchvision::nms`` and ``torchvision::qnms``, whose
 schemas only that extension defines, and ``import torchvision`` raises. timm imports
-torchvision, and so does transformers when torchvision is installed.
+torchvision, and so does transformers when torchvision is installed (its model classes then
+fail to load: ``transformers.GPT2LMHeadModel`` raises).
 
 ``allow_torchvision_import()`` defines those two schemas (with no kernel: detection's NMS
 then raises if called; classification models never call it) when torchvision is installed
-and its extension cannot load. It is the one place that works around this; call it before
-importing torchvision, timm or transformers.
+and its extension cannot load. It is the one place that works around this: code in this
+repository imports torchvision, timm and transformers through ``import_torchvision``,
+``import_timm`` and ``import_transformers``.
 """
 from __future__ import annotations
 
 import ctypes
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -67,3 +70,12 @@ def import_timm():
     allow_torchvision_import()
     import timm
     return timm
+
+
+def import_transformers():
+    """``transformers`` (ImportError if not installed), offline (``HF_HUB_OFFLINE=1`` unless
+    set), whether or not torchvision is installed beside it."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    allow_torchvision_import()
+    import transformers
+    return transformers
