@@ -18,9 +18,10 @@ other):
   ``TOL_FACTOR`` x float32 eager's own error on it plus ``TOL_FLOOR``: eager float32 is the
   bar, so a result that eager itself gets only roughly (batch statistics over 2 images of
   1x1 feature maps) does not fail a correct backend, while an error well above eager's does.
-* **fallbacks**: ops the openhlo backend ran in eager PyTorch (pjrt's metrics) and ops the
-  cpu backend left to the interpreter (its ``openhlo.cpu`` log), during compile and the
-  first call.
+* **fallbacks**: ops the openhlo backend ran in eager PyTorch (pjrt's metrics), ops the
+  cpu backend left to the interpreter (its ``openhlo.cpu`` log) and optimization pipelines
+  abandoned for the unoptimized program (a pass's internal error, ``openhlo.compile``'s
+  log), during compile and the calls that are judged.
 * **time**: forward (and the training step) of eager, Inductor and openhlo, interleaved
   (tools/bench/timing.py), medians; ratios openhlo / Inductor and openhlo / eager.
 
@@ -91,31 +92,44 @@ def _as_double(x):
     return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
 
 
-class _InterpreterFallbacks(logging.Handler):
-    """Collects the cpu backend's 'falls back to the interpreter' log records: op names."""
+class _CompileLogs(logging.Handler):
+    """Collects what the cpu backend left to the interpreter (its ``openhlo.cpu`` log: op
+    names) and the optimization pipelines it abandoned for the unoptimized program (the
+    compile driver's ``openhlo.compile`` log: "pass: error")."""
+
+    LOGGERS = ("openhlo.cpu", "openhlo.compile")
 
     def __init__(self):
         super().__init__(logging.INFO)
         self.ops: dict[str, str] = {}
+        self.pipeline_failures: list[str] = []
 
     def emit(self, record):
         message = record.getMessage()
-        if "interpreter" in message:
+        if record.name == "openhlo.compile":
+            failed = re.search(r"failed in pass (\S+); compiling unoptimized: (.*)", message)
+            failure = f"{failed[1]}: {failed[2]}"[:200] if failed else None
+            if failure and failure not in self.pipeline_failures:
+                self.pipeline_failures.append(failure)
+        elif "interpreter" in message:
             found = re.search(r"'([\w.]+)'", message)
             op = found.group(1) if found else message.split(":")[0]
             self.ops.setdefault(op, message[:300])
 
     def __enter__(self):
-        logger = logging.getLogger("openhlo.cpu")
-        self._level = logger.level
-        logger.setLevel(logging.INFO)
-        logger.addHandler(self)
+        self._levels = []
+        for name in self.LOGGERS:
+            logger = logging.getLogger(name)
+            self._levels.append(logger.level)
+            logger.setLevel(logging.INFO)
+            logger.addHandler(self)
         return self
 
     def __exit__(self, *exc):
-        logger = logging.getLogger("openhlo.cpu")
-        logger.removeHandler(self)
-        logger.setLevel(self._level)
+        for name, level in zip(self.LOGGERS, self._levels):
+            logger = logging.getLogger(name)
+            logger.removeHandler(self)
+            logger.setLevel(level)
 
 
 def _backend(name: str):
@@ -205,7 +219,7 @@ def run_backend(backend: str, model, inputs, train: bool, eager: dict,
     call = _Mode(train, inputs).prepare(module, torch.compile(module, backend=_backend(backend)))
     pjrt.reset_metrics()
     try:
-        with _InterpreterFallbacks() as interpreted:
+        with _CompileLogs() as logs:
             start = time.perf_counter()
             results = [call()]
             entry["compile_s"] = time.perf_counter() - start
@@ -222,7 +236,8 @@ def run_backend(backend: str, model, inputs, train: bool, eager: dict,
         return entry, None
     if backend == "openhlo":
         entry["eager_fallbacks"] = dict(pjrt.metrics().fallbacks)
-        entry["interpreter_fallbacks"] = sorted(interpreted.ops)
+        entry["interpreter_fallbacks"] = sorted(logs.ops)
+        entry["pipeline_failures"] = logs.pipeline_failures
     verdicts = [judge(got, eager, reference) for got in results]
     entry.update(next((v for v in verdicts if not v["ok"]), verdicts[0]))
     if not entry["ok"]:

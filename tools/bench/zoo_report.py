@@ -7,9 +7,11 @@ SLOW_RATIO = 2.0  # models slower than this x Inductor are listed in the summary
 
 
 def fallbacks(entry: dict) -> list[str]:
-    """The ops an openhlo run left to the interpreter or to eager PyTorch, labelled."""
+    """The ops an openhlo run left to the interpreter or to eager PyTorch and the optimization
+    pipelines it abandoned, labelled."""
     return ([f"interpreter: {op}" for op in entry.get("interpreter_fallbacks", [])]
-            + [f"eager: {op}" for op in entry.get("eager_fallbacks", {})])
+            + [f"eager: {op}" for op in entry.get("eager_fallbacks", {})]
+            + [f"unoptimized: {failure}" for failure in entry.get("pipeline_failures", [])])
 
 
 def add_ratios(report: dict) -> None:

@@ -41,6 +41,7 @@ def test_zoo_slice_matches_float64_eager_without_fallbacks(name, side, train, tm
                                log=lambda line: None)
     assert entry["status"] == "ok", entry
     assert entry["interpreter_fallbacks"] == [] and entry["eager_fallbacks"] == {}
+    assert entry["pipeline_failures"] == []
     if train:  # every parameter got its gradient, compared with float64's
         assert len(reference) == 1 + sum(1 for _ in model.parameters())
 
@@ -58,6 +59,25 @@ def test_judge_uses_eager_error_as_the_bar():
     assert not zoo.judge({"out": torch.zeros(2)}, eager, {"out": want})["ok"]  # shape
     nan = {"out": torch.tensor([float("nan"), -2.0, 4.0])}
     assert not zoo.judge(nan, eager, {"out": want})["ok"]
+
+
+def test_compile_logs_collect_interpreter_ops_and_abandoned_pipelines():
+    import logging
+
+    from xla_core.compile import driver
+    with zoo._CompileLogs() as logs:
+        logging.getLogger("openhlo.cpu").info(
+            "'stablehlo.reduce_window' falls back to the interpreter: its region is not a "
+            "simple combiner or comparator")
+        driver.LOG.warning("the %s pipeline failed in pass %s; compiling unoptimized: %s: %s",
+                           "cpu", "fusion", "RuntimeError", "a cyclic block")
+        logging.getLogger("openhlo.cpu").info("kernels compiled in 0.2 s")
+    assert list(logs.ops) == ["stablehlo.reduce_window"]
+    assert logs.pipeline_failures == ["fusion: RuntimeError: a cyclic block"]
+    entry = {"interpreter_fallbacks": sorted(logs.ops), "eager_fallbacks": {"aten.x": 1},
+             "pipeline_failures": logs.pipeline_failures}
+    assert zoo_report.fallbacks(entry) == ["interpreter: stablehlo.reduce_window", "eager: aten.x",
+                                           "unoptimized: fusion: RuntimeError: a cyclic block"]
 
 
 def _record(name, vs_ind, *, status="ok", fallbacks=()):
