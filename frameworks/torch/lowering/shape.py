@@ -205,7 +205,8 @@ def _as_strided_scatter(ctx, x, src, size, stride, storage_offset=None):
         aten.empty.memory_format, aten.empty_strided.default, aten.zeros.default,
         aten.ones.default, aten.zeros_like.default, aten.ones_like.default,
         aten.empty_like.default, aten.fill.Scalar, aten.new_full.default,
-        aten.new_zeros.default, aten.new_ones.default, aten.new_empty.default)
+        aten.new_zeros.default, aten.new_ones.default, aten.new_empty.default,
+        aten.new_empty_strided.default)
 def _full(ctx, *args, **kwargs):
     target = ctx.node.target
     if target in (aten.full.default, aten.full_like.default, aten.fill.Scalar):
