@@ -22,9 +22,10 @@ from tools.bench.timing import interleaved_medians
 
 
 def _model(hidden: int, layers: int, seed: int = 0):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-    import transformers as tf
+
+    from frameworks.torch.models.vision import import_transformers
+    tf = import_transformers()
     torch.manual_seed(seed)
     config = tf.GPT2Config(vocab_size=512, n_positions=1024, n_embd=hidden, n_layer=layers,
                            n_head=max(1, hidden // 64), resid_pdrop=0.0, embd_pdrop=0.0,

@@ -32,7 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from tools.torch_speed import _wait_codegen
+from pjrt.plugins.cpu import tiering
 
 BACKENDS = ("openhlo", "inductor", "eager_static", "eager_dynamic")
 PROMPT = 8
@@ -71,7 +71,7 @@ def measure(name: str, new_tokens: int, repeats: int) -> list:
         first = _run(model, ids, new_tokens, backend)
         first_s = time.perf_counter() - start
         if backend == "openhlo":
-            _wait_codegen()
+            tiering.wait_all()
         metrics = pjrt.metrics()
         ours = backend == "openhlo"
         rows[backend] = {
@@ -105,7 +105,7 @@ def _serve(model, requests: list, max_batch: int) -> dict:
     engine = ServingEngine(model, max_batch=max_batch)
     engine.add_request(requests[0][0], 2)
     engine.run()
-    _wait_codegen()
+    tiering.wait_all()
     engine.reset_stats()
     ids = [engine.add_request(prompt, new) for prompt, new in requests]
     engine.run()

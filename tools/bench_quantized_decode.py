@@ -24,8 +24,8 @@ import torch
 
 def build_model(kind: str, hidden: int, layers: int, vocab: int) -> torch.nn.Module:
     if kind == "transformers":
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import transformers
+        from frameworks.torch.models.vision import import_transformers
+        transformers = import_transformers()
         config = transformers.LlamaConfig(
             vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 8 // 3 // 64 * 64,
             num_hidden_layers=layers, num_attention_heads=hidden // 64,

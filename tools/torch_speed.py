@@ -36,6 +36,8 @@ if "OPENHLO_CACHE_DIR" not in os.environ:
 import numpy as np
 import torch
 
+from pjrt.plugins.cpu import tiering
+
 MODELS = ("tiny_gpt2", "gpt_block_fwd")
 BACKENDS = ("openhlo", "inductor")
 
@@ -59,23 +61,11 @@ def _backend(name: str):
     return "inductor"
 
 
-def _wait_codegen() -> None:
-    """Wait for the cpu backend's background kernel compiles (tiered compilation)."""
-    from pjrt.plugins.cpu import tiering
-    while True:
-        with tiering._IN_FLIGHT_LOCK:
-            pending = list(tiering._IN_FLIGHT)
-        if not pending:
-            return
-        for upgrade in pending:
-            upgrade.wait()
-
-
 def _warm_up(backend) -> None:
     torch._dynamo.reset()
     torch.compile(lambda x: (torch.sin(x) * 2,), backend=backend)(torch.zeros(7))
     if backend != "inductor":
-        _wait_codegen()
+        tiering.wait_all()
 
 
 def _compile(fn, inputs, backend_name: str) -> tuple:
@@ -85,7 +75,7 @@ def _compile(fn, inputs, backend_name: str) -> tuple:
     got = compiled(*inputs)
     compile_s = time.perf_counter() - start
     if backend_name == "openhlo":
-        _wait_codegen()
+        tiering.wait_all()
     return compiled, compile_s, time.perf_counter() - start, got
 
 

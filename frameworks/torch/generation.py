@@ -27,7 +27,8 @@ import torch
 def compile_config(backend: str | Callable = "openhlo"):
     """A ``transformers.CompileConfig`` that compiles the decode step with ``backend`` on
     any device, as one graph (a graph break would be a silent eager island per token)."""
-    import transformers
+    from frameworks.torch.models.vision import import_transformers
+    transformers = import_transformers()
     if backend == "openhlo":
         from frameworks.torch.backend import openhlo_backend
         backend = openhlo_backend

@@ -39,6 +39,19 @@ def add_parser(subparsers) -> None:
     p.add_argument("--save-programs", metavar="DIR",
                    help="write each workload's StableHLO, its optimized form, the fusion "
                         "decisions and the memory report into DIR")
+    p.add_argument("--zoo", action="store_true",
+                   help="instead of the workloads: the model zoo (torchvision, timm, Hugging Face "
+                        "transformers; random weights, small inputs) through torch.compile on "
+                        "openhlo and Inductor and eager PyTorch: results against a float64 "
+                        "eager run, fallbacks, cold compile times, forward time ratios")
+    p.add_argument("--models", metavar="A,B",
+                   help="with --zoo: a comma-separated subset of the zoo's models (default: all)")
+    p.add_argument("--train", action="store_true",
+                   help="with --zoo: also a training step (backward and SGD) per model")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="with --zoo: PyTorch's thread count for eager and Inductor (default: "
+                        "PyTorch's own); on a loaded machine OpenMP's spinning threads make "
+                        "medians unstable, 1 keeps them steady")
     p.set_defaults(handler=bench_command)
 
 
@@ -51,7 +64,40 @@ def _names(text: str, known, what: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def zoo_command(args: argparse.Namespace) -> int:
+    from frameworks.torch.models.zoo import ZOO
+    from tools.bench.plot import plot_zoo
+    from tools.bench.zoo import run_zoo
+    from tools.bench.zoo_report import add_ratios, format_table, summarize
+    if args.sharded or args.save_programs or args.quick:
+        raise CliError("--sharded, --save-programs and --quick do not go with --zoo")
+    names = _names(args.models, ZOO.names(), "model") if args.models else ZOO.names()
+
+    def finish(report: dict) -> None:  # after every model: a stopped run keeps its figures
+        add_ratios(report)
+        report["summary"] = summarize(report)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=2)
+    report = run_zoo(names, train=args.train, threads=args.threads, on_model=finish,
+                     budget=args.budget if args.budget is not None else 1.0)
+    summary = report["summary"]  # finish ran after the last model
+    print(format_table(report), flush=True)
+    if args.png:
+        plot_zoo(report, args.png)
+    wrong = sum(len(summary[m]["failed"]) for m in ("forward", "train") if m in summary)
+    if wrong:
+        print(f"openhlo: error: {wrong} model result(s) wrong or failed on openhlo",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 def bench_command(args: argparse.Namespace) -> int:
+    if args.zoo:
+        return zoo_command(args)
+    if args.models or args.train or args.threads:
+        raise CliError("--models, --train and --threads go with --zoo")
     from tools.bench.plot import plot_ratios
     from tools.bench.report import add_ratios, format_report, summarize
     from tools.bench.suite import run_suite

@@ -69,6 +69,18 @@ def use_cache_root(root: str, runners: Iterable[str] = ()) -> None:
     The hardware calibration (a measurement of the machine, not a compiled artifact) is
     copied along so a cold compile does not include re-measuring the machine.
     """
+    use_torch_cache_root(root)
+    import jax
+    jax.config.update("jax_platforms", _jax_platforms(runners))
+    jax.config.update("jax_compilation_cache_dir", os.path.join(root, "jax"))
+    # cache every executable, however quick to compile or small
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def use_torch_cache_root(root: str) -> None:
+    """``use_cache_root`` without JAX: openhlo's and Inductor's caches under ``root`` (the
+    hardware calibration copied along)."""
     from xla_core.cost import calibrate
     known = calibrate.cache_path()
     os.environ["OPENHLO_CACHE_DIR"] = os.path.join(root, "openhlo")
@@ -76,12 +88,6 @@ def use_cache_root(root: str, runners: Iterable[str] = ()) -> None:
     if os.path.exists(known) and not os.path.exists(calibrate.cache_path()):
         os.makedirs(os.path.dirname(calibrate.cache_path()), exist_ok=True)
         shutil.copyfile(known, calibrate.cache_path())
-    import jax
-    jax.config.update("jax_platforms", _jax_platforms(runners))
-    jax.config.update("jax_compilation_cache_dir", os.path.join(root, "jax"))
-    # cache every executable, however quick to compile or small
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 def lower(instance: Instance):

@@ -18,7 +18,7 @@ from tools.tests.helpers import REPO_ROOT
 
 # Installed by the test extra only: nothing outside tests may import these at module level.
 TEST_ONLY = ("pytest", "_pytest", "xdist", "expecttest", "absl", "matplotlib", "scipy",
-             "transformers", "sentence_transformers")
+             "transformers", "sentence_transformers", "torchvision", "timm")
 FRAMEWORKS = ("jax", "jaxlib", "torch")
 
 # Which frameworks each part of the tree may import at module level. Longest prefix wins.

@@ -3,7 +3,7 @@ dtype conversion, tensor factories (full, arange, empty), and symbolic-size quer
 
 Values are immutable and always laid out row-major, so every view op is a reshape,
 transpose or slice of its input; strides in FakeTensors are ignored except by
-``as_strided``, which is defined over the storage.
+``as_strided`` and ``as_strided_scatter``, which are defined over the storage.
 """
 from __future__ import annotations
 
@@ -153,21 +153,50 @@ def _slice_scatter(ctx, x, src, dim=0, start=None, end=None, step=1):
     return ctx.b.select(mask, placed, ctx.cast(x, dtype))
 
 
-@lowers(aten.as_strided.default)
-def _as_strided(ctx, x, size, stride, storage_offset=None):
+def _storage_index(ctx, size, stride, storage_offset) -> np.ndarray:
+    """The storage positions ``as_strided(size, stride, storage_offset)`` addresses, of a
+    node whose first argument must be its whole storage in row-major order (values have no
+    other storage here)."""
     source = ctx.node.args[0].meta["val"]
     whole = source.untyped_storage().nbytes() == source.numel() * source.element_size()
     if not (source.is_contiguous() and source.storage_offset() == 0 and whole):
-        raise Unsupported("as_strided of a view that is not its whole storage in order (the "
-                          "strides address elements the value does not hold)")
+        raise Unsupported(f"{ctx.node.target} of a view that is not its whole storage in "
+                          "order (the strides address elements the value does not hold)")
     offset = storage_offset if storage_offset is not None else 0
     index = np.full(tuple(size), offset, dtype=np.int64)
     for d, (n, s) in enumerate(zip(size, stride)):
         shape = [1] * len(size)
         shape[d] = n
         index = index + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+    return index
+
+
+@lowers(aten.as_strided.default)
+def _as_strided(ctx, x, size, stride, storage_offset=None):
+    index = _storage_index(ctx, size, stride, storage_offset)
     flat = ctx.b.reshape(x, (int(np.prod(x.type.shape)),))
     return take_flat(ctx, flat, index)
+
+
+@lowers(aten.as_strided_scatter.default)
+def _as_strided_scatter(ctx, x, src, size, stride, storage_offset=None):
+    # x with src written where as_strided(x, ...) looks. The positions are constants, so
+    # this is a gather of src into x's layout and a select, not a scatter: each position
+    # takes the element of src written there or keeps x's (where views overlap, torch
+    # leaves which write wins undefined; so does this).
+    index = _storage_index(ctx, size, stride, storage_offset).reshape(-1)
+    count = int(np.prod(x.type.shape))
+    dtype = ctx.out_dtype()
+    src = ctx.b.reshape(ctx.cast(src, dtype), (index.size,))
+    if np.array_equal(index, np.arange(count)):  # src covers x in order: it is the result
+        return ctx.b.reshape(src, x.type.shape)
+    writer = np.zeros(count, dtype=np.int64)
+    writer[index] = np.arange(index.size)
+    written = np.zeros(count, dtype=bool)
+    written[index] = True
+    placed = take_flat(ctx, src, writer)
+    kept = ctx.b.reshape(ctx.cast(x, dtype), (count,))
+    return ctx.b.reshape(ctx.b.select(ctx.b.constant(written), placed, kept), x.type.shape)
 
 
 # -- factories -----------------------------------------------------------------------------
@@ -176,7 +205,8 @@ def _as_strided(ctx, x, size, stride, storage_offset=None):
         aten.empty.memory_format, aten.empty_strided.default, aten.zeros.default,
         aten.ones.default, aten.zeros_like.default, aten.ones_like.default,
         aten.empty_like.default, aten.fill.Scalar, aten.new_full.default,
-        aten.new_zeros.default, aten.new_ones.default, aten.new_empty.default)
+        aten.new_zeros.default, aten.new_ones.default, aten.new_empty.default,
+        aten.new_empty_strided.default)
 def _full(ctx, *args, **kwargs):
     target = ctx.node.target
     if target in (aten.full.default, aten.full_like.default, aten.fill.Scalar):

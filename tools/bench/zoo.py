@@ -1,0 +1,350 @@
+"""``openhlo bench --zoo``: the model zoo through openhlo, Inductor and eager PyTorch.
+
+For each model of ``frameworks.torch.models.zoo`` (in this process, one model after the
+other):
+
+* **compile (cold)**: ``torch.compile`` with the openhlo backend and with Inductor, each on
+  its own copy of the model after ``torch._dynamo.reset()``; the first call is timed (Dynamo,
+  AOTAutograd, the backend's compile, one run). Cold: every model gets a fresh
+  ``OPENHLO_CACHE_DIR`` and Inductor's caches are disabled; both backends first compile a
+  trivial function, so one-time imports are not charged to the first model. openhlo also
+  reports ``optimized_s``: until its background-compiled kernels are in place (tiered
+  compilation, pjrt/plugins/cpu/tiering.py); timing starts after that.
+* **check**: outputs (forward, eval mode, ``no_grad``) and, with ``--train``, the loss and
+  every parameter's gradient of one training step (train mode, loss = mean square of the
+  first output, ``backward``, SGD) against a float64 eager run of the same model and
+  inputs; for openhlo both of the first call (op by op) and of a call from the same weights
+  once the generated kernels are in place (what is timed). A tensor passes when its error (max |x - float64| / max |float64|) is at most
+  ``TOL_FACTOR`` x float32 eager's own error on it plus ``TOL_FLOOR``: eager float32 is the
+  bar, so a result that eager itself gets only roughly (batch statistics over 2 images of
+  1x1 feature maps) does not fail a correct backend, while an error well above eager's does.
+* **fallbacks**: ops the openhlo backend ran in eager PyTorch (pjrt's metrics), ops the
+  cpu backend left to the interpreter (its ``openhlo.cpu`` log) and optimization pipelines
+  abandoned for the unoptimized program (a pass's internal error, ``openhlo.compile``'s
+  log), during compile and the calls that are judged.
+* **time**: forward (and the training step) of eager, Inductor and openhlo, interleaved
+  (tools/bench/timing.py), medians; ratios openhlo / Inductor and openhlo / eager.
+
+A model whose library (torchvision, timm, transformers) is not installed is skipped.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+TOL_FACTOR = 10.0
+TOL_FLOOR = 1e-5
+BACKENDS = ("openhlo", "inductor")
+LR = 0.01
+
+
+def relative_error(got, want) -> float:
+    """max |got - want| / max |want| (want: the float64 reference; 0 / 0 counts as 0)."""
+    import torch
+    got, want = got.detach().double(), want.detach().double()
+    if want.numel() == 0:
+        return 0.0
+    scale = float(want.abs().max())
+    diff = float((got - want).abs().max())
+    if diff != diff:  # NaN somewhere: wrong unless the reference has NaN there too
+        same = torch.isnan(got) == torch.isnan(want)
+        return 0.0 if bool(same.all()) and scale == scale else float("inf")
+    return diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))
+
+
+def judge(named: dict, eager: dict, reference: dict) -> dict:
+    """{"ok", "error", "eager_error", "worst"} of tensors ``named`` (name -> tensor) against
+    the float64 ``reference``, with float32 ``eager``'s own errors as the bar."""
+    worst, result = -1.0, {"ok": True, "error": 0.0, "eager_error": 0.0, "worst": None}
+    for key, want in reference.items():
+        got = named.get(key)
+        if got is None or tuple(got.shape) != tuple(want.shape):
+            return {"ok": False, "error": float("inf"), "eager_error": 0.0, "worst": key,
+                    "message": f"{key}: missing or shape mismatch"}
+        error = relative_error(got, want)
+        eager_error = relative_error(eager[key], want)
+        allowed = TOL_FACTOR * eager_error + TOL_FLOOR
+        excess = error / allowed
+        if excess > worst:
+            worst = excess
+            result.update(error=error, eager_error=eager_error, worst=key)
+        if error > allowed:
+            result["ok"] = False
+    return result
+
+
+def _leaves(outputs) -> dict:
+    from torch.utils._pytree import tree_flatten
+    import torch
+    return {f"output{i}": t for i, t in enumerate(tree_flatten(outputs)[0])
+            if isinstance(t, torch.Tensor) and t.is_floating_point()}
+
+
+def _as_double(x):
+    import torch
+    return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+
+class _CompileLogs(logging.Handler):
+    """Collects what the cpu backend left to the interpreter (its ``openhlo.cpu`` log: op
+    names) and the optimization pipelines it abandoned for the unoptimized program (the
+    compile driver's ``openhlo.compile`` log: "pass: error")."""
+
+    LOGGERS = ("openhlo.cpu", "openhlo.compile")
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.ops: dict[str, str] = {}
+        self.pipeline_failures: list[str] = []
+
+    def emit(self, record):
+        message = record.getMessage()
+        if record.name == "openhlo.compile":
+            failed = re.search(r"failed in pass (\S+); compiling unoptimized: (.*)", message)
+            failure = f"{failed[1]}: {failed[2]}"[:200] if failed else None
+            if failure and failure not in self.pipeline_failures:
+                self.pipeline_failures.append(failure)
+        elif "interpreter" in message:
+            found = re.search(r"'([\w.]+)'", message)
+            op = found.group(1) if found else message.split(":")[0]
+            self.ops.setdefault(op, message[:300])
+
+    def __enter__(self):
+        self._levels = []
+        for name in self.LOGGERS:
+            logger = logging.getLogger(name)
+            self._levels.append(logger.level)
+            logger.setLevel(logging.INFO)
+            logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc):
+        for name, level in zip(self.LOGGERS, self._levels):
+            logger = logging.getLogger(name)
+            logger.removeHandler(self)
+            logger.setLevel(level)
+
+
+def _backend(name: str):
+    if name == "openhlo":
+        from frameworks.torch.backend import openhlo_backend
+        return openhlo_backend
+    return "inductor"
+
+
+def _warm_up() -> None:
+    """Each backend compiles a trivial function: its one-time costs belong to no model."""
+    import torch
+
+    from pjrt.plugins.cpu import tiering
+    for name in BACKENDS:
+        torch._dynamo.reset()
+        torch.compile(lambda x: (torch.sin(x) * 2,), backend=_backend(name))(torch.zeros(7))
+    tiering.wait_all()
+
+
+def _step(model, optimizer, inputs):
+    """One training step; (loss, {parameter name: gradient})."""
+    from frameworks.torch.models import loss_of
+    optimizer.zero_grad(set_to_none=True)
+    outputs = model(*inputs)
+    loss = loss_of(outputs if isinstance(outputs, tuple) else (outputs,))
+    loss.backward()
+    optimizer.step()
+    return loss.detach(), outputs
+
+
+def _train_state(module, loss) -> dict:
+    named = {"loss": loss}
+    named.update({f"grad {n}": p.grad for n, p in module.named_parameters()
+                  if p.grad is not None})
+    return named
+
+
+class _Mode:
+    """Forward (eval, no_grad) or training step (train): how to run a module and what of it
+    to compare."""
+
+    def __init__(self, train: bool, inputs):
+        self.train, self.inputs = train, inputs
+
+    def prepare(self, module, run=None) -> Callable[[], dict]:
+        """A call of ``run`` (the compiled ``module``, else ``module``) returning the
+        tensors to compare."""
+        import torch
+        run = module if run is None else run
+        if not self.train:
+            module.eval()
+
+            def forward():
+                with torch.no_grad():
+                    return _leaves(run(*self.inputs))
+            return forward
+        module.train()
+        optimizer = torch.optim.SGD(module.parameters(), lr=LR)
+
+        def step():
+            loss, _ = _step(run, optimizer, self.inputs)
+            return _train_state(module, loss)
+        return step
+
+
+def references(model, inputs, train: bool) -> tuple[dict, dict]:
+    """(float64 eager's tensors, float32 eager's) of the forward or the training step,
+    each on its own copy of ``model``."""
+    reference = _Mode(train, tuple(map(_as_double, inputs))).prepare(
+        copy.deepcopy(model).double())()
+    return reference, _Mode(train, inputs).prepare(copy.deepcopy(model))()
+
+
+def run_backend(backend: str, model, inputs, train: bool, eager: dict,
+                reference: dict, log: Callable[[str], None]) -> tuple[dict, Callable | None]:
+    """Compile a copy of ``model`` on ``backend``, time its first call, judge its results;
+    for openhlo also the fallbacks and the time until its kernels are in place. Returns the
+    record and the call to time (None if it failed)."""
+    import torch
+
+    import pjrt
+    from pjrt.plugins.cpu import tiering
+    entry = {"status": "ok"}
+    module = copy.deepcopy(model)
+    initial = copy.deepcopy(module.state_dict())
+    call = _Mode(train, inputs).prepare(module, torch.compile(module, backend=_backend(backend)))
+    pjrt.reset_metrics()
+    try:
+        with _CompileLogs() as logs:
+            start = time.perf_counter()
+            results = [call()]
+            entry["compile_s"] = time.perf_counter() - start
+            if backend == "openhlo":
+                tiering.wait_all()
+                entry["optimized_s"] = time.perf_counter() - start
+                # the first call ran op by op; what is timed runs the generated kernels:
+                # judge that too, from the same weights (the step changed them)
+                module.load_state_dict(initial)
+                results.append(call())
+    except Exception as exc:  # noqa: BLE001 - a model a backend cannot run is a result
+        entry.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
+        log(f"    ERROR {backend}: {entry['message']}")
+        return entry, None
+    if backend == "openhlo":
+        entry["eager_fallbacks"] = dict(pjrt.metrics().fallbacks)
+        entry["interpreter_fallbacks"] = sorted(logs.ops)
+        entry["pipeline_failures"] = logs.pipeline_failures
+    verdicts = [judge(got, eager, reference) for got in results]
+    entry.update(next((v for v in verdicts if not v["ok"]), verdicts[0]))
+    if not entry["ok"]:
+        entry["status"] = "mismatch"
+        log(f"    MISMATCH {backend}: {entry['worst']}: error {entry['error']:.3g}, "
+            f"eager's {entry['eager_error']:.3g}")
+    return entry, call
+
+
+def _measure_mode(model, inputs, train: bool, budget: float, log) -> dict:
+    import torch
+
+    from tools.bench.timing import interleaved_medians
+    reference, eager = references(model, inputs, train)
+    result = {"backends": {}, "eager": {}}
+    calls = {"eager": _Mode(train, inputs).prepare(copy.deepcopy(model))}
+    torch._dynamo.reset()
+    for backend in BACKENDS:
+        result["backends"][backend], call = run_backend(backend, model, inputs, train, eager,
+                                                        reference, log)
+        if call is not None:
+            calls[backend] = call
+    timings = interleaved_medians(calls, budget, min_samples=3)
+    for runner, timing in timings.items():
+        target = result["eager"] if runner == "eager" else result["backends"][runner]
+        target.update(median_s=timing["median_s"], min_s=timing["min_s"],
+                      max_s=timing["max_s"])
+    log("    " + ", ".join(f"{runner} {t['median_s'] * 1e3:.3g} ms"
+                           for runner, t in timings.items()))
+    return result
+
+
+def measure_model(name: str, *, train: bool, budget: float, cache_root: str,
+                  log: Callable[[str], None]) -> dict:
+    """One model: forward (and training step) on every backend. A JSON-ready record."""
+    from frameworks.torch.models.zoo import ZOO, build_zoo_model
+    from tools.bench.runners import use_torch_cache_root
+    record = {"name": name, "library": ZOO.get(name).library,
+              "load_average": os.getloadavg()[0]}
+    try:
+        model, inputs = build_zoo_model(name)
+    except ImportError as exc:
+        record.update(status="skipped", message=f"{ZOO.get(name).library} is not installed "
+                                                f"({exc})")
+        log(f"    skipped: {record['message']}")
+        return record
+    record["parameters"] = sum(p.numel() for p in model.parameters())
+    record["status"] = "ok"
+    from torch._inductor.utils import clear_caches
+    use_torch_cache_root(os.path.join(cache_root, name))  # cold: nothing cached yet...
+    clear_caches()  # ... and Inductor looks there, not in what it remembers of the last
+    modes = ("forward", "train") if train else ("forward",)
+    for mode in modes:
+        log(f"  {mode}")
+        record[mode] = _measure_mode(model, inputs, mode == "train", budget, log)
+    return record
+
+
+def run_zoo(names: list[str], *, train: bool = False, budget: float = 1.0,
+            threads: int | None = None,
+            on_model: Callable[[dict], None] = lambda report: None,
+            log: Callable[[str], None] = lambda line: print(line, file=sys.stderr,
+                                                            flush=True)) -> dict:
+    """Everything ``openhlo bench --zoo`` measures, as one JSON-ready dict; ``on_model`` gets
+    the report so far after each model (a long run can be stopped and still reported).
+    ``threads``: PyTorch's thread count (eager and Inductor's kernels), else its default."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    import torch._inductor.config
+    # one compile worker: a pool of them takes the cores from the timings that follow
+    torch._inductor.config.compile_threads = 1
+    if threads is not None:
+        torch.set_num_threads(threads)
+    started = time.perf_counter()
+    load_before = os.getloadavg()[0]
+    cache_root = tempfile.mkdtemp(prefix="openhlo-zoo-")
+    from tools.bench.runners import use_torch_cache_root
+    records = []
+    report = {"versions": _versions(), "cores": os.cpu_count(),
+              "torch_threads": torch.get_num_threads(),
+              "load_average": {"start": load_before}, "train": train, "budget_s": budget,
+              "tolerance": {"factor": TOL_FACTOR, "floor": TOL_FLOOR}, "models": records}
+    try:
+        use_torch_cache_root(os.path.join(cache_root, "warm-up"))
+        step = time.perf_counter()
+        _warm_up()
+        log(f"[setup] backends warmed up ({time.perf_counter() - step:.1f} s)")
+        for i, name in enumerate(names, 1):
+            log(f"[{i}/{len(names)}] {name} (load {os.getloadavg()[0]:.1f})")
+            step = time.perf_counter()
+            records.append(measure_model(name, train=train, budget=budget,
+                                         cache_root=cache_root, log=log))
+            log(f"  ({time.perf_counter() - step:.1f} s)")
+            report["load_average"]["end"] = os.getloadavg()[0]
+            report["wall_s"] = time.perf_counter() - started
+            on_model(report)
+    finally:
+        shutil.rmtree(cache_root, ignore_errors=True)
+    return report
+
+
+def _versions() -> dict:
+    from importlib import metadata
+    versions = {"python": sys.version.split()[0]}
+    for package in ("torch", "torchvision", "timm", "transformers"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
