@@ -13,6 +13,7 @@
 // interpreter pads each operand with its init value.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -43,12 +44,32 @@ inline auto comparable(V v) {
   }
 }
 
-using PickTable = std::array<uint8_t, kValueStates * kIndexRelations>;
+// The 18 two-bit picks packed in one word, entry k at bits 2k: looking one up is a shift,
+// not a load, so the row loops below keep everything in registers.
+using PickTable = uint64_t;
 
-// (av, ai) = body((av, ai), (bv, bi)). Branch-free (selects, no jumps): on real data the
+// take_b ? b : a on the bits (a mask, not a jump: g++ turns a float ?: into a branch,
+// which random data mispredicts half the time).
+template <typename T>
+inline T choose(bool take_b, T b, T a) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t,
+               std::conditional_t<sizeof(T) == 4, uint32_t,
+               std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+  static_assert(sizeof(T) == sizeof(Bits) && std::is_trivially_copyable_v<T>);
+  Bits ua, ub;
+  std::memcpy(&ua, &a, sizeof(T));
+  std::memcpy(&ub, &b, sizeof(T));
+  const Bits mask = static_cast<Bits>(-static_cast<Bits>(take_b));
+  const Bits r = static_cast<Bits>((ua & ~mask) | (ub & mask));
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
+
+// (av, ai) = body((av, ai), (bv, bi)). Branch-free (masks, no jumps): on real data the
 // comparisons go either way at random.
 template <typename V, typename I>
-inline void apply(const PickTable& picks, V& av, I& ai, V bv, I bi) {
+inline void apply(PickTable picks, V& av, I& ai, V bv, I bi) {
   const auto a = comparable(av);
   const auto b = comparable(bv);
   // lt 0, eq 1, gt 2 (VALUE_STATES' order)
@@ -61,15 +82,15 @@ inline void apply(const PickTable& picks, V& av, I& ai, V bv, I bi) {
     state = (a_nan | b_nan) ? nan_state : state;
   }
   const size_t relation = static_cast<size_t>(ai == bi) + 2 * static_cast<size_t>(ai > bi);
-  const uint8_t pick = picks[state * kIndexRelations + relation];
-  av = (pick & 1) ? bv : av;
-  ai = (pick & 2) ? bi : ai;
+  const uint64_t pick = picks >> (2 * (state * kIndexRelations + relation));
+  av = choose((pick & 1) != 0, bv, av);
+  ai = choose((pick & 2) != 0, bi, ai);
 }
 
 // Folds the `count` pairs of `values`/`indices` into (v, i), which holds the init pair, as
 // reducer.py:fold_reduce does. The pairwise tree overwrites the buffers.
 template <typename V, typename I>
-void fold(const PickTable& picks, V* values, I* indices, int64_t count, V& v, I& i) {
+void fold(PickTable picks, V* values, I* indices, int64_t count, V& v, I& i) {
   if (count <= kSequentialLimit) {
     for (int64_t k = 0; k < count; ++k) apply(picks, v, i, values[k], indices[k]);
     return;
@@ -93,11 +114,11 @@ void fold(const PickTable& picks, V* values, I* indices, int64_t count, V& v, I&
 }
 
 PickTable pick_table(const std::vector<int64_t>& picks) {
-  PickTable table{};
-  require(picks.size() == table.size(), "pair_picks must have 18 entries");
-  for (size_t k = 0; k < table.size(); ++k) {
+  PickTable table = 0;
+  require(picks.size() == kValueStates * kIndexRelations, "pair_picks must have 18 entries");
+  for (size_t k = 0; k < picks.size(); ++k) {
     require(picks[k] >= 0 && picks[k] <= 3, "pair_picks entries must be in [0, 3]");
-    table[k] = static_cast<uint8_t>(picks[k]);
+    table |= static_cast<uint64_t>(picks[k]) << (2 * k);
   }
   return table;
 }
@@ -105,7 +126,7 @@ PickTable pick_table(const std::vector<int64_t>& picks) {
 // Where output element o reads its `count` elements: gather(o, values, indices) fills the
 // buffers (init pairs where a window has no element).
 template <typename V, typename I, typename Gather>
-void run_pair(int64_t outputs, int64_t count, const PickTable& picks, const Array* operands,
+void run_pair(int64_t outputs, int64_t count, PickTable picks, const Array* operands,
               Array* outs, Gather gather) {
   const V init_value = *operands[2].data<V>();
   const I init_index = *operands[3].data<I>();
@@ -125,6 +146,95 @@ void run_pair(int64_t outputs, int64_t count, const PickTable& picks, const Arra
       fold(picks, values.get(), indices.get(), count, v, i);
       out_values[o] = v;
       out_indices[o] = i;
+    }
+  });
+}
+
+// One tap for a row of n outputs: output j folds in the element `column[j * stride]` past
+// `values`/`indices` (the init pair where that is -1, padding). No pointer aliases another,
+// so the accumulators and the pick table stay in registers.
+template <typename V, typename I>
+void fold_tap(PickTable picks, V* __restrict acc_values, I* __restrict acc_indices,
+              const V* __restrict values, const I* __restrict indices,
+              const int64_t* __restrict column, int64_t stride, int64_t n, V init_value,
+              I init_index) {
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t at = column[j * stride];
+    const int64_t safe = at >= 0 ? at : 0;
+    apply(picks, acc_values[j], acc_indices[j], at >= 0 ? values[safe] : init_value,
+          at >= 0 ? indices[safe] : init_index);
+  }
+}
+
+// A windowed fold of at most kSequentialLimit taps (init pair, then the taps in order: the
+// interpreter's sequential fold) a whole output row at a time: for each tap, every output
+// of the innermost output dimension takes its element in one pass over the row. The
+// position of the row and each tap's offset along the outer dimensions are worked out once
+// per row and tap, not once per output and tap, and no tap is copied into a buffer first.
+// `tables[d][p * window[d] + t]`: the offset of tap t of position p along dimension d, or
+// -1 in padding (tap_table); dimensions that are not `moving` have window 1.
+template <typename V, typename I>
+void run_pair_rows(PickTable picks, const Array* operands, Array* outs,
+                   const Shape& out_shape, const Shape& window,
+                   const std::vector<std::vector<int64_t>>& tables,
+                   const std::vector<size_t>& moving, const std::array<bool, kMaxRank>& is_moving,
+                   int64_t taps) {
+  const V init_value = *operands[2].data<V>();
+  const I init_index = *operands[3].data<I>();
+  const V* in_values = operands[0].data<V>();
+  const I* in_indices = operands[1].data<I>();
+  V* out_values = outs[0].data<V>();
+  I* out_indices = outs[1].data<I>();
+  const size_t last = out_shape.size() - 1;
+  const int64_t row_length = out_shape[last];
+  const int64_t rows = row_length == 0 ? 0 : num_elements(out_shape) / row_length;
+  const int64_t last_window = window[last];  // 1 where the last dimension does not move
+  const int64_t* last_table = tables[last].data();
+  // The moving dimensions before the last; the last one's taps are the innermost.
+  const size_t outer = moving.size() - (is_moving[last] ? 1 : 0);
+  const int64_t outer_taps = taps / last_window;
+  parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(taps * row_length, 1)),
+               [&](int64_t b, int64_t e) {
+    std::unique_ptr<V[]> acc_values(new V[row_length]);
+    std::unique_ptr<I[]> acc_indices(new I[row_length]);
+    for (int64_t r = b; r < e; ++r) {
+      int64_t pos[kMaxRank], tap[kMaxRank] = {};
+      int64_t base = 0;
+      for (int64_t d = static_cast<int64_t>(last) - 1, rest = r; d >= 0; --d) {
+        pos[d] = rest % out_shape[d];
+        rest /= out_shape[d];
+        if (!is_moving[d]) base += tables[d][pos[d]];
+      }
+      std::fill(acc_values.get(), acc_values.get() + row_length, init_value);
+      std::fill(acc_indices.get(), acc_indices.get() + row_length, init_index);
+      V* av = acc_values.get();
+      I* ai = acc_indices.get();
+      for (int64_t t = 0; t < outer_taps; ++t) {
+        int64_t offset = base;
+        bool valid = true;
+        for (size_t k = 0; k < outer; ++k) {
+          const size_t d = moving[k];
+          const int64_t v = tables[d][pos[d] * window[d] + tap[k]];
+          valid &= v >= 0;
+          offset += v;
+        }
+        for (int64_t l = 0; l < last_window; ++l) {
+          if (!valid) {  // a padding row of taps: the init pair for every output
+            for (int64_t j = 0; j < row_length; ++j) {
+              apply(picks, av[j], ai[j], init_value, init_index);
+            }
+            continue;
+          }
+          fold_tap(picks, av, ai, in_values + offset, in_indices + offset, last_table + l,
+                   last_window, row_length, init_value, init_index);
+        }
+        for (int64_t k = static_cast<int64_t>(outer) - 1;
+             k >= 0 && ++tap[k] == window[moving[k]]; --k) {
+          tap[k] = 0;
+        }
+      }
+      std::copy(av, av + row_length, out_values + r * row_length);
+      std::copy(ai, ai + row_length, out_indices + r * row_length);
     }
   });
 }
@@ -223,6 +333,11 @@ Step make_pair_reduce_window(const OpSpec& spec, const WindowAttrs& w,
     using I = typename decltype(index_tag)::type;
     return [=](ExecContext&, const Array* operands, Array* outs) {
       for (size_t k = 0; k < 2; ++k) outs[k] = allocate(results[k].dtype, results[k].shape);
+      if (taps <= kSequentialLimit && rank > 0) {
+        run_pair_rows<V, I>(picks, operands, outs, out_shape, window, *frozen, moving, is_moving,
+                            taps);
+        return;
+      }
       const int64_t num_moving = static_cast<int64_t>(moving.size());
       run_pair<V, I>(outputs, taps, picks, operands, outs,
                      [&](int64_t o, const V* in_values, const I* in_indices, V init_value,

@@ -12,10 +12,11 @@ from xla_core.codegen import cpp_mathlib as mathlib
 
 scipy_special = pytest.importorskip("scipy.special")
 
-_FUNCS = ["exp", "expm1", "log", "log1p", "tanh", "logistic", "erf", "erfc"]
+_FUNCS = ["exp", "expm1", "log", "log1p", "tanh", "logistic", "erf", "erfc", "sin", "cos", "tan"]
 _REFERENCE = {
     "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "tanh": np.tanh,
     "logistic": scipy_special.expit, "erf": scipy_special.erf,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan,
     # scipy's erfc flushes results below ~1e-308 to 0; Python's (the C library's) does not
     "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
 }
@@ -79,3 +80,23 @@ def test_math_against_numpy(library, name, dtype):
     err = _ulp_error(y, want, dtype)
     worst = int(np.argmax(err))
     assert err[worst] <= 4, (name, x[worst], y[worst], want[worst], err[worst])
+
+
+@pytest.mark.parametrize("name,bound", [("sin", 1), ("cos", 1), ("tan", 1), ("tanh", 2)])
+def test_float_math_dense_sweep(library, name, bound):
+    """Every 4099th float bit pattern of either sign (all exponents, denormals and the largest
+    arguments, where sin/cos/tan need all of their range reduction) and the specials."""
+    bits = np.arange(0, 0x7F800000, 4099, dtype=np.uint32)
+    x = np.concatenate([bits.view(np.float32), -bits.view(np.float32),
+                        np.array([np.inf, -np.inf, np.nan, np.finfo(np.float32).max,
+                                  -np.finfo(np.float32).max, 0.0, -0.0], np.float32)])
+    y = np.empty_like(x)
+    ptr = ctypes.POINTER(ctypes.c_float)
+    getattr(library, f"t_{name}_float")(x.ctypes.data_as(ptr), y.ctypes.data_as(ptr),
+                                        ctypes.c_int64(x.size))
+    with np.errstate(all="ignore"):
+        want = _REFERENCE[name](x.astype(np.float64))
+    err = _ulp_error(y, want, np.float32)
+    worst = int(np.argmax(err))
+    assert err[worst] <= bound, (name, x[worst], y[worst], want[worst], err[worst])
+    assert np.signbit(y[x == 0]).tolist() == np.signbit(want[x == 0]).tolist()  # odd, even

@@ -8,9 +8,33 @@ static inline float ohm_atan2(float a, float b) { const double x = a, y = b; ret
 static inline double ohm_atan2(double a, double b) { const double x = a, y = b; return (double)(__builtin_atan2(x, y)); }
 static inline float ohm_cbrt(float a) { const double x = a; return (float)(__builtin_cbrt(x)); }
 static inline double ohm_cbrt(double a) { const double x = a; return (double)(__builtin_cbrt(x)); }
-static inline float ohm_cos(float a) { const double x = a; return (float)(__builtin_cos(x)); }
+static const uint32_t ohm_two_over_pi_0[129] = {0x28u, 0x51u, 0xa2u, 0x145u, 0x28bu, 0x517u, 0xa2fu, 0x145fu, 0x28beu, 0x517cu, 0xa2f9u, 0x145f3u, 0x28be6u, 0x517ccu, 0xa2f98u, 0x145f30u, 0x28be60u, 0x517cc1u, 0xa2f983u, 0x145f306u, 0x28be60du, 0x517cc1bu, 0xa2f9836u, 0x145f306du, 0x28be60dbu, 0x517cc1b7u, 0xa2f9836eu, 0x45f306dcu, 0x8be60db9u, 0x17cc1b72u, 0x2f9836e4u, 0x5f306dc9u, 0xbe60db93u, 0x7cc1b727u, 0xf9836e4eu, 0xf306dc9cu, 0xe60db939u, 0xcc1b7272u, 0x9836e4e4u, 0x306dc9c8u, 0x60db9391u, 0xc1b72722u, 0x836e4e44u, 0x6dc9c88u, 0xdb93910u, 0x1b727220u, 0x36e4e441u, 0x6dc9c882u, 0xdb939105u, 0xb727220au, 0x6e4e4415u, 0xdc9c882au, 0xb9391054u, 0x727220a9u, 0xe4e44152u, 0xc9c882a5u, 0x9391054au, 0x27220a94u, 0x4e441529u, 0x9c882a53u, 0x391054a7u, 0x7220a94fu, 0xe441529fu, 0xc882a53fu, 0x91054a7fu, 0x220a94feu, 0x441529fcu, 0x882a53f8u, 0x1054a7f0u, 0x20a94fe1u, 0x41529fc2u, 0x82a53f84u, 0x54a7f09u, 0xa94fe13u, 0x1529fc27u, 0x2a53f84eu, 0x54a7f09du, 0xa94fe13au, 0x529fc275u, 0xa53f84eau, 0x4a7f09d5u, 0x94fe13abu, 0x29fc2757u, 0x53f84eafu, 0xa7f09d5fu, 0x4fe13abeu, 0x9fc2757du, 0x3f84eafau, 0x7f09d5f4u, 0xfe13abe8u, 0xfc2757d1u, 0xf84eafa3u, 0xf09d5f47u, 0xe13abe8fu, 0xc2757d1fu, 0x84eafa3eu, 0x9d5f47du, 0x13abe8fau, 0x2757d1f5u, 0x4eafa3eau, 0x9d5f47d4u, 0x3abe8fa9u, 0x757d1f53u, 0xeafa3ea6u, 0xd5f47d4du, 0xabe8fa9au, 0x57d1f534u, 0xafa3ea69u, 0x5f47d4d3u, 0xbe8fa9a6u, 0x7d1f534du, 0xfa3ea69bu, 0xf47d4d37u, 0xe8fa9a6eu, 0xd1f534ddu, 0xa3ea69bbu, 0x47d4d377u, 0x8fa9a6eeu, 0x1f534ddcu, 0x3ea69bb8u, 0x7d4d3770u, 0xfa9a6ee0u, 0xf534ddc0u, 0xea69bb81u, 0xd4d37703u, 0xa9a6ee06u, 0x534ddc0du, 0xa69bb81bu, 0x4d377036u};
+static const uint32_t ohm_two_over_pi_1[129] = {0xbe60db93u, 0x7cc1b727u, 0xf9836e4eu, 0xf306dc9cu, 0xe60db939u, 0xcc1b7272u, 0x9836e4e4u, 0x306dc9c8u, 0x60db9391u, 0xc1b72722u, 0x836e4e44u, 0x6dc9c88u, 0xdb93910u, 0x1b727220u, 0x36e4e441u, 0x6dc9c882u, 0xdb939105u, 0xb727220au, 0x6e4e4415u, 0xdc9c882au, 0xb9391054u, 0x727220a9u, 0xe4e44152u, 0xc9c882a5u, 0x9391054au, 0x27220a94u, 0x4e441529u, 0x9c882a53u, 0x391054a7u, 0x7220a94fu, 0xe441529fu, 0xc882a53fu, 0x91054a7fu, 0x220a94feu, 0x441529fcu, 0x882a53f8u, 0x1054a7f0u, 0x20a94fe1u, 0x41529fc2u, 0x82a53f84u, 0x54a7f09u, 0xa94fe13u, 0x1529fc27u, 0x2a53f84eu, 0x54a7f09du, 0xa94fe13au, 0x529fc275u, 0xa53f84eau, 0x4a7f09d5u, 0x94fe13abu, 0x29fc2757u, 0x53f84eafu, 0xa7f09d5fu, 0x4fe13abeu, 0x9fc2757du, 0x3f84eafau, 0x7f09d5f4u, 0xfe13abe8u, 0xfc2757d1u, 0xf84eafa3u, 0xf09d5f47u, 0xe13abe8fu, 0xc2757d1fu, 0x84eafa3eu, 0x9d5f47du, 0x13abe8fau, 0x2757d1f5u, 0x4eafa3eau, 0x9d5f47d4u, 0x3abe8fa9u, 0x757d1f53u, 0xeafa3ea6u, 0xd5f47d4du, 0xabe8fa9au, 0x57d1f534u, 0xafa3ea69u, 0x5f47d4d3u, 0xbe8fa9a6u, 0x7d1f534du, 0xfa3ea69bu, 0xf47d4d37u, 0xe8fa9a6eu, 0xd1f534ddu, 0xa3ea69bbu, 0x47d4d377u, 0x8fa9a6eeu, 0x1f534ddcu, 0x3ea69bb8u, 0x7d4d3770u, 0xfa9a6ee0u, 0xf534ddc0u, 0xea69bb81u, 0xd4d37703u, 0xa9a6ee06u, 0x534ddc0du, 0xa69bb81bu, 0x4d377036u, 0x9a6ee06du, 0x34ddc0dbu, 0x69bb81b6u, 0xd377036du, 0xa6ee06dbu, 0x4ddc0db6u, 0x9bb81b6cu, 0x377036d8u, 0x6ee06db1u, 0xddc0db62u, 0xbb81b6c5u, 0x77036d8au, 0xee06db14u, 0xdc0db629u, 0xb81b6c52u, 0x7036d8a5u, 0xe06db14au, 0xc0db6295u, 0x81b6c52bu, 0x36d8a56u, 0x6db14acu, 0xdb62959u, 0x1b6c52b3u, 0x36d8a566u, 0x6db14accu, 0xdb629599u, 0xb6c52b32u, 0x6d8a5664u, 0xdb14acc9u, 0xb6295993u, 0x6c52b327u, 0xd8a5664fu};
+static const uint32_t ohm_two_over_pi_2[129] = {0x91054a7fu, 0x220a94feu, 0x441529fcu, 0x882a53f8u, 0x1054a7f0u, 0x20a94fe1u, 0x41529fc2u, 0x82a53f84u, 0x54a7f09u, 0xa94fe13u, 0x1529fc27u, 0x2a53f84eu, 0x54a7f09du, 0xa94fe13au, 0x529fc275u, 0xa53f84eau, 0x4a7f09d5u, 0x94fe13abu, 0x29fc2757u, 0x53f84eafu, 0xa7f09d5fu, 0x4fe13abeu, 0x9fc2757du, 0x3f84eafau, 0x7f09d5f4u, 0xfe13abe8u, 0xfc2757d1u, 0xf84eafa3u, 0xf09d5f47u, 0xe13abe8fu, 0xc2757d1fu, 0x84eafa3eu, 0x9d5f47du, 0x13abe8fau, 0x2757d1f5u, 0x4eafa3eau, 0x9d5f47d4u, 0x3abe8fa9u, 0x757d1f53u, 0xeafa3ea6u, 0xd5f47d4du, 0xabe8fa9au, 0x57d1f534u, 0xafa3ea69u, 0x5f47d4d3u, 0xbe8fa9a6u, 0x7d1f534du, 0xfa3ea69bu, 0xf47d4d37u, 0xe8fa9a6eu, 0xd1f534ddu, 0xa3ea69bbu, 0x47d4d377u, 0x8fa9a6eeu, 0x1f534ddcu, 0x3ea69bb8u, 0x7d4d3770u, 0xfa9a6ee0u, 0xf534ddc0u, 0xea69bb81u, 0xd4d37703u, 0xa9a6ee06u, 0x534ddc0du, 0xa69bb81bu, 0x4d377036u, 0x9a6ee06du, 0x34ddc0dbu, 0x69bb81b6u, 0xd377036du, 0xa6ee06dbu, 0x4ddc0db6u, 0x9bb81b6cu, 0x377036d8u, 0x6ee06db1u, 0xddc0db62u, 0xbb81b6c5u, 0x77036d8au, 0xee06db14u, 0xdc0db629u, 0xb81b6c52u, 0x7036d8a5u, 0xe06db14au, 0xc0db6295u, 0x81b6c52bu, 0x36d8a56u, 0x6db14acu, 0xdb62959u, 0x1b6c52b3u, 0x36d8a566u, 0x6db14accu, 0xdb629599u, 0xb6c52b32u, 0x6d8a5664u, 0xdb14acc9u, 0xb6295993u, 0x6c52b327u, 0xd8a5664fu, 0xb14acc9eu, 0x6295993cu, 0xc52b3278u, 0x8a5664f1u, 0x14acc9e2u, 0x295993c4u, 0x52b32788u, 0xa5664f10u, 0x4acc9e21u, 0x95993c43u, 0x2b327887u, 0x5664f10eu, 0xacc9e21cu, 0x5993c439u, 0xb3278872u, 0x664f10e4u, 0xcc9e21c8u, 0x993c4390u, 0x32788720u, 0x64f10e41u, 0xc9e21c82u, 0x93c43904u, 0x27887208u, 0x4f10e410u, 0x9e21c820u, 0x3c439041u, 0x78872083u, 0xf10e4107u, 0xe21c820fu, 0xc439041fu, 0x8872083fu, 0x10e4107fu};
+static inline double ohm_trig_reduce(float x, int32_t& q) {
+  uint32_t ix = __builtin_bit_cast(uint32_t, x) & 0x7fffffffu;
+  int32_t row = (int32_t)(ix >> 23) - 126;
+  row = row < 0 ? 0 : (row > 128 ? 128 : row);
+  uint64_t m = (ix & 0x7fffffu) | 0x800000u;
+  uint64_t hi = m * ohm_two_over_pi_0[row], mid = m * ohm_two_over_pi_1[row], lo = m * ohm_two_over_pi_2[row];
+  uint64_t t = (hi << 32) + mid + (lo >> 32);
+  uint64_t n = (t + (1ull << 61)) >> 62;
+  int64_t f = (int64_t)(t - (n << 62));
+  bool small = ix < 0x3f000000u;
+  q = (int32_t)n & -(int32_t)!small;
+  return small ? (double)__builtin_fabsf(x) : (double)f * 0x1.921fb54442d18p-62;
+}
+static inline float ohm_cos(float x) {
+  int32_t q; double r = ohm_trig_reduce(x, q);
+  double z = r * r;
+  double s = r + r * z * (__builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, 0x1.6124613a86d09p-33, -0x1.ae64567f544e4p-26), 0x1.71de3a556c734p-19), -0x1.a01a01a01a01ap-13), 0x1.1111111111111p-7), -0x1.5555555555555p-3));
+  double c = 1. - 0.5 * z + z * z * (__builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, -0x1.93974a8c07c9dp-37, 0x1.1eed8eff8d898p-29), -0x1.27e4fb7789f5cp-22), 0x1.a01a01a01a01ap-16), -0x1.6c16c16c16c17p-10), 0x1.5555555555555p-5));
+  double y = q & 1 ? s : c;
+  y = ((q + 1) & 2) ? -y : y;
+  return __builtin_isfinite(x) ? (float)y : x - x;
+}
 static inline double ohm_cos(double a) { const double x = a; return (double)(__builtin_cos(x)); }
-static inline float ohm_expm1_poly(float r) { return r + r*r*(0x1.0000000000000p-1f + r*(0x1.5555555555555p-3f + r*(0x1.5555555555555p-5f + r*(0x1.1111111111111p-7f + r*(0x1.6c16c16c16c17p-10f + r*(0x1.a01a01a01a01ap-13f + r*(0x1.a01a01a01a01ap-16f))))))); }
+static inline float ohm_expm1_poly(float r) { return r + r*r*(__builtin_fmaf(r, __builtin_fmaf(r, __builtin_fmaf(r, __builtin_fmaf(r, __builtin_fmaf(r, __builtin_fmaf(r, 0x1.a01a01a01a01ap-16f, 0x1.a01a01a01a01ap-13f), 0x1.6c16c16c16c17p-10f), 0x1.1111111111111p-7f), 0x1.5555555555555p-5f), 0x1.5555555555555p-3f), 0x1.0000000000000p-1f)); }
 static inline float ohm_exp(float x) {
   float xc = x < -104.f ? -104.f : (x > 89.f ? 89.f : x);
   float t = xc * 1.44269504088896341f + 0x1.8p23f;
@@ -24,10 +48,10 @@ static inline float ohm_exp(float x) {
 static inline double ohm_exp(double x) { return __builtin_exp(x); }
 static inline float ohm_erf(float x) {
   float a = __builtin_fabsf(x), x2 = x * x;
-  float small = x * (0x1.20dd750429b6dp+0f + x2*(-0x1.812746b0379e7p-2f + x2*(0x1.ce2f21a042be2p-4f + x2*(-0x1.b82ce31288b51p-6f + x2*(0x1.565bcd0e6a53fp-8f + x2*(-0x1.c02db40040b85p-11f + x2*(0x1.f9a326f9b89b7p-14f + x2*(-0x1.f4d25c3e0c2ebp-17f + x2*(0x1.b9e6c9dc651a2p-20f + x2*(-0x1.5f742ec43e71ap-23f + x2*(0x1.fcc5720624c1cp-27f + x2*(-0x1.51d7181c5d36cp-30f))))))))))));
+  float small = x * (__builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, __builtin_fmaf(x2, -0x1.51d7181c5d36cp-30f, 0x1.fcc5720624c1cp-27f), -0x1.5f742ec43e71ap-23f), 0x1.b9e6c9dc651a2p-20f), -0x1.f4d25c3e0c2ebp-17f), 0x1.f9a326f9b89b7p-14f), -0x1.c02db40040b85p-11f), 0x1.565bcd0e6a53fp-8f), -0x1.b82ce31288b51p-6f), 0x1.ce2f21a042be2p-4f), -0x1.812746b0379e7p-2f), 0x1.20dd750429b6dp+0f));
   float lo = __builtin_fmaf(a, a, -x2);
   float u = ((float)1 / a - 0x1.4000000000000p-1f) * 0x1.5555555555555p+1f;
-  float erfc = ohm_exp(-x2) * ((float)1 - lo) * (0x1.f545fcp-2f + u*(-0x1.078df8p-4f + u*(-0x1.7e0b1ep-13f + u*(0x1.f1f02p-9f + u*(-0x1.9445dap-10f + u*(0x1.8e303p-12f + u*(-0x1.05ac3cp-15f + u*(-0x1.5b941ep-15f + u*(0x1.67f8c6p-16f))))))))) / a;
+  float erfc = ohm_exp(-x2) * ((float)1 - lo) * (__builtin_fmaf(u, __builtin_fmaf(u, __builtin_fmaf(u, __builtin_fmaf(u, __builtin_fmaf(u, __builtin_fmaf(u, __builtin_fmaf(u, __builtin_fmaf(u, 0x1.67f8c6p-16f, -0x1.5b941ep-15f), -0x1.05ac3cp-15f), 0x1.8e303p-12f), -0x1.9445dap-10f), 0x1.f1f02p-9f), -0x1.7e0b1ep-13f), -0x1.078df8p-4f), 0x1.f545fcp-2f)) / a;
   float big = a < 4.f ? (float)1 - erfc : (float)1;
   return x != x ? x : (a < 1 ? small : __builtin_copysignf(big, x));
 }
@@ -56,7 +80,7 @@ static inline float ohm_log(float x) {
   ix = (ix & 0x007fffff) + 0x3f3504f3;
   float f = __builtin_bit_cast(float, ix) - (float)1;
   float sv = f / ((float)2 + f), z = sv * sv;
-  float l = 2 * sv + sv * z * (0x1.5555555555555p-1f + z*(0x1.999999999999ap-2f + z*(0x1.2492492492492p-2f + z*(0x1.c71c71c71c71cp-3f))));
+  float l = 2 * sv + sv * z * (__builtin_fmaf(z, __builtin_fmaf(z, __builtin_fmaf(z, 0x1.c71c71c71c71cp-3f, 0x1.2492492492492p-2f), 0x1.999999999999ap-2f), 0x1.5555555555555p-1f));
   float kf = (float)k;
   float y = kf * 0x1.62e4p-1f + (l + kf * 1.428606765330187045e-06f);
   return x == 0 ? -__builtin_inff() : (x < 0 ? __builtin_nanf("") : (x == __builtin_inff() || x != x ? x : y));
@@ -78,13 +102,39 @@ static inline float ohm_pow(float a, float b) { const double x = a, y = b; retur
 static inline double ohm_pow(double a, double b) { const double x = a, y = b; return (double)(__builtin_pow(x, y)); }
 static inline float ohm_rsqrt(float a) { const double x = a; return (float)(1. / __builtin_sqrt(x)); }
 static inline double ohm_rsqrt(double a) { const double x = a; return (double)(1. / __builtin_sqrt(x)); }
-static inline float ohm_sin(float a) { const double x = a; return (float)(__builtin_sin(x)); }
+static inline float ohm_sin(float x) {
+  int32_t q; double r = ohm_trig_reduce(x, q);
+  double z = r * r;
+  double s = r + r * z * (__builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, 0x1.6124613a86d09p-33, -0x1.ae64567f544e4p-26), 0x1.71de3a556c734p-19), -0x1.a01a01a01a01ap-13), 0x1.1111111111111p-7), -0x1.5555555555555p-3));
+  double c = 1. - 0.5 * z + z * z * (__builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, -0x1.93974a8c07c9dp-37, 0x1.1eed8eff8d898p-29), -0x1.27e4fb7789f5cp-22), 0x1.a01a01a01a01ap-16), -0x1.6c16c16c16c17p-10), 0x1.5555555555555p-5));
+  bool neg = __builtin_bit_cast(uint32_t, x) >> 31;
+  double y = q & 1 ? c : s;
+  y = ((q & 2) != 0) != neg ? -y : y;
+  return __builtin_isfinite(x) ? (float)y : x - x;
+}
 static inline double ohm_sin(double a) { const double x = a; return (double)(__builtin_sin(x)); }
-static inline float ohm_tan(float a) { const double x = a; return (float)(__builtin_tan(x)); }
+static inline float ohm_tan(float x) {
+  int32_t q; double r = ohm_trig_reduce(x, q);
+  double z = r * r;
+  double s = r + r * z * (__builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, 0x1.6124613a86d09p-33, -0x1.ae64567f544e4p-26), 0x1.71de3a556c734p-19), -0x1.a01a01a01a01ap-13), 0x1.1111111111111p-7), -0x1.5555555555555p-3));
+  double c = 1. - 0.5 * z + z * z * (__builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, __builtin_fma(z, -0x1.93974a8c07c9dp-37, 0x1.1eed8eff8d898p-29), -0x1.27e4fb7789f5cp-22), 0x1.a01a01a01a01ap-16), -0x1.6c16c16c16c17p-10), 0x1.5555555555555p-5));
+  bool neg = __builtin_bit_cast(uint32_t, x) >> 31;
+  double y = q & 1 ? -c / s : s / c;
+  y = neg ? -y : y;
+  return __builtin_isfinite(x) ? (float)y : x - x;
+}
 static inline double ohm_tan(double a) { const double x = a; return (double)(__builtin_tan(x)); }
 static inline float ohm_tanh(float x) {
-  float e = ohm_expm1(-2 * __builtin_fabsf(x));
-  return __builtin_copysignf(-e / (e + 2), x);
+  float a = __builtin_fabsf(x), z = x * x;
+  float small = a + a * z * (__builtin_fmaf(z, __builtin_fmaf(z, __builtin_fmaf(z, __builtin_fmaf(z, -0x1.9b2a76p-8f, 0x1.593becp-6f), -0x1.b92856p-5f), 0x1.110d26p-3f), -0x1.55554ap-2f));
+  float xc = 2 * a < 0.f ? 0.f : (2 * a > 19.f ? 19.f : 2 * a);
+  float t = xc * 1.44269504088896341f + 0x1.8p23f;
+  int32_t n = __builtin_bit_cast(int32_t, t) - 0x4b400000;
+  float nf = t - 0x1.8p23f;
+  float r = (xc - nf * 0x1.62e4p-1f) - nf * 1.428606765330187045e-06f;
+  float e = ((float)1 + ohm_expm1_poly(r)) * __builtin_bit_cast(float, (int32_t)((n) + 127) << 23);
+  float big = (float)1 - (float)2 / (e + (float)1);
+  return x != x ? x : __builtin_copysignf(a < 0.55f ? small : big, x);
 }
 static inline double ohm_tanh(double x) { return __builtin_tanh(x); }
 }  // namespace openhlo::cpu::mathlib

@@ -1,0 +1,75 @@
+"""Max pooling with indices: openhlo's cpu backend next to eager PyTorch, in one run.
+
+    python -m tools.bench_maxpool [--shapes 1x64x112x112,8x64x56x56] [--budget 1.0] [--json OUT]
+
+``F.max_pool2d(x, 3, stride 2, padding 1, return_indices=True)`` (ResNet's stem pooling;
+NCHW shapes) through ``torch.compile(backend="openhlo")``, whose lowering is one
+``stablehlo.reduce_window`` with a (value, index) body (the native pair kernel,
+pjrt/plugins/cpu/native/kernels_pair_select.cc), against eager PyTorch. Both results are
+checked bit for bit (values and indices) on random inputs and on inputs full of ties, then
+timed in alternating rounds (tools/bench/timing.py). The report gives the median times,
+the ratio openhlo / eager and the machine's load average over the run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in text.split("x"))
+
+
+def measure(shape: tuple[int, ...], budget: float) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from tools.bench.timing import interleaved_medians
+
+    def pool(x):
+        return F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True)
+
+    compiled = torch.compile(pool, backend="openhlo")
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+    ties = torch.from_numpy(rng.integers(0, 3, shape).astype(np.float32))
+    for inp in (ties, x):  # the tie-breaking rule, then the timed input
+        (ov, oi), (ev, ei) = compiled(inp), pool(inp)
+        if not (torch.equal(ov, ev) and torch.equal(oi, ei)):
+            raise AssertionError(f"openhlo's max_pool2d differs from eager on {shape}")
+    times = interleaved_medians({"openhlo": lambda: compiled(x), "eager": lambda: pool(x)},
+                                budget)
+    ours, eager = times["openhlo"]["median_s"], times["eager"]["median_s"]
+    return {"shape": list(shape), "openhlo_ms": ours * 1e3, "eager_ms": eager * 1e3,
+            "ratio": ours / eager}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default="1x64x112x112,8x64x56x56",
+                        help="comma-separated NCHW shapes")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="seconds of timing per shape and contender")
+    parser.add_argument("--json", help="write the rows and the load here")
+    args = parser.parse_args(argv)
+    import frameworks.torch  # noqa: F401  (registers the "openhlo" backend)
+    before = os.getloadavg()[0]
+    rows = [measure(_shape(s), args.budget) for s in args.shapes.split(",") if s]
+    load = (before, os.getloadavg()[0])
+    print(f"{'shape':<16} {'openhlo ms':>10} {'eager ms':>9} {'ratio':>6}")
+    for r in rows:
+        print(f"{'x'.join(map(str, r['shape'])):<16} {r['openhlo_ms']:>10.3f} "
+              f"{r['eager_ms']:>9.3f} {r['ratio']:>6.2f}")
+    print(f"load average before / after: {load[0]:.2f} / {load[1]:.2f} on {os.cpu_count()} cores")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "load_average": load, "cores": os.cpu_count()}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
