@@ -33,6 +33,7 @@ PASSES.register("async-collective-creator",
                 "xla_core.spmd.async_collectives:AsyncCollectiveCreatorPass")
 PASSES.register("convert-async-to-sync", "xla_core.spmd.async_collectives:ConvertAsyncToSyncPass")
 PASSES.register("quant-lower", "xla_core.quantization.quant_lower:QuantLowerPass")
+PASSES.register("weight-only-dot", "xla_core.quantization.weight_only_dot:WeightOnlyDotPass")
 
 
 def _default_pipeline() -> Pipeline:
