@@ -32,7 +32,7 @@ namespace {
 constexpr int64_t kDenseRows = 16;   // from this many rows of x on: dequantize + BLAS
 constexpr int64_t kDenseBlock = 64;  // weight rows dequantized per BLAS call
 constexpr int64_t kRowsPerTask = 16;
-constexpr int64_t kSplitWork = int64_t{1} << 16;
+constexpr int64_t kSplitWork = int64_t{1} << 20;
 
 int64_t row_bytes(const RowWeight& w) { return w.bits == 8 ? w.k : w.k / 2; }
 
