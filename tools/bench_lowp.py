@@ -7,8 +7,8 @@
 - weight-only GEMV (batch 1, k = n = 4096 by default): f32 activations times int8 and
   group-wise int4 weights (the packed kernels on their own, and compiled programs in
   frameworks/torch's form, run as ``openhlo.weight_only_dot`` on the rows kernels), as
-  weight bytes streamed per second against the machine's measured copy bandwidth (numpy copying a 256 MiB array: bytes read + written per second),
-  and against numpy's f32 GEMV.
+  weight bytes streamed per second against the machine's measured copy bandwidth (numpy
+  copying a 256 MiB array: bytes read + written per second), and against numpy's f32 GEMV.
 
 Contenders are timed in alternating rounds (tools/bench/timing.py), so load from elsewhere
 slows all of them; the machine's CPU count and 1-minute load are printed with the figures.

@@ -200,11 +200,3 @@ def _composite(module: Module, found: _Match, dot: Operation, taken: set) -> Ope
          "decomposition": SymbolRefAttr(name)}, location=dot.location)
     composite.results[0].name_hint = dot.results[0].name_hint
     return composite
-
-
-def is_weight_only_dot(op: Operation) -> bool:
-    """Whether ``op`` is the composite this pass forms."""
-    return op.name == "stablehlo.composite" and \
-        getattr(op.attr("name"), "value", None) == WEIGHT_ONLY_DOT
-
-

@@ -16,7 +16,7 @@ from xla_core.passes import PassContext, Pipeline, parse_pass_list
 from xla_core.quantization import quantize
 from xla_core.quantization.tests.helpers import interpret, lowered
 from xla_core.quantization.tests.programs import mlp
-from xla_core.quantization.weight_only_dot import is_weight_only_dot
+from xla_core.quantization.weight_only_dot import WEIGHT_ONLY_DOT
 
 RNG = np.random.default_rng(11)
 
@@ -29,7 +29,8 @@ def _rewritten(module):
 
 def _composites(module) -> list:
     return [op for f in module.functions() if f.body is not None
-            for op in f.body.operations if is_weight_only_dot(op)]
+            for op in f.body.operations if op.name == "stablehlo.composite"
+            and op.attr("name").value == WEIGHT_ONLY_DOT]
 
 
 def _attrs(op) -> dict:

@@ -9,9 +9,9 @@
 // (high), so each row of x is first split per 32 k into its even and odd halves, and the
 // low and high nibbles of 16 bytes meet 16 even and 16 odd activations. A nibble is moved
 // to the top of its byte (masked), so one sign extension gives 16 times its value; the
-// group's scale / 16 undoes that exactly (powers of two scale without rounding). A group's lanes are
-// scaled once at its end and the lanes summed at the row's end: the sums differ from the
-// decomposition's order only by f32 rounding. From kDenseRows rows on the product is
+// group's scale / 16 undoes that exactly (powers of two scale without rounding). A group's
+// lanes are scaled once at its end and the lanes summed at the row's end: the sums differ
+// from the decomposition's order only by f32 rounding. From kDenseRows rows on the product is
 // compute-bound: 64 rows of W are dequantized to f32 at a time and multiplied by BLAS.
 //
 // int8 x int8 -> int32: the bytes are widened to int16 and multiplied in pairs into int32
