@@ -7,10 +7,9 @@
 // Weight-only (f32 x int8/int4): each 16 weights of a row are sign-extended to 16 f32 lanes
 // and multiply-added against 16 activations; int4 bytes hold k = 2j (low nibble) and 2j + 1
 // (high), so each row of x is first split per 32 k into its even and odd halves, and the
-// low and high nibbles of 16 bytes meet 16 even and 16 odd activations. A nibble is moved
-// to the top of its byte (masked), so one sign extension gives 16 times its value; the
-// group's scale / 16 undoes that exactly (powers of two scale without rounding). A group's
-// lanes are scaled once at its end and the lanes summed at the row's end: the sums differ
+// low and high nibbles of 16 bytes meet 16 even and 16 odd activations; a nibble becomes
+// its f32 value in one table lookup (vpermps on a register of the 16 values), as cheap as
+// int8's sign extension and conversion. A group's lanes are scaled once at its end and the lanes summed at the row's end: the sums differ
 // from the decomposition's order only by f32 rounding. From kDenseRows rows on the product is
 // compute-bound: 64 rows of W are dequantized to f32 at a time and multiplied by BLAS.
 //
@@ -95,6 +94,8 @@ __attribute__((target("avx512f,avx512bw"))) void rows_fast(const float* x, const
   const int64_t k = w.k, groups = k / w.group;
   const uint8_t* row = w.data + n * row_bytes(w);
   const float* scales = w.scales + n * groups;
+  // int4: the value of each nibble 0..15 (two's complement), looked up by vpermps
+  const __m512 values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
@@ -108,21 +109,18 @@ __attribute__((target("avx512f,avx512bw"))) void rows_fast(const float* x, const
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + kk))));
         hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + kk + 16))));
-      } else {  // each nibble in a byte's top half: 16 x its value, sign-extended for free
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + kk / 2));
-        const __m128i top = _mm_set1_epi8(static_cast<char>(0xf0));
-        const __m128i l = _mm_and_si128(_mm_slli_epi16(bytes, 4), top);
-        const __m128i h = _mm_and_si128(bytes, top);
-        lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(l));
-        hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(h));
+      } else {  // vpermps reads the low 4 bits of each lane: the nibble's f32 value
+        const __m512i bytes = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + kk / 2)));
+        lo = _mm512_permutexvar_ps(bytes, values);
+        hi = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), values);
       }
       for (int r = 0; r < R; ++r) {
         part[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * k + kk), lo, part[r][0]);
         part[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * k + kk + 16), hi, part[r][1]);
       }
     }
-    // int4 sums are 16 x the true ones, exactly (a power of two): the scale takes it back
-    const __m512 s = _mm512_set1_ps(Bits == 8 ? scales[g] : scales[g] * 0.0625f);
+    const __m512 s = _mm512_set1_ps(scales[g]);
     for (int r = 0; r < R; ++r) {
       acc[r] = _mm512_fmadd_ps(_mm512_add_ps(part[r][0], part[r][1]), s, acc[r]);
     }
