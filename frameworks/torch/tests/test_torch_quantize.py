@@ -83,6 +83,33 @@ def test_quantized_llama_compiles_to_integer_form(mode, model_and_ids, monkeypat
         assert len(dots) == 15
 
 
+@pytest.mark.parametrize("mode", ["weight-int8", "weight-int4"])
+def test_weight_only_layers_run_as_one_op(mode, monkeypatch):
+    """Each quantized linear layer is one ``openhlo.weight_only_dot`` in the program the cpu
+    backend runs (xla_core/quantization/weight_only_dot.py), nothing falls back to the
+    interpreter, and the result is the eager (dequantizing) reference's."""
+    torch.manual_seed(3)
+    model = quantize_(torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(),
+                                          torch.nn.Linear(48, 16)), mode, group_size=16)
+    x = torch.randn(2, 64)
+    from frameworks.torch import backend
+    real = backend.client()
+    executables = []
+
+    class Recorder:
+        def compile(self, module, *args, **kwargs):
+            executables.append(real.compile(module, *args, **kwargs))
+            return executables[-1]
+    monkeypatch.setattr(backend, "client", lambda: Recorder())
+    with torch.no_grad():
+        compiled = fresh_compile(model)(x)
+        eager = model(x)
+    torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=1e-5)
+    programs = "\n".join(str(exe.optimized_module) for exe in executables)
+    assert programs.count('"openhlo.weight_only_dot"') == 2
+    assert [f for exe in executables for f in exe.fallbacks] == []
+
+
 def test_int4_packing_round_trips():
     values = torch.randint(-8, 8, (3, 10), dtype=torch.int8)
     packed = pack_int4(values)
