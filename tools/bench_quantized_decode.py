@@ -12,7 +12,9 @@ every weight once, which is what quantized weights shrink (attention over a cach
 at these lengths, is left out). Contenders run in alternating rounds
 (tools/bench/timing.py), so load from elsewhere slows all of them; prints the median time
 per step (and the spread), the speed-up over our own f32, the weight bytes each step reads,
-and the machine's load.
+the greedy next-token agreement with f32 (each variant's eager, dequantizing model on 8 x
+128 random tokens, every position) and the machine's load. ``weight-int4+int8-head`` is
+weight-int4 with the output projection (``lm_head``) kept at weight-int8.
 """
 from __future__ import annotations
 
@@ -58,6 +60,23 @@ def weight_bytes(model: torch.nn.Module) -> int:
     return total
 
 
+def quantized(model: torch.nn.Module, variant: str) -> torch.nn.Module:
+    """A quantized copy of ``model``: a ``quantize_`` mode, or ``weight-int4+int8-head``."""
+    from frameworks.torch import quantize_
+    copied = copy.deepcopy(model)
+    if variant == "weight-int4+int8-head":
+        quantize_(copied, "weight-int4", filter_fn=lambda _, name: not name.endswith("lm_head"))
+        return quantize_(copied, "weight-int8")
+    return quantize_(copied, variant)
+
+
+def agreement(model: torch.nn.Module, variant: torch.nn.Module, vocab: int) -> float:
+    """Fraction of positions whose greedy next token ``variant`` and ``model`` agree on."""
+    ids = torch.randint(0, vocab, (8, 128), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        return (variant(ids).argmax(-1) == model(ids).argmax(-1)).float().mean().item()
+
+
 def _no_grad(fn, ids):
     def step():
         with torch.no_grad():
@@ -81,7 +100,7 @@ def main(argv=None) -> None:
             kind = "transformers"
         except ImportError:
             kind = "nn"
-    from frameworks.torch import openhlo_backend, quantize_
+    from frameworks.torch import openhlo_backend
     torch.manual_seed(0)
     model = build_model(kind, args.hidden, args.layers, args.vocab)
     ids = torch.randint(0, args.vocab, (1, 1))
@@ -91,8 +110,8 @@ def main(argv=None) -> None:
     steps = {"eager PyTorch f32": _no_grad(model, ids)}
     variants = {}
     torch._dynamo.reset()
-    for mode in ("f32", "weight-int8", "weight-int4", "dynamic-int8"):
-        variants[mode] = model if mode == "f32" else quantize_(copy.deepcopy(model), mode)
+    for mode in ("f32", "weight-int8", "weight-int4", "weight-int4+int8-head", "dynamic-int8"):
+        variants[mode] = model if mode == "f32" else quantized(model, mode)
         steps[f"openhlo {mode}"] = _no_grad(torch.compile(variants[mode],
                                                           backend=openhlo_backend), ids)
     # alternating rounds: load from elsewhere slows every contender alike
@@ -100,10 +119,11 @@ def main(argv=None) -> None:
     baseline = times["openhlo f32"]["median_s"]
     for name, t in times.items():
         seconds = t["median_s"]
-        line = f"{name:<22} {seconds * 1e3:8.2f} ms  {baseline / seconds:5.2f}x our f32"
+        line = f"{name:<29} {seconds * 1e3:8.2f} ms  {baseline / seconds:5.2f}x our f32"
         mode = name.removeprefix("openhlo ")
         if mode in variants:
             line += f"  weights {weight_bytes(variants[mode]) / 2**20:7.2f} MiB"
+            line += f"  agreement {agreement(model, variants[mode], args.vocab):6.2%}"
         print(line + f"  (min {t['min_s'] * 1e3:.2f}, max {t['max_s'] * 1e3:.2f})")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
