@@ -6,7 +6,7 @@ A GPT-2 (transformers config, random weights: ``--hidden``, ``--layers``, ``--ba
 ``torch.autocast("cpu", dtype=torch.bfloat16)``; eager PyTorch does the same as a reference.
 Reported: the median step time (forward, backward, optimizer step) of each, the bf16/f32
 ratio, the loss after ``--steps`` steps of each, whether this CPU computes bf16 natively
-(AVX-512 BF16), and the CPU count and 1-minute load. Contenders are timed in alternating
+(AVX-512 BF16) and whether its GEMMs run on AMX tiles, and the CPU count and 1-minute load. Contenders are timed in alternating
 rounds (tools/bench/timing.py), so load from elsewhere slows all of them. Speed is reported,
 never asserted (issue 20 wants bf16 faster than f32).
 """
@@ -77,6 +77,7 @@ def run(hidden: int = 256, layers: int = 2, batch: int = 8, seq: int = 64, steps
         "config": {"hidden": hidden, "layers": layers, "batch": batch, "seq": seq,
                    "steps": steps},
         "bf16_native": bool(native().lowp.active_isa()["bf16"]),
+        "amx": bool(native().lowp.active_isa()["amx"]),
         "cpus": os.cpu_count(), "load_1min": os.getloadavg()[0],
         "step_s": {name: t["median_s"] for name, t in times.items()},
         "loss_after_steps": losses,

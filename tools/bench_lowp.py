@@ -1,9 +1,9 @@
 """``python -m tools.bench_lowp``: the cpu backend's low-precision kernels against f32.
 
-- int8 GEMM (m = n = k = 1024 by default): the VNNI kernel (weight packed once) and the cpu
+- int8 GEMM (m = n = k = 1024 by default): the AMX or VNNI kernel (weight packed once) and the cpu
   backend running an ``i8 x i8 -> i32`` ``dot_general`` program, against the backend's f32
   ``dot_general`` and numpy/OpenBLAS ``float32 @``, in operations per second;
-- bf16 GEMM, the same way (AVX-512 BF16 kernel, ``bf16 x bf16 -> f32`` program);
+- bf16 GEMM, the same way (AMX or AVX-512 BF16 kernel, ``bf16 x bf16 -> f32`` program);
 - weight-only GEMV (batch 1, k = n = 4096 by default): f32 activations times int8 and
   group-wise int4 weights (the packed kernels on their own, and compiled programs in
   frameworks/torch's form, run as ``openhlo.weight_only_dot`` on the rows kernels), as

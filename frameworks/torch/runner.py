@@ -55,6 +55,7 @@ from frameworks.torch.lowering import (LoweringFailed, Unsupported, can_lower, l
                                        op_name)
 from frameworks.torch.lowering.dtypes import from_numpy, to_numpy
 from frameworks.torch.lowering.graph import tensor_type
+from frameworks.torch.output_layout import OutputLayouts
 
 logger = logging.getLogger("openhlo.torch")
 
@@ -115,18 +116,30 @@ class Bindings:
     def __init__(self, placeholders: Sequence[torch.fx.Node], args: Sequence,
                  bounds: dict | None = None):
         self.symbols: dict = {}
+        tensors = []
         for node, arg in zip(placeholders, args):
             val = node.meta.get("val")
             if isinstance(val, torch.Tensor):
+                tensors.append((val, arg))
                 for dim, size in zip(val.shape, arg.shape):
                     self._bind(dim, size)
             else:
                 self._bind(val, arg)
+        # symbols only an input's strides or offset name (a view input of a dynamic graph):
+        # output layouts need them (output_layout.py); where a size names one too, it wins
+        for val, arg in tensors:
+            for sym, value in zip((*val.stride(), val.storage_offset()),
+                                  (*arg.stride(), arg.storage_offset())):
+                self._bind(sym, value, keep=True)
         self.symbols.update((s, sympy.Integer(n)) for s, n in (bounds or {}).items())
 
-    def _bind(self, sym, value) -> None:
+    def _bind(self, sym, value, keep: bool = False) -> None:
+        """``sym`` = ``value`` if ``sym`` is a bare symbol (not when bound already, if
+        ``keep``)."""
         if isinstance(sym, _SYMBOLIC) and sympy.sympify(sym.node.expr).is_Symbol:
-            self.symbols[sympy.sympify(sym.node.expr)] = sympy.sympify(value)
+            expr = sympy.sympify(sym.node.expr)
+            if not (keep and expr in self.symbols):
+                self.symbols[expr] = sympy.sympify(value)
 
     def __call__(self, x):
         """``x`` with its symbolic value evaluated (plain values pass through)."""
@@ -187,6 +200,7 @@ class Plan:
         self.shardings = {n: s for n, s in zip(self.placeholders, shardings or ())
                           if s is not None}
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
+        self.layouts = OutputLayouts(self.output)  # Note [Output layouts]
         self.concrete = Bindings(self.placeholders, args, buckets)
         # sizes compiled at a bucket or an upper bound (bounded_shapes.py)
         self.padding = padding = _bounded.plan_padding(gm.graph, buckets, self.concrete)
@@ -339,8 +353,9 @@ class Plan:
                     (step.args, step.kwargs),
                     lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
                 env[step] = self._run_eager(step, args_, kwargs)
-        return map_aggregate(self.output.args[0],
-                             lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+        # the plan's sizes are the real ones, but not the strides of the inputs it was built for
+        return self.layouts.returned(env, Bindings(self.placeholders, args)
+                                     if self.layouts.symbolic else self.concrete)
 
     def _run_padded(self, args: Sequence):
         """``run`` for a padded plan: segments get their inputs padded to the bounds, and
@@ -376,8 +391,7 @@ class Plan:
                 env[step] = self._run_eager(step, args_, kwargs)
                 self._bind_from(step, env[step], real)
             self._real_sizes(env, real)
-        return map_aggregate(self.output.args[0],
-                             lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+        return self.layouts.returned(env, real)
 
     def _real_sizes(self, env: dict, real: Bindings) -> None:
         """Host-side size values of the padded sizes, once their real values are known."""

@@ -1,5 +1,5 @@
 // GetPjrtApi: the 138-slot table (every slot a named UNIMPLEMENTED stub, then the implemented
-// functions over them), the Shardings and Layouts extensions, optional per-call tracing
+// functions over them), the Shardings, Layouts and FFI extensions, optional per-call tracing
 // (OPENHLO_PJRT_TRACE=1 prints each slot's name to stderr) and the exported entry points
 // through which Python installs its callbacks.
 #include <cstdio>
@@ -73,7 +73,7 @@ const PJRT_Api* BuildApi() {
   if (trace != nullptr && trace[0] != '\0' && trace[0] != '0') InstallTrace(slots, all);
   g_shardings.base.struct_size = sizeof(PJRT_Shardings_Extension);
   g_shardings.base.type = kExtensionShardings;
-  g_shardings.base.next = LayoutsExtension(nullptr);
+  g_shardings.base.next = LayoutsExtension(FfiExtension(nullptr));
   g_shardings.parameter_shardings = ExecutableParameterShardings;
   g_shardings.output_shardings = ExecutableOutputShardings;
   g_api.extension_start = &g_shardings.base;
@@ -93,13 +93,15 @@ OPENHLO_EXPORT const PJRT_Api* GetPjrtApi(void) {
 OPENHLO_EXPORT void openhlo_set_callbacks(openhlo::CompileFn compile, openhlo::ExecuteFn execute,
                                           openhlo::ReleaseFn release,
                                           openhlo::DescribeFn describe,
-                                          openhlo::ConnectFn connect) {
+                                          openhlo::ConnectFn connect,
+                                          openhlo::RegisterFfiFn register_ffi) {
   openhlo::Callbacks& cb = openhlo::GetCallbacks();
   cb.compile = compile;
   cb.execute = execute;
   cb.release = release;
   cb.describe = describe;
   cb.connect = connect;
+  cb.register_ffi = register_ffi;
 }
 
 // Called by a Python callback, before it returns, with its result (code 0) or its error.

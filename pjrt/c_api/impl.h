@@ -93,6 +93,8 @@ PJRT_Error* ExecutableOutputShardings(PJRT_Shardings_Args* args);
 PJRT_Error* ExecutableParameterShardings(PJRT_Shardings_Args* args);
 // The Layouts extension (layouts.cc), linked in front of `next`.
 PJRT_Extension_Base* LayoutsExtension(PJRT_Extension_Base* next);
+// The FFI extension (ffi.cc), linked in front of `next`.
+PJRT_Extension_Base* FfiExtension(PJRT_Extension_Base* next);
 
 }  // namespace openhlo
 

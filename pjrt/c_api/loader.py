@@ -30,6 +30,7 @@ from pjrt.api import CompileOptions
 from pjrt.c_api import introspection, kv_store
 from pjrt.c_api.protos import (decode_compile_options, encode_device_assignment,
                                encode_op_sharding)
+from pjrt.custom_kernels import register_ffi_handler
 from pjrt.errors import ErrorCode, UnimplementedError, error_code
 
 # The counters of pjrt/c_api/counters.h, in their order, as pjrt.metrics() fields.
@@ -48,6 +49,8 @@ _DESCRIBE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_
 _CONNECT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                                ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
                                ctypes.c_size_t, ctypes.c_void_p)
+_REGISTER_FFI_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                    ctypes.c_void_p)
 
 # Where a multi-process client's keys go in the framework's store (which prefixes its own,
 # per plugin: jaxlib uses "<platform>:").
@@ -232,7 +235,7 @@ class Bridge:
                                        ctypes.c_size_t]
         lib.openhlo_report.restype = None
         lib.openhlo_set_callbacks.argtypes = [_COMPILE_FN, _EXECUTE_FN, _RELEASE_FN,
-                                              _DESCRIBE_FN, _CONNECT_FN]
+                                              _DESCRIBE_FN, _CONNECT_FN, _REGISTER_FFI_FN]
         kv_store.declare(lib)
         lib.openhlo_set_callbacks.restype = None
         lib.openhlo_offer_fast_path.argtypes = [ctypes.c_void_p] * 5
@@ -252,7 +255,7 @@ class Bridge:
         # Kept referenced: C holds bare pointers to these trampolines.
         self._callbacks = (_COMPILE_FN(self._compile), _EXECUTE_FN(self._execute),
                            _RELEASE_FN(self._release), _DESCRIBE_FN(self._describe),
-                           _CONNECT_FN(self._connect))
+                           _CONNECT_FN(self._connect), _REGISTER_FFI_FN(self._register_ffi))
         lib.openhlo_set_callbacks(*self._callbacks)
         # jaxlib may destroy executables while the interpreter finalizes: detach first.
         atexit.register(self.detach)
@@ -266,7 +269,7 @@ class Bridge:
                              f"exit began; exiting without waiting for them\n")
         self._let_refused_threads_end()
         self._lib.openhlo_set_callbacks(_COMPILE_FN(), _EXECUTE_FN(), _RELEASE_FN(),
-                                        _DESCRIBE_FN(), _CONNECT_FN())
+                                        _DESCRIBE_FN(), _CONNECT_FN(), _REGISTER_FFI_FN())
         self._runners.clear()
 
     def _let_refused_threads_end(self) -> None:
@@ -403,6 +406,15 @@ class Bridge:
             self._report(ctx, ErrorCode.OK, answer)
         except BaseException as exc:  # noqa: BLE001 - see _compile
             self._fail(ctx, exc, "describe")
+
+    def _register_ffi(self, ctx, name, name_size, handler) -> None:
+        """PJRT_FFI_Register_Handler (ffi.cc): a typed XLA FFI handler at ``handler`` becomes
+        custom kernel ``name``."""
+        try:
+            register_ffi_handler(ctypes.string_at(name, name_size).decode(), handler)
+            self._report(ctx, ErrorCode.OK, b"")
+        except BaseException as exc:  # noqa: BLE001 - see _compile
+            self._fail(ctx, exc, "register FFI handler")
 
     def _release(self, handle) -> None:
         self._runners.pop(handle, None)

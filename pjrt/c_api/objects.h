@@ -79,12 +79,17 @@ typedef void (*DescribeFn)(void* ctx, int64_t handle, int what);
 typedef void (*ConnectFn)(void* ctx, const char* backend, size_t backend_size,
                           int64_t num_devices, int64_t node_id, int64_t num_nodes,
                           const char* hostname, size_t hostname_size, void* store);
+// The FFI extension's PJRT_FFI_Register_Handler: registers the typed XLA FFI handler at
+// `handler` as custom-call target `name` in the custom-kernel registry
+// (pjrt/custom_kernels); reports nothing but success or the error.
+typedef void (*RegisterFfiFn)(void* ctx, const char* name, size_t name_size, void* handler);
 struct Callbacks {
   CompileFn compile = nullptr;
   ExecuteFn execute = nullptr;
   ReleaseFn release = nullptr;
   DescribeFn describe = nullptr;
   ConnectFn connect = nullptr;
+  RegisterFfiFn register_ffi = nullptr;
 };
 
 // The key-value callbacks a framework gave PJRT_Client_Create, called by Python through the

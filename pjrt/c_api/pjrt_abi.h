@@ -20,6 +20,7 @@ struct PJRT_Extension_Base {
   PJRT_Extension_Base* next;
 };
 constexpr int kExtensionLayouts = 4;
+constexpr int kExtensionFfi = 5;
 constexpr int kExtensionShardings = 19;
 
 #define PJRT_HDR            \
@@ -374,6 +375,30 @@ struct PJRT_Layouts_Extension {
   PJRT_Error* (*executable_parameter_layouts)(PJRT_Layouts_Executable_Args*);
 };
 
+// FFI extension (type 5, extension version 2): handlers of XLA's typed FFI C API registered
+// by name. Register_Handler's args have no extension_start (as upstream declares them).
+struct PJRT_ExecuteContext;
+struct PJRT_FFI_TypeID_Register_Args {
+  PJRT_HDR; const char* type_name; size_t type_name_size; int64_t type_id;
+};
+struct PJRT_FFI_UserData { int64_t type_id; void* data; void (*deleter)(void*); };
+struct PJRT_FFI_UserData_Add_Args {
+  PJRT_HDR; PJRT_ExecuteContext* context; PJRT_FFI_UserData user_data;
+};
+constexpr int kFfiHandlerTraitCommandBufferCompatible = 1;
+struct PJRT_FFI_Register_Handler_Args {
+  size_t struct_size; const char* target_name; size_t target_name_size;
+  int api_version;  // 0: the untyped custom-call ABI, 1: typed FFI (XLA_FFI_Handler*)
+  void* handler; const char* platform_name; size_t platform_name_size;
+  int traits;  // PJRT_FFI_Handler_TraitsBits
+};
+struct PJRT_FFI_Extension {
+  PJRT_Extension_Base base;
+  PJRT_Error* (*type_id_register)(PJRT_FFI_TypeID_Register_Args*);
+  PJRT_Error* (*user_data_add)(PJRT_FFI_UserData_Add_Args*);
+  PJRT_Error* (*register_handler)(PJRT_FFI_Register_Handler_Args*);
+};
+
 // ---- the API table ----------------------------------------------------------------------
 // The 138 slots in ABI order (section 3.3). One list drives the table layout, the stubs,
 // the names and the tracing trampolines, so they cannot drift apart.
@@ -523,5 +548,10 @@ OPENHLO_CHECK(PJRT_Layouts_DefaultLayout_Args, layout, 56);
 static_assert(offsetof(PJRT_Layouts_DefaultLayout_Args, dims) == 32, "default layout dims");
 OPENHLO_CHECK(PJRT_Layouts_Executable_Args, layouts, 40);
 OPENHLO_CHECK(PJRT_Layouts_Extension, executable_parameter_layouts, 80);
+OPENHLO_CHECK(PJRT_FFI_TypeID_Register_Args, type_id, 40);
+OPENHLO_CHECK(PJRT_FFI_UserData_Add_Args, user_data, 48);
+OPENHLO_CHECK(PJRT_FFI_Register_Handler_Args, traits, 60);
+static_assert(offsetof(PJRT_FFI_Register_Handler_Args, handler) == 32, "FFI handler");
+OPENHLO_CHECK(PJRT_FFI_Extension, register_handler, 48);
 
 #endif  // OPENHLO_PJRT_C_API_PJRT_ABI_H_

@@ -71,3 +71,16 @@ def test_the_check_sees_a_cross_package_import():
     # that edge, or an empty list above would say nothing.
     path = REPO_ROOT / "frameworks" / "jax" / "tests" / "test_jax_custom_kernels.py"
     assert support_needed(path) == {REPO_ROOT / "pjrt"}
+
+
+def test_the_installed_package_carries_the_ffi_header(tmp_path):
+    # Custom kernels are compiled against pjrt/native/openhlo_ffi.h at run time, so a non-editable
+    # install needs it beside the Python files (setuptools leaves headers out unless told).
+    import subprocess
+    import sys
+    out = tmp_path / "build"
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "-d", str(out)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "pjrt" / "native" / "openhlo_ffi.h").is_file()
+    assert not list(out.glob("**/*.cc")), "C++ sources are build inputs, not package data"

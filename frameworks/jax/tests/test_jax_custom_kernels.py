@@ -94,3 +94,25 @@ def test_pallas_kernel_in_interpret_mode_runs_as_plain_stablehlo():
             interpret=True)(x, y))(x, y)
         np.testing.assert_array_equal(np.asarray(out), x * 2.0 + y)
     """)
+
+
+def test_pallas_blocked_matmul_with_a_grid_in_interpret_mode():
+    """A 2-D grid of 16x16 output blocks, each reading a row block of x and a column block of
+    y through BlockSpecs: interpret mode lowers the grid to a loop of dynamic slices."""
+    run("""
+        from jax.experimental import pallas as pl
+        def block_matmul(x_ref, y_ref, o_ref):
+            o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((32, 24)).astype(np.float32)
+        y = rng.standard_normal((24, 48)).astype(np.float32)
+        matmul = pl.pallas_call(
+            block_matmul, out_shape=jax.ShapeDtypeStruct((32, 48), jnp.float32), grid=(2, 3),
+            in_specs=[pl.BlockSpec((16, 24), lambda i, j: (i, 0)),
+                      pl.BlockSpec((24, 16), lambda i, j: (0, j))],
+            out_specs=pl.BlockSpec((16, 16), lambda i, j: (i, j)), interpret=True)
+        out = jax.jit(matmul)(x, y)
+        assert out.devices() == {jax.devices("openhlo")[0]}, out.devices()
+        want = x.astype(np.float64) @ y.astype(np.float64)
+        np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5)
+    """)

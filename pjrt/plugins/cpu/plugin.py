@@ -32,7 +32,7 @@ from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, Device,
                       UnimplementedError, check_arguments)
 from pjrt.arguments import check_transfer
 from pjrt.plugins.compile_driver import CompileDriverMixin
-from pjrt.plugins.cpu import compile_cache
+from pjrt.plugins.cpu import compile_cache, precision
 from pjrt.plugins.cpu.compiler import CompiledProgram
 from pjrt.plugins.cpu.lowering import (
     NotLowerable, as_stored, from_stored, host_dtype, native_type, stored_raw)
@@ -450,9 +450,8 @@ class CpuClient(CompileDriverMixin, Client):
             f"devices={len(self.devices())} here={[d.id for d in self.addressable_devices()]}"
         fused = fused_attention(options)
         host += "" if fused else " unfused-attention"
-        # autocast to bf16 applies where the bf16 GEMM runs on AVX-512 BF16 (precision.py)
-        low_precision = frozenset({"bf16"}) if native().lowp.active_isa()["bf16"] \
-            else frozenset()
+        # autocast to bf16 applies where the bf16 GEMM runs on AMX or AVX-512 BF16
+        low_precision = frozenset({"bf16"}) if precision.runs_fast("bf16") else frozenset()
         host += f" low_precision={sorted(low_precision)}"
         return Backend(
             identity=(compile_cache.identity(level, pipeline, digest, host) if cached

@@ -1,5 +1,10 @@
 #include "cpu_isa.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -8,12 +13,26 @@ namespace openhlo::cpu {
 
 namespace {
 
-std::atomic<bool>& forced() {
-  static std::atomic<bool> flag{[] {
+std::atomic<IsaLimit>& limit() {
+  static std::atomic<IsaLimit> current{[] {
     const char* env = std::getenv("OPENHLO_CPU_PORTABLE_LOWP");
-    return env != nullptr && std::strcmp(env, "") != 0 && std::strcmp(env, "0") != 0;
+    const bool portable = env != nullptr && std::strcmp(env, "") != 0 && std::strcmp(env, "0") != 0;
+    return portable ? IsaLimit::kPortable : IsaLimit::kDetected;
   }()};
-  return flag;
+  return current;
+}
+
+// Linux saves the 8 KiB of tile data with a thread's state only for processes that asked
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a tile instruction in one that did
+// not is killed with SIGILL. The permission is the whole process's, asked for once.
+bool amx_permitted() {
+#if defined(__x86_64__) && defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -26,6 +45,8 @@ LowPrecisionIsa detected_isa() {
     found.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
     found.vnni = found.avx512 && __builtin_cpu_supports("avx512vnni");
     found.bf16 = found.avx512 && __builtin_cpu_supports("avx512bf16");
+    found.amx = __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16") &&
+                __builtin_cpu_supports("amx-int8") && amx_permitted();
 #endif
     return found;
   }();
@@ -33,9 +54,20 @@ LowPrecisionIsa detected_isa() {
 }
 
 LowPrecisionIsa active_isa() {
-  return forced().load(std::memory_order_relaxed) ? LowPrecisionIsa{} : detected_isa();
+  LowPrecisionIsa isa = detected_isa();
+  switch (limit().load(std::memory_order_relaxed)) {
+    case IsaLimit::kDetected:
+      break;
+    case IsaLimit::kNoAmx:
+      isa.amx = false;
+      break;
+    case IsaLimit::kPortable:
+      isa = LowPrecisionIsa{};
+      break;
+  }
+  return isa;
 }
 
-void force_portable_lowp(bool on) { forced().store(on, std::memory_order_relaxed); }
+void limit_lowp_isa(IsaLimit limit_to) { limit().store(limit_to, std::memory_order_relaxed); }
 
 }  // namespace openhlo::cpu

@@ -3,10 +3,11 @@
 //
 // Forward (flash-attention style): per (leading index, query head, block of queries) the
 // scores of one block of keys at a time are computed with a register-tiled product
-// (small_gemm; k transposed once into one panel per key block), scaled, biased and masked,
+// (small_gemm; k transposed once into panels of 32-key strips), scaled, biased and masked,
 // and folded into the output with an online softmax (a running row max and row sum; the
 // partial output is rescaled whenever the max grows). No [L, S] matrix ever exists: the
 // scratch is one block of scores per task, so memory is linear in the sequence length.
+// Each (head, query block) is its own task for the thread pool (parallel_for_each).
 // The row logsumexp (max + log(sum)) is the optional second result, for the backward.
 //
 // Backward: the probabilities are recomputed block by block from the saved logsumexp,
@@ -41,6 +42,8 @@ using elementwise::to_float;
 // for short sequences keep every thread busy, long ones amortize the key block's loads.
 int64_t query_block(int64_t length) { return length < 192 ? 32 : (length < 768 ? 64 : 256); }
 constexpr int64_t kKeyBlock = 512;
+// Keys per strip of the transposed k: the columns of one register tile (2 x Lanes).
+constexpr int64_t kStrip = 32;
 
 // Row loops over 16 lanes at a time (GCC/Clang vector extensions: one AVX-512 register, or
 // two or four narrower ones): plain loops of reductions do not vectorize under strict IEEE
@@ -73,8 +76,10 @@ __attribute__((optimize("fp-contract=fast"))) Lanes exp_lanes(Lanes x) {
 }
 
 // x[j] = exp(x[j] - shift) over a row; returns their sum (in lanes: its order is not the
-// decomposition's anyway, the kernel is compared with a tolerance).
-float exp_shifted(float* x, int64_t n, float shift) {
+// decomposition's anyway, the kernel is compared with a tolerance). The same optimize
+// attribute as exp_lanes: GCC inlines no function whose optimization options differ from
+// its caller's, and a call per vector costs a tenth of the forward.
+__attribute__((optimize("fp-contract=fast"))) float exp_shifted(float* x, int64_t n, float shift) {
   Lanes total = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -114,8 +119,8 @@ float max_of(const float* x, int64_t n) {
 // C (M x N) = alpha * A B, or C += A B (`accumulate`): A row-major (M x K, row stride lda),
 // B row-major (K x N, row stride ldb). The forward's two products are thin (K or N is the
 // head dim, 64 or so), where a BLAS call spends much of its time packing and on the edges of
-// its tiles; this tiles C by 8 rows x 32 columns held in registers (R x C vectors of Lanes)
-// and reads A and B where they lie. Multiply-adds may fuse (FMA): attention is compared
+// its tiles; this tiles C by kTileRows rows x 32 columns held in registers (R x C vectors
+// of Lanes) and reads A and B where they lie. Multiply-adds may fuse (FMA): attention is compared
 // with its decomposition within a tolerance, never bit for bit.
 template <int R, int C>
 __attribute__((optimize("fp-contract=fast"))) void tile(
@@ -165,9 +170,21 @@ void row_panel(int64_t N, int64_t K, const float* a, int64_t lda, const float* b
   }
 }
 
+// Rows of C per register tile: with 32 vector registers (AVX-512) 12 rows x 2 vectors of
+// accumulators leave room for B's two vectors and A's broadcast, and load B 1.5 times less
+// often than 8 rows do; 16 registers (AVX2: two per Lanes) keep the 8 rows.
+#ifdef __AVX512F__
+constexpr int kTileRows = 12;
+#else
+constexpr int kTileRows = 8;
+#endif
+
 void small_gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
                 int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate) {
   int64_t i = 0;
+  for (; i + kTileRows <= M; i += kTileRows) {
+    row_panel<kTileRows>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
+  }
   for (; i + 8 <= M; i += 8) {
     row_panel<8>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
   }
@@ -185,8 +202,9 @@ struct Problem {
   float scale = 1.f, fill = -std::numeric_limits<float>::infinity();
   bool causal = false;
   const float *q = nullptr, *k = nullptr, *v = nullptr, *bias = nullptr;
-  // k transposed per (lead, key/value head) and key block: [blocks, D, kKeyBlock], so the
-  // forward's q k^T reads one contiguous panel per block
+  // k transposed per (lead, key/value head), key block and strip of kStrip keys:
+  // [blocks, kKeyBlock / kStrip, D, kStrip] (transpose_keys), so the forward's q k^T reads
+  // each strip's D x kStrip values contiguously (from L1, for every row tile of the queries)
   const float* kt = nullptr;
   const bool* mask = nullptr;
   // Element offsets of bias/mask per (lead, head) and strides over queries and keys (0 where
@@ -214,7 +232,10 @@ struct Problem {
     if (kt) {
       const int64_t blocks = (S + kKeyBlock - 1) / kKeyBlock;
       const float* panel = kt + ((kv_row(zh) * blocks + k0 / kKeyBlock) * D) * kKeyBlock;
-      small_gemm(nq, nk, D, q_at(zh) + q0 * D, D, panel, kKeyBlock, s, nk, scale, false);
+      for (int64_t j = 0; j < nk; j += kStrip) {
+        small_gemm(nq, std::min(kStrip, nk - j), D, q_at(zh) + q0 * D, D, panel + j * D,
+                   kStrip, s + j, nk, scale, false);
+      }
     } else {
       blas::sgemm(false, true, nq, nk, D, scale, q_at(zh) + q0 * D, D, k_at(zh) + k0 * D, D,
                   0.f, s, nk);
@@ -387,7 +408,8 @@ void forward_block(const Problem& p, int64_t zh, int64_t q0, int64_t nq, float* 
   }
 }
 
-// k as [lead, kv heads, key blocks, D, kKeyBlock] (Problem::kt): linear in S like k itself.
+// k as [lead, kv heads, key blocks, kKeyBlock / kStrip, D, kStrip] (Problem::kt): linear in
+// S like k itself.
 void transpose_keys(Problem& p) {
   const int64_t blocks = (p.S + kKeyBlock - 1) / kKeyBlock, D = p.D, S = p.S;
   const int64_t panels = p.lead * p.kv_heads * blocks;
@@ -399,7 +421,8 @@ void transpose_keys(Problem& p) {
       const float* k = p.k + (row * S + k0) * D;
       float* panel = kt + t * D * kKeyBlock;
       for (int64_t j = 0; j < std::min(kKeyBlock, S - k0); ++j) {
-        for (int64_t d = 0; d < D; ++d) panel[d * kKeyBlock + j] = k[j * D + d];
+        float* strip = panel + (j / kStrip) * D * kStrip + j % kStrip;
+        for (int64_t d = 0; d < D; ++d) strip[d * kStrip] = k[j * D + d];
       }
     }
   });
@@ -425,7 +448,7 @@ void run_forward(Problem& p, const AttentionAttrs& a, const Array* in, Array* re
   }
   const int64_t bq = query_block(p.L);
   const int64_t blocks = (p.L + bq - 1) / bq;
-  parallel_for(p.lead * p.heads * blocks, 1, [&](int64_t begin, int64_t end) {
+  parallel_for_each(p.lead * p.heads * blocks, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t zh = t / blocks, q0 = (t % blocks) * bq;
@@ -542,7 +565,7 @@ void run_backward(Problem& p, const AttentionAttrs& a, const Array* in, Array* r
       dv(p.lead * p.kv_heads * p.S * p.Dv, 0.f);
   const int64_t bq = query_block(p.L);
   const int64_t q_blocks = (p.L + bq - 1) / bq;
-  parallel_for(p.lead * p.heads * q_blocks, 1, [&](int64_t begin, int64_t end) {
+  parallel_for_each(p.lead * p.heads * q_blocks, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t q0 = (t % q_blocks) * bq;
@@ -551,7 +574,7 @@ void run_backward(Problem& p, const AttentionAttrs& a, const Array* in, Array* r
   });
   const int64_t bk = std::min(kKeyBlock, p.S);
   const int64_t k_blocks = (p.S + bk - 1) / bk;
-  parallel_for(p.lead * p.kv_heads * k_blocks, 1, [&](int64_t begin, int64_t end) {
+  parallel_for_each(p.lead * p.kv_heads * k_blocks, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t k0 = (t % k_blocks) * bk;

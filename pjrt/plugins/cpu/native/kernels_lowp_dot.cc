@@ -1,9 +1,9 @@
 // dot_general on the low-precision GEMMs (lowp_gemm.h): i8 x i8 -> i32 always (the portable
-// loop gives the same integers where the CPU lacks VNNI), bf16 x bf16 -> f32/bf16 where the
-// CPU has AVX-512 BF16 (elsewhere kernels_linalg.cc widens to f32 for BLAS, which is faster
-// than a portable bf16 loop). An i8 product of fewer than kRowsInPlace rows whose rhs is
-// stored as rows ([n, k], as torch's linear weights are) reads it in place (gemm_s8_rows):
-// nothing to pack, so a caller's weights cost no packing per call.
+// loop gives the same integers where the CPU lacks AMX and VNNI), bf16 x bf16 -> f32/bf16
+// where the CPU has AMX or AVX-512 BF16 (elsewhere kernels_linalg.cc widens to f32 for BLAS,
+// which is faster than a portable bf16 loop). An i8 product of fewer than kRowsInPlace rows
+// whose rhs is stored as rows ([n, k], as torch's linear weights are) reads it in place
+// (gemm_s8_rows): nothing to pack, so a caller's weights cost no packing per call.
 //
 // The `openhlo.weight_only_dot` composite (xla_core/quantization/weight_only_dot.py): f32
 // activations times int8 or int4 weights with per-channel or group-wise scales, on
@@ -75,62 +75,68 @@ std::vector<T> scratch_for(const MatrixOperand& plan, const Array& array) {
   return scratch;
 }
 
-Step make_int8_dot(const DotPlan& plan, const TensorSpec& result) {
-  auto cache = std::make_shared<PackedRhsCache<lowp::PackedS8>>();
-  return [plan, result, cache](ExecContext&, const Array* operands, Array* results) {
+// The step of a dot on `pack` (B -> Packed, per batch element) and `multiply` (one batch
+// element's product into the result at `offset`).
+template <typename T, typename Packed, typename Pack, typename Multiply>
+Step make_packed_dot(const DotPlan& plan, const TensorSpec& result, Pack pack,
+                     Multiply multiply) {
+  auto cache = std::make_shared<PackedRhsCache<Packed>>();
+  return [plan, result, cache, pack, multiply](ExecContext&, const Array* operands,
+                                               Array* results) {
     results[0] = allocate(result.dtype, result.shape);
     const int64_t b = plan.batch, m = plan.m, n = plan.n, k = plan.k;
     const Array& rhs = operands[1];
-    if (b == 1 && m < kRowsInPlace && plan.lhs.in_place && !plan.lhs.transposed &&
-        plan.rhs.in_place && plan.rhs.transposed) {
-      lowp::gemm_s8_rows(m, operands[0].data<int8_t>(), rhs.data<int8_t>(), k, n,
-                         results[0].data<int32_t>());
-      return;
-    }
     auto packed = cache->get(rhs, [&] {
-      const std::vector<int8_t> scratch = scratch_for<int8_t>(plan.rhs, rhs);
-      std::vector<lowp::PackedS8> all;
+      const std::vector<T> scratch = scratch_for<T>(plan.rhs, rhs);
+      std::vector<Packed> all;
       for (int64_t i = 0; i < b; ++i) {
-        all.push_back(lowp::pack_s8(batch_view(plan.rhs, rhs, scratch, i, k * n), k, n));
+        all.push_back(pack(batch_view(plan.rhs, rhs, scratch, i, k * n), k, n));
       }
       return all;
     });
-    const std::vector<int8_t> lhs = scratch_for<int8_t>(plan.lhs, operands[0]);
-    int32_t* out = results[0].data<int32_t>();
+    const std::vector<T> lhs = scratch_for<T>(plan.lhs, operands[0]);
     for (int64_t i = 0; i < b; ++i) {
-      lowp::S8Epilogue epilogue;
-      epilogue.out_s32 = out + i * m * n;
-      lowp::gemm_s8(m, batch_view(plan.lhs, operands[0], lhs, i, m * k), (*packed)[i], epilogue);
+      multiply(m, batch_view(plan.lhs, operands[0], lhs, i, m * k), (*packed)[i], results[0],
+               i * m * n);
     }
   };
 }
 
-Step make_bf16_dot(const DotPlan& plan, const TensorSpec& result) {
-  auto cache = std::make_shared<PackedRhsCache<lowp::PackedBF16>>();
-  return [plan, result, cache](ExecContext&, const Array* operands, Array* results) {
+Step make_int8_dot(const DotPlan& plan, const TensorSpec& result) {
+  Step packed = make_packed_dot<int8_t, lowp::PackedS8>(
+      plan, result, lowp::pack_s8,
+      [](int64_t m, lowp::MatrixView<int8_t> a, const lowp::PackedS8& b, Array& out,
+         int64_t offset) {
+        lowp::S8Epilogue epilogue;
+        epilogue.out_s32 = out.data<int32_t>() + offset;
+        lowp::gemm_s8(m, a, b, epilogue);
+      });
+  if (!(plan.batch == 1 && plan.m < kRowsInPlace && plan.lhs.in_place &&
+        !plan.lhs.transposed && plan.rhs.in_place && plan.rhs.transposed)) {
+    return packed;
+  }
+  // a rhs stored as rows, few lhs rows: read in place, nothing packed
+  return [plan, result](ExecContext&, const Array* operands, Array* results) {
     results[0] = allocate(result.dtype, result.shape);
-    const int64_t b = plan.batch, m = plan.m, n = plan.n, k = plan.k;
-    const Array& rhs = operands[1];
-    auto packed = cache->get(rhs, [&] {
-      const std::vector<uint16_t> scratch = scratch_for<uint16_t>(plan.rhs, rhs);
-      std::vector<lowp::PackedBF16> all;
-      for (int64_t i = 0; i < b; ++i) {
-        all.push_back(lowp::pack_bf16(batch_view(plan.rhs, rhs, scratch, i, k * n), k, n));
-      }
-      return all;
-    });
-    const std::vector<uint16_t> lhs = scratch_for<uint16_t>(plan.lhs, operands[0]);
-    const bool rounded = result.dtype == DType::BF16;
-    std::vector<float> wide(rounded ? static_cast<size_t>(m * n) : 0);
-    for (int64_t i = 0; i < b; ++i) {
-      float* c = rounded ? wide.data() : results[0].data<float>() + i * m * n;
-      lowp::gemm_bf16(m, batch_view(plan.lhs, operands[0], lhs, i, m * k), (*packed)[i], c);
-      if (rounded) {
-        bf16_t* out = results[0].data<bf16_t>() + i * m * n;
-        for (int64_t j = 0; j < m * n; ++j) out[j] = bf16_t{f32_to_bf16(wide[j])};
-      }
-    }
+    lowp::gemm_s8_rows(plan.m, operands[0].data<int8_t>(), operands[1].data<int8_t>(),
+                       plan.k, plan.n, results[0].data<int32_t>());
   };
+}
+
+Step make_bf16_dot(const DotPlan& plan, const TensorSpec& result) {
+  return make_packed_dot<uint16_t, lowp::PackedBF16>(
+      plan, result, lowp::pack_bf16,
+      [](int64_t m, lowp::MatrixView<uint16_t> a, const lowp::PackedBF16& b, Array& out,
+         int64_t offset) {
+        if (out.dtype == DType::F32) {
+          lowp::gemm_bf16(m, a, b, out.data<float>() + offset);
+          return;
+        }
+        std::vector<float> wide(static_cast<size_t>(m * b.n));
+        lowp::gemm_bf16(m, a, b, wide.data());
+        bf16_t* rounded = out.data<bf16_t>() + offset;
+        for (size_t j = 0; j < wide.size(); ++j) rounded[j] = bf16_t{f32_to_bf16(wide[j])};
+      });
 }
 
 // --- openhlo.weight_only_dot ------------------------------------------------------------
@@ -215,7 +221,8 @@ Step make_lowp_dot(const DotPlan& plan, const TensorSpec& lhs, const TensorSpec&
     return make_int8_dot(plan, result);
   }
   if (lhs.dtype == DType::BF16 && rhs.dtype == DType::BF16 &&
-      (result.dtype == DType::F32 || result.dtype == DType::BF16) && active_isa().bf16) {
+      (result.dtype == DType::F32 || result.dtype == DType::BF16) &&
+      (active_isa().bf16 || active_isa().amx)) {
     return make_bf16_dot(plan, result);
   }
   return {};

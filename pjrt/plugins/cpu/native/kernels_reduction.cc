@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -400,6 +401,80 @@ WindowPlan plan_reduce_window(const Shape& operand, const WindowAttrs& attrs,
   return plan;
 }
 
+// A running reduction: a window along one dimension d that reaches from the start of the
+// operand to each position (window >= size, low padding window - 1, no high padding, stride
+// and dilations 1; every other dimension left alone) is a prefix scan. This is how JAX spells
+// cumsum/cummax/cumprod. The general loops fold size x window taps (quadratic); the scan folds
+// each element once. When init combined with itself is init (bit for bit: 0 for add, 1 for
+// multiply, anything for max/min), the padding taps the general loops fold first leave init
+// unchanged, so the scan folds the same values in the same order: identical results.
+struct PrefixPlan {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+std::optional<PrefixPlan> plan_prefix(const Shape& operand, const WindowAttrs& w) {
+  std::optional<size_t> axis;
+  for (size_t d = 0; d < operand.size(); ++d) {
+    const bool identity = w.window[d] == 1 && w.strides[d] == 1 && w.base[d] == 1 &&
+                          w.pad_low[d] == 0 && w.pad_high[d] == 0;
+    if (identity) continue;
+    const bool prefix = !axis && w.strides[d] == 1 && w.base[d] == 1 && w.dilation[d] == 1 &&
+                        w.pad_high[d] == 0 && w.pad_low[d] == w.window[d] - 1 &&
+                        w.window[d] >= operand[d];
+    if (!prefix) return std::nullopt;
+    axis = d;
+  }
+  if (!axis) return std::nullopt;
+  PrefixPlan plan;
+  for (size_t d = 0; d < operand.size(); ++d) {
+    int64_t& part = d < *axis ? plan.outer : d == *axis ? plan.n : plan.inner;
+    part *= operand[d];
+  }
+  return plan;
+}
+
+template <Comb C, typename T>
+bool init_is_idempotent(T init) {
+  const T twice = combine<C>(init, init);
+  return std::memcmp(&twice, &init, sizeof(T)) == 0;
+}
+
+template <Comb C, typename T>
+void run_prefix(const PrefixPlan& plan, const T* in, T init, T* out) {
+  if (plan.outer * plan.n * plan.inner == 0) return;
+  // Tasks: (outer index, a block of the kept inner positions), each scanned down the axis.
+  const int64_t block = std::min<int64_t>(plan.inner, 1024);
+  const int64_t blocks = (plan.inner + block - 1) / block;
+  const int64_t work = plan.n * block;
+  parallel_for(plan.outer * blocks, std::max<int64_t>(1, 16384 / work), [&](int64_t b, int64_t e) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t o = task / blocks;
+      const int64_t j0 = (task % blocks) * block;
+      const int64_t j1 = std::min(plan.inner, j0 + block);
+      const T* src = in + o * plan.n * plan.inner;
+      T* dst = out + o * plan.n * plan.inner;
+      for (int64_t j = j0; j < j1; ++j) dst[j] = combine<C>(init, src[j]);
+      for (int64_t i = 1; i < plan.n; ++i) {
+        const T* s = src + i * plan.inner;
+        T* d = dst + i * plan.inner;
+        const T* prev = d - plan.inner;
+        for (int64_t j = j0; j < j1; ++j) d[j] = combine<C>(prev[j], s[j]);
+      }
+    }
+  });
+}
+
+using TypedPrefix = bool (*)(const PrefixPlan&, const Array&, const Array&, Array&);
+
+// false (nothing written) when init is not idempotent: the general loops run instead.
+template <typename T, Comb C>
+bool prefix_operand(const PrefixPlan& plan, const Array& in, const Array& init, Array& out) {
+  const T value = *init.data<T>();
+  if (!init_is_idempotent<C>(value)) return false;
+  run_prefix<C, T>(plan, in.data<T>(), value, out.data<T>());
+  return true;
+}
+
 Step make_reduce_window(const OpSpec& spec) {
   const size_t n = check_reducer_types(spec);
   const ReduceWindowAttrs a = ReduceWindowAttrs::decode(spec);
@@ -409,18 +484,27 @@ Step make_reduce_window(const OpSpec& spec) {
   const Comb comb = parse_combiner(a.combiner);
   auto plan = std::make_shared<const WindowPlan>(
       plan_reduce_window(shape, w, spec.results[0].shape));
+  const std::optional<PrefixPlan> prefix = plan_prefix(shape, w);
   std::vector<TypedWindow> loops;
+  std::vector<TypedPrefix> scans;
   for (size_t i = 0; i < n; ++i) {
     require(spec.results[i].shape == spec.results[0].shape, "results of different shapes");
     loops.push_back(dispatch_combiner(spec.operands[i].dtype, comb, [](auto tag, auto c) {
       return static_cast<TypedWindow>(
           &reduce_window_operand<typename decltype(tag)::type, c.value>);
     }));
+    if (prefix) {
+      scans.push_back(dispatch_combiner(spec.operands[i].dtype, comb, [](auto tag, auto c) {
+        return static_cast<TypedPrefix>(&prefix_operand<typename decltype(tag)::type, c.value>);
+      }));
+    }
   }
   std::vector<TensorSpec> results = spec.results;
-  return [plan, loops, results, n](ExecContext&, const Array* operands, Array* outs) {
+  return [plan, prefix, loops, scans, results, n](ExecContext&, const Array* operands,
+                                                  Array* outs) {
     for (size_t i = 0; i < n; ++i) {
       outs[i] = allocate(results[i].dtype, results[i].shape);
+      if (prefix && scans[i](*prefix, operands[i], operands[n + i], outs[i])) continue;
       loops[i](*plan, operands[i], operands[n + i], outs[i]);
     }
   };

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "cpu_isa.h"
 #include "lowp_gemm.h"
@@ -29,7 +30,17 @@ py::dict isa_dict(const LowPrecisionIsa& isa) {
   d["avx512"] = isa.avx512;
   d["vnni"] = isa.vnni;
   d["bf16"] = isa.bf16;
+  d["amx"] = isa.amx;
   return d;
+}
+
+// The test hook's levels: everything detected, AVX-512 but no AMX, the portable loops.
+IsaLimit isa_limit(const std::string& level) {
+  if (level == "detected") return IsaLimit::kDetected;
+  if (level == "avx512") return IsaLimit::kNoAmx;
+  if (level == "portable") return IsaLimit::kPortable;
+  throw py::value_error("lowp.limit_isa: level must be 'detected', 'avx512' or 'portable', not '" +
+                        level + "'");
 }
 
 struct S8Weight {
@@ -111,7 +122,8 @@ void bind_lowp(py::module_& parent) {
   py::module_ m = parent.def_submodule("lowp", "low-precision GEMMs (lowp_gemm.h)");
   m.def("detected_isa", [] { return isa_dict(detected_isa()); });
   m.def("active_isa", [] { return isa_dict(active_isa()); });
-  m.def("force_portable", &force_portable_lowp, py::arg("on"));
+  m.def("limit_isa", [](const std::string& level) { limit_lowp_isa(isa_limit(level)); },
+        py::arg("level"));
   py::class_<S8Weight>(m, "S8Weight")
       .def(py::init<const Matrix<int8_t>&>(), py::arg("b"))
       .def("matmul", &S8Weight::matmul, py::arg("a"), py::arg("scale") = py::none());

@@ -1,8 +1,9 @@
-// Low-precision GEMMs of the cpu backend: int8 x int8 -> int32 (AVX-512 VNNI), bf16 x bf16
-// -> f32 (AVX-512 BF16), and f32 activations x int8/int4 weights (weight-only quantization,
-// decoded in registers). Each has a portable loop that gives the same integers (int8) or
-// the same floats (weight-only: the same order of fused multiply-adds); the bf16 one is
-// within f32 rounding of the fast path. The fast path is picked at run time (cpu_isa.h).
+// Low-precision GEMMs of the cpu backend: int8 x int8 -> int32 and bf16 x bf16 -> f32 (on
+// AMX tiles, else AVX-512 VNNI / AVX-512 BF16), and f32 activations x int8/int4 weights
+// (weight-only quantization, decoded in registers). Each has a portable loop that gives the
+// same integers (int8) or the same floats (weight-only: the same order of fused
+// multiply-adds); the bf16 ones agree within f32 rounding. The fast path is picked at run
+// time (cpu_isa.h).
 //
 // The right-hand operand (the weight) is prepared once into the layout its microkernel
 // streams (`pack_*`), so a caller that sees the same weight again reuses it; the left one is
@@ -28,9 +29,11 @@ struct MatrixView {
 // ---------------------------------------------------------------------------------------
 // int8: C[m, n] = sum_k A[m, k] * B[k, n] in int32 (wrapping, as the interpreter's i32).
 
+// The packed depth of both: k rounded up to 64 bytes of elements (one AMX tile row), the
+// padding zero.
 struct PackedS8 {
-  int64_t k = 0, n = 0, k4 = 0;          // k4: k rounded up to a multiple of 4
-  std::vector<int8_t> panels;            // [n / 32][k4 / 4][32 columns][4 k] (zero padded)
+  int64_t k = 0, n = 0, depth = 0;       // depth: k rounded up to a multiple of 64
+  std::vector<int8_t> panels;            // [n / 32][depth / 4][32 columns][4 k] (zero padded)
   std::vector<int32_t> column_sums;      // sum over k of B[k, n] (the +128 correction)
 };
 PackedS8 pack_s8(MatrixView<int8_t> b, int64_t k, int64_t n);
@@ -48,8 +51,8 @@ void gemm_s8(int64_t m, MatrixView<int8_t> a, const PackedS8& b, const S8Epilogu
 // bf16 (raw bf16 bits): C[m, n] = sum_k A[m, k] * B[k, n] in f32.
 
 struct PackedBF16 {
-  int64_t k = 0, n = 0, k2 = 0;          // k2: k rounded up to even
-  std::vector<uint16_t> panels;          // [n / 32][k2 / 2][32 columns][2 k]
+  int64_t k = 0, n = 0, depth = 0;       // depth: k rounded up to a multiple of 32
+  std::vector<uint16_t> panels;          // [n / 32][depth / 2][32 columns][2 k]
 };
 PackedBF16 pack_bf16(MatrixView<uint16_t> b, int64_t k, int64_t n);
 void gemm_bf16(int64_t m, MatrixView<uint16_t> a, const PackedBF16& b, float* c);

@@ -71,20 +71,13 @@ int parallel_width() { return pool().size() + 1; }
 
 void schedule(std::function<void()> task) { pool().submit(std::move(task)); }
 
-void parallel_for(int64_t n, int64_t min_chunk,
-                  const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  min_chunk = std::max<int64_t>(1, min_chunk);
-  const int64_t max_blocks = (n + min_chunk - 1) / min_chunk;
-  const int64_t runners = std::min<int64_t>(parallel_width(), max_blocks);
-  if (runners <= 1 || t_inside_pool_task) {
-    fn(0, n);
-    return;
-  }
-  // Up to four blocks per runner, taken from a shared counter: a thread that falls behind
-  // (another process on its core) leaves its remaining blocks to the others.
-  const int64_t blocks_wanted = std::min<int64_t>(max_blocks, runners * 4);
-  const int64_t block = (n + blocks_wanted - 1) / blocks_wanted;
+namespace {
+
+// fn over [0, n) in blocks of `block` items (the last may be shorter), taken from a shared
+// counter by `runners` threads (the caller among them): a thread that falls behind (another
+// process on its core) leaves its remaining blocks to the others.
+void run_blocks_shared(int64_t n, int64_t block, int64_t runners,
+                       const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t blocks = (n + block - 1) / block;
   struct Shared {
     std::atomic<int64_t> next{0};
@@ -114,6 +107,33 @@ void parallel_for(int64_t n, int64_t min_chunk,
   t_inside_pool_task = was_inside;
   std::unique_lock<std::mutex> lock(shared->mu);
   shared->cv.wait(lock, [&] { return shared->remaining == 0; });
+}
+
+}  // namespace
+
+void parallel_for(int64_t n, int64_t min_chunk,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  min_chunk = std::max<int64_t>(1, min_chunk);
+  const int64_t max_blocks = (n + min_chunk - 1) / min_chunk;
+  const int64_t runners = std::min<int64_t>(parallel_width(), max_blocks);
+  if (runners <= 1 || t_inside_pool_task) {
+    fn(0, n);
+    return;
+  }
+  // Up to four blocks per runner: few enough that cheap items are not dispatched one by one.
+  const int64_t blocks_wanted = std::min<int64_t>(max_blocks, runners * 4);
+  run_blocks_shared(n, (n + blocks_wanted - 1) / blocks_wanted, runners, fn);
+}
+
+void parallel_for_each(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int64_t runners = std::min<int64_t>(parallel_width(), n);
+  if (runners <= 1 || t_inside_pool_task) {
+    fn(0, n);
+    return;
+  }
+  run_blocks_shared(n, 1, runners, fn);
 }
 
 }  // namespace openhlo::cpu

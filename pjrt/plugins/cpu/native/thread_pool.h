@@ -13,6 +13,11 @@ namespace openhlo::cpu {
 void parallel_for(int64_t n, int64_t min_chunk,
                   const std::function<void(int64_t begin, int64_t end)>& fn);
 
+// parallel_for with every index its own block: for a few hundred tasks of milliseconds each
+// (attention's query blocks), where a thread slowed by another process would otherwise be
+// left holding a quarter of its share at the end while the others wait.
+void parallel_for_each(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+
 // Number of threads parallel_for may use (the pool plus the caller).
 int parallel_width();
 

@@ -85,14 +85,14 @@ def test_products_in_bf16_reductions_exp_and_norm_in_f32():
 
 def test_without_native_bf16_autocast_is_skipped_unless_forced(caplog):
     lowp = native().lowp
-    lowp.force_portable(True)
+    lowp.limit_isa("portable")
     try:
         client = pjrt.make_client("cpu")
         with caplog.at_level(logging.WARNING, "openhlo.compile"):
             skipped = _compile(client, autocast="bf16")
         forced = _compile(client, autocast="bf16", autocast_force=True)
     finally:
-        lowp.force_portable(False)
+        lowp.limit_isa("detected")
     assert "autocast to bf16 skipped" in caplog.text
     elements = {_element(v) for op in _walk(skipped.executable.compiled.optimized)
                 for v in op.operands}

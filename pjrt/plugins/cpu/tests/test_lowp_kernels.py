@@ -1,9 +1,9 @@
 """The low-precision GEMMs (native/lowp_gemm.h) against independent references.
 
 int8 products must equal numpy's int64 matmul exactly (wrapped to int32, which these
-shapes never reach), on the fast path where the CPU has it and on the portable loops
-(forced). bf16 products are checked against float64 within the error of f32 accumulation
-of exact bf16 products. Weight-only products are checked against the dequantized weight in
+shapes never reach), and bf16 products agree with float64 within the error of f32
+accumulation of exact bf16 products, on each path this CPU has: AMX tiles, AVX-512 (VNNI,
+BF16) and the portable loops (`lowp.limit_isa`). Weight-only products are checked against the dequantized weight in
 float64, and their fast and portable paths against each other bit for bit (both do the
 same fused multiply-adds in the same order).
 """
@@ -22,19 +22,29 @@ from stablehlo.interpreter import evaluate
 
 RNG = np.random.default_rng(20)
 
-# (m, k, n): edges of the 8 x 32 register tile, k not a multiple of 4 (nor of 64), ones.
+# (m, k, n): edges of the 8 x 32 register tile and the 32 x 32 AMX block, k not a multiple
+# of 4 (nor of 64, one AMX step), ones, tall and wide.
 INT8_SHAPES = [(1, 1, 1), (1, 7, 3), (3, 5, 33), (8, 32, 32), (9, 63, 31), (17, 130, 65),
-               (64, 64, 128), (65, 257, 97), (2, 1027, 5)]
+               (64, 64, 128), (65, 257, 97), (2, 1027, 5), (33, 64, 16), (300, 3, 2),
+               (31, 129, 200)]
 
 
-@pytest.fixture(params=["fast", "portable"])
+# Each path's kernels, the CPU features they need and the limit that picks them.
+PATHS = {"amx": (("amx",), "detected"), "avx512": (("vnni", "bf16"), "avx512"),
+         "portable": ((), "portable")}
+
+
+@pytest.fixture(params=list(PATHS))
 def path(request):
     lowp = native().lowp
-    if request.param == "fast" and not lowp.detected_isa()["vnni"]:
-        pytest.skip("this CPU has no AVX-512 VNNI")
-    lowp.force_portable(request.param == "portable")
+    needs, limit = PATHS[request.param]
+    missing = [f for f in needs if not lowp.detected_isa()[f]]
+    if missing:
+        pytest.skip(f"this CPU has no {', '.join(missing)}")
+    lowp.limit_isa(limit)
+    assert lowp.active_isa()["amx"] == (request.param == "amx")
     yield request.param
-    lowp.force_portable(False)
+    lowp.limit_isa("detected")
 
 
 def int8(shape, extremes=True):
@@ -72,8 +82,13 @@ def test_int8_per_channel_scale_epilogue(path):
     np.testing.assert_array_equal(got, acc * scale)
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 33, 31), (40, 257, 70), (128, 512, 96)])
-def test_bf16_gemm_within_f32_accumulation_error(m, k, n):
+# edges of the register tile, the AMX block (32 x 32) and step (32 bf16 of k), tall, wide
+BF16_SHAPES = [(1, 1, 1), (2, 1, 40), (7, 33, 31), (16, 32, 16), (33, 31, 17), (40, 257, 70),
+               (128, 512, 96), (300, 5, 3), (3, 1000, 130), (65, 96, 33)]
+
+
+@pytest.mark.parametrize("m,k,n", BF16_SHAPES)
+def test_bf16_gemm_within_f32_accumulation_error(path, m, k, n):
     a = RNG.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = RNG.standard_normal((k, n)).astype(ml_dtypes.bfloat16)
     got = native().lowp.BF16Weight(b.view(np.uint16)).matmul(a.view(np.uint16))
@@ -84,18 +99,21 @@ def test_bf16_gemm_within_f32_accumulation_error(m, k, n):
     assert np.all(np.abs(got - want) <= bound)
 
 
-def test_bf16_fast_and_portable_agree_within_f32_rounding():
+def test_bf16_paths_agree_within_f32_rounding():
     lowp = native().lowp
-    a = RNG.standard_normal((20, 300)).astype(ml_dtypes.bfloat16).view(np.uint16)
+    a = RNG.standard_normal((40, 300)).astype(ml_dtypes.bfloat16).view(np.uint16)
     weight = lowp.BF16Weight(RNG.standard_normal((300, 50)).astype(ml_dtypes.bfloat16)
                              .view(np.uint16))
-    fast = weight.matmul(a)
-    lowp.force_portable(True)
+    got = {}
     try:
-        portable = weight.matmul(a)
+        for name, (needs, limit) in PATHS.items():
+            if all(lowp.detected_isa()[f] for f in needs):
+                lowp.limit_isa(limit)
+                got[name] = weight.matmul(a)
     finally:
-        lowp.force_portable(False)
-    np.testing.assert_allclose(fast, portable, rtol=1e-4, atol=1e-4)
+        lowp.limit_isa("detected")
+    for name, value in got.items():
+        np.testing.assert_allclose(value, got["portable"], rtol=1e-4, atol=1e-4, err_msg=name)
 
 
 # ---------------------------------------------------------------------------------------
@@ -134,11 +152,11 @@ def test_weight_only_fast_and_portable_are_bitwise_equal(bits):
     x = RNG.standard_normal((5, 192)).astype(np.float32)
     weight = lowp.QuantizedWeight(w, scales, bits, 64)
     fast = weight.matmul(x)
-    lowp.force_portable(True)
+    lowp.limit_isa("portable")
     try:
         portable = weight.matmul(x)
     finally:
-        lowp.force_portable(False)
+        lowp.limit_isa("detected")
     np.testing.assert_array_equal(fast, portable)
 
 
@@ -167,7 +185,12 @@ def test_portable_path_forced_by_the_environment():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**__import__("os").environ,
                                           "OPENHLO_CPU_PORTABLE_LOWP": "1"}).stdout
-    assert "'vnni': False" in out and "'bf16': False" in out
+    assert "'vnni': False" in out and "'bf16': False" in out and "'amx': False" in out
+
+
+def test_limit_isa_rejects_unknown_levels():
+    with pytest.raises(ValueError, match="'detected', 'avx512' or 'portable'"):
+        native().lowp.limit_isa("fast")
 
 
 # ---------------------------------------------------------------------------------------
@@ -233,18 +256,47 @@ def test_program_with_low_precision_dots_equals_interpreter():
             np.testing.assert_array_equal(np.asarray(g, np.float64), np.asarray(e, np.float64))
 
 
+BF16_DOTS = [
+    ((33, 70), (70, 45), [], [], [1], [0]),
+    ((5, 40), (9, 40), [], [], [1], [1]),             # rhs transposed in place
+    ((3, 17, 65), (3, 65, 31), [0], [0], [2], [1]),   # batched
+    ((70, 2, 1), (2, 1, 40), [1], [0], [2], [1]),     # k = 1
+]
+
+
+@pytest.mark.parametrize("out_type", ["f32", "bf16"])
+@pytest.mark.parametrize("case", BF16_DOTS)
+def test_bf16_dot_program_within_bounds_of_interpreter(path, case, out_type):
+    lhs_shape, rhs_shape = case[0], case[1]
+    text = dot_text(*case, "bf16", out_type)
+    args = [RNG.standard_normal(s).astype(ml_dtypes.bfloat16) for s in (lhs_shape, rhs_shape)]
+    want = np.asarray(evaluate(stablehlo.parse(text), args)[0], np.float64)
+    magnitude = np.asarray(evaluate(stablehlo.parse(text), [np.abs(x) for x in args])[0],
+                           np.float64)
+    exe = pjrt.make_client("cpu").compile(text)
+    assert exe.fallbacks == []
+    got = np.asarray(exe(*args)[0], np.float64)
+    k = int(np.prod([lhs_shape[d] for d in case[4]]))
+    # both accumulate exact bf16 products in f32 (k roundings of 2^-24 each, both sides); a
+    # bf16 result rounds once more on each side (2^-8 relative)
+    bound = 2 * k * 2.0 ** -24 * magnitude
+    if out_type == "bf16":
+        bound += 2 * 2.0 ** -8 * magnitude
+    assert np.all(np.abs(got - want) <= bound + 1e-30)
+
+
 def test_slow_precision_is_warned_once(monkeypatch, caplog):
     import logging
 
     from pjrt.plugins.cpu import precision
     monkeypatch.setattr(precision, "_warned", set())
-    native().lowp.force_portable(True)
+    native().lowp.limit_isa("portable")
     try:
         with caplog.at_level(logging.WARNING, logger="openhlo.cpu"):
             for _ in range(2):
                 pjrt.make_client("cpu").compile(dot_text((2, 3), (3, 4), [], [], [1], [0],
                                                          "i8", "i32"))
     finally:
-        native().lowp.force_portable(False)
+        native().lowp.limit_isa("detected")
     warnings = [r for r in caplog.records if "cannot run fast" in r.getMessage()]
     assert len(warnings) == 1 and "AVX-512 VNNI" in warnings[0].getMessage()

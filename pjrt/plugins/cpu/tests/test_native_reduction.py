@@ -165,7 +165,7 @@ def window_count(size, window, stride, pad, base, dilation):
 
 
 def check_reduce_window(x, op, window, strides=None, padding=None, base=None, dilations=None,
-                        init=None):
+                        init=None, rtol=1e-5, atol=1e-6):
     rank = x.ndim
     strides = strides or [1] * rank
     padding = padding or [[0, 0]] * rank
@@ -180,7 +180,7 @@ def check_reduce_window(x, op, window, strides=None, padding=None, base=None, di
              f"padding = dense<{pads}> : tensor<{rank}x2xi64>")
     text = module("stablehlo.reduce_window", [ttype(x.shape, x.dtype), ttype((), x.dtype)],
                   [ttype(out, x.dtype)], combiner_region(op, [x.dtype]), attrs)
-    check_op(text, [x, init], rtol=1e-5, atol=1e-6)
+    return check_op(text, [x, init], rtol=rtol, atol=atol)
 
 
 def test_max_pool_nhwc():
@@ -216,6 +216,54 @@ def test_reduce_window_spec_example():
     x = np.array([[1, 2], [3, 4], [5, 6]], dtype=np.int64)
     check_reduce_window(x, "add", [2, 1], [4, 1], [[2, 1], [0, 0]], base=[2, 1],
                         dilations=[3, 1], init=np.int64(0))
+
+
+def prefix_window(x, axis, extra=0, reverse=False):
+    """Window, padding of the running reduction along ``axis`` (JAX's cumsum spelling);
+    ``extra`` widens the window past the dimension, ``reverse`` pads the other side."""
+    window = [1] * x.ndim
+    padding = [[0, 0] for _ in range(x.ndim)]
+    window[axis] = x.shape[axis] + extra
+    padding[axis] = [0, window[axis] - 1] if reverse else [window[axis] - 1, 0]
+    return window, padding
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_running_sums_fold_like_the_interpreter_bit_for_bit(axis):
+    # The scan path (kernels_reduction.cc: plan_prefix) must fold the same values in the same
+    # order as the window loops: exact equality, not a tolerance.
+    x = random_array((5, 7, 6), np.float32)
+    for extra in (0, 3):
+        window, padding = prefix_window(x, axis, extra)
+        check_reduce_window(x, "add", window, padding=padding, init=np.float32(0), rtol=0,
+                            atol=0)
+    x[2, 3, 1] = np.nan
+    window, padding = prefix_window(x, axis)
+    check_reduce_window(x, "maximum", window, padding=padding, rtol=0, atol=0)
+
+
+def test_running_products_and_integer_sums_wrap_like_the_interpreter():
+    x = random_array((4, 33), np.int32)
+    window, padding = prefix_window(x, 1)
+    check_reduce_window(x, "add", window, padding=padding, init=np.int32(0))
+    check_reduce_window(x, "multiply", window, padding=padding, init=np.int32(1))
+    f = random_array((3, 40), np.float64, op="multiply")
+    window, padding = prefix_window(f, 1)
+    check_reduce_window(f, "multiply", window, padding=padding, init=np.float64(1), rtol=0,
+                        atol=0)
+
+
+def test_running_reductions_that_are_not_scans():
+    # An init that changes when folded with itself (add 3: the padding taps add it again and
+    # again) and a window padded on the high side (a reverse cumsum) take the window loops.
+    x = random_array((6, 9), np.float32)
+    window, padding = prefix_window(x, 1)
+    check_reduce_window(x, "add", window, padding=padding, init=np.float32(3))
+    window, padding = prefix_window(x, 0, reverse=True)
+    check_reduce_window(x, "add", window, padding=padding, init=np.float32(0))
+    window, padding = prefix_window(x, 1)
+    got = check_reduce_window(x, "add", window, padding=padding, init=np.float32(0))
+    np.testing.assert_allclose(got[0], np.cumsum(x, axis=1), rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------
