@@ -22,9 +22,9 @@ RNG = np.random.default_rng(5)
 
 @pytest.fixture(params=[False, True], ids=["fast", "portable"])
 def lowp_path(request):
-    native().lowp.force_portable(request.param)
+    native().lowp.limit_isa("portable" if request.param else "detected")
     yield request.param
-    native().lowp.force_portable(False)
+    native().lowp.limit_isa("detected")
 
 
 def _compiled(module):
