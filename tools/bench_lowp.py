@@ -5,9 +5,10 @@
   ``dot_general`` and numpy/OpenBLAS ``float32 @``, in operations per second;
 - bf16 GEMM, the same way (AMX or AVX-512 BF16 kernel, ``bf16 x bf16 -> f32`` program);
 - weight-only GEMV (batch 1, k = n = 4096 by default): f32 activations times int8 and
-  group-wise int4 weights, as weight bytes streamed per second against the machine's
-  measured copy bandwidth (numpy copying a 256 MiB array: bytes read + written per second),
-  and against numpy's f32 GEMV.
+  group-wise int4 weights (the packed kernels on their own, and compiled programs in
+  frameworks/torch's form, run as ``openhlo.weight_only_dot`` on the rows kernels), as
+  weight bytes streamed per second against the machine's measured copy bandwidth (numpy
+  copying a 256 MiB array: bytes read + written per second), and against numpy's f32 GEMV.
 
 Contenders are timed in alternating rounds (tools/bench/timing.py), so load from elsewhere
 slows all of them; the machine's CPU count and 1-minute load are printed with the figures.
@@ -81,6 +82,39 @@ def _bandwidth_gbs(budget: float) -> float:
     return 2 * src.nbytes / t / 1e9
 
 
+def _weight_only_program(k: int, n: int, bits: int, group: int, rng):
+    """``(call, weight bytes)``: the cpu backend's compiled ``x @ dequantize(w).T`` for one
+    row of x as frameworks/torch's lowering writes it (int8 ``[n, k]`` with ``[n]`` scales;
+    int4 packed ``[n, k/2]`` bytes with ``[n * k/group]`` scales), which runs as an
+    ``openhlo.weight_only_dot``, called on device buffers."""
+    import pjrt
+    from stablehlo.builder import Builder
+    from stablehlo.ir.types import F32, I8, UI8, IntegerType, TensorType, tensor
+    b = Builder()
+    rows = n * k // group
+    if bits == 8:
+        w = rng.integers(-127, 128, size=(n, k)).astype(np.int8)
+        s = rng.uniform(1e-3, 1e-2, n).astype(np.float32)
+    else:
+        w = rng.integers(0, 256, size=(n, k // 2)).astype(np.uint8)
+        s = rng.uniform(1e-3, 1e-2, rows).astype(np.float32)
+    with b.function("main", [tensor((1, k), F32), TensorType(w.shape, I8 if bits == 8 else UI8),
+                             tensor(s.shape, F32)]) as (_, (xv, wv, sv)):
+        if bits == 8:
+            deq = b.multiply(b.convert(wv, F32), b.broadcast_in_dim(sv, (n, k), [0]))
+        else:
+            nibbles = b.bitcast_convert(wv, TensorType((n, k // 2, 2), IntegerType(4)))
+            grouped = b.reshape(nibbles, (rows, group))
+            deq = b.reshape(b.multiply(b.convert(grouped, F32),
+                                       b.broadcast_in_dim(sv, (rows, group), [0])), (n, k))
+        b.return_(b.dot_general(xv, deq, contracting=((1,), (1,))))
+    client = pjrt.make_client("cpu")
+    exe = client.compile(b.module)
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    buffers = [client.buffer_from_numpy(a) for a in (x, w, s)]
+    return (lambda: [r.block_until_ready() for r in exe.execute(buffers)]), w.nbytes + s.nbytes
+
+
 def gemv_figures(k: int, n: int, group: int, budget: float) -> dict:
     from pjrt.plugins.cpu.native_module import native
     lowp = native().lowp
@@ -92,10 +126,16 @@ def gemv_figures(k: int, n: int, group: int, budget: float) -> dict:
     int4 = lowp.QuantizedWeight(w4, rng.uniform(1e-3, 1e-2, (k // group, n)).astype(np.float32),
                                 4, group)
     wf = rng.standard_normal((k, n)).astype(np.float32)
+    program8, bytes8 = _weight_only_program(k, n, 8, k, rng)
+    program4, bytes4 = _weight_only_program(k, n, 4, group, rng)
     times = interleaved_medians({"int8 weight-only": lambda: int8.matmul(x),
                                  "int4 weight-only": lambda: int4.matmul(x),
+                                 "int8 weight_only_dot (program)": program8,
+                                 "int4 weight_only_dot (program)": program4,
                                  "f32 numpy/OpenBLAS": lambda: x @ wf}, budget)
     nbytes = {"int8 weight-only": int8.nbytes, "int4 weight-only": int4.nbytes,
+              "int8 weight_only_dot (program)": bytes8,
+              "int4 weight_only_dot (program)": bytes4,
               "f32 numpy/OpenBLAS": wf.nbytes}
     copy = _bandwidth_gbs(budget)
     return {"k": k, "n": n, "group": group, "copy_gbs": copy, "times": times,

@@ -3,21 +3,24 @@
 ``torch.compile(backend="openhlo")``, with eager PyTorch f32 beside them.
 
     python -m tools.bench_quantized_decode [--hidden 512] [--layers 4] [--vocab 8192]
+                                           [--budget 2]
 
 The model is a transformers ``LlamaForCausalLM`` from a config with random weights when
 transformers is installed (``--model nn``: frameworks/torch/models/llama_nn.py), and the
 step is one token through it without a KV cache: the cost a decode step spends streaming
 every weight once, which is what quantized weights shrink (attention over a cache, small
-at these lengths, is left out). Prints the median time per step, the speed-up over our own
-f32, the weight bytes each step reads, and the machine's load (other work skews times).
+at these lengths, is left out). Contenders run in alternating rounds
+(tools/bench/timing.py), so load from elsewhere slows all of them; prints the median time
+per step (and the spread), the speed-up over our own f32, the weight bytes each step reads,
+the greedy next-token agreement with f32 (each variant's eager, dequantizing model on 8 x
+128 random tokens, every position) and the machine's load. ``weight-int4+int8-head`` is
+weight-int4 with the output projection (``lm_head``) kept at weight-int8.
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import os
-import statistics
-import time
 
 import torch
 
@@ -57,17 +60,28 @@ def weight_bytes(model: torch.nn.Module) -> int:
     return total
 
 
-def time_steps(fn, ids, steps: int) -> float:
-    """Median seconds of ``fn(ids)`` over ``steps`` calls, after three warm-up calls."""
+def quantized(model: torch.nn.Module, variant: str) -> torch.nn.Module:
+    """A quantized copy of ``model``: a ``quantize_`` mode, or ``weight-int4+int8-head``."""
+    from frameworks.torch import quantize_
+    copied = copy.deepcopy(model)
+    if variant == "weight-int4+int8-head":
+        quantize_(copied, "weight-int4", filter_fn=lambda _, name: not name.endswith("lm_head"))
+        return quantize_(copied, "weight-int8")
+    return quantize_(copied, variant)
+
+
+def agreement(model: torch.nn.Module, variant: torch.nn.Module, vocab: int) -> float:
+    """Fraction of positions whose greedy next token ``variant`` and ``model`` agree on."""
+    ids = torch.randint(0, vocab, (8, 128), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        for _ in range(3):
-            fn(ids)
-        times = []
-        for _ in range(steps):
-            start = time.perf_counter()
-            fn(ids)
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        return (variant(ids).argmax(-1) == model(ids).argmax(-1)).float().mean().item()
+
+
+def _no_grad(fn, ids):
+    def step():
+        with torch.no_grad():
+            return fn(ids)
+    return step
 
 
 def main(argv=None) -> None:
@@ -75,7 +89,8 @@ def main(argv=None) -> None:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=8192)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--budget", type=float, default=2.0,
+                        help="seconds of steps per contender")
     parser.add_argument("--model", choices=("transformers", "nn"), default=None)
     args = parser.parse_args(argv)
     kind = args.model
@@ -85,23 +100,31 @@ def main(argv=None) -> None:
             kind = "transformers"
         except ImportError:
             kind = "nn"
-    from frameworks.torch import openhlo_backend, quantize_
+    from frameworks.torch import openhlo_backend
     torch.manual_seed(0)
     model = build_model(kind, args.hidden, args.layers, args.vocab)
     ids = torch.randint(0, args.vocab, (1, 1))
     print(f"model: {kind} Llama, hidden {args.hidden}, {args.layers} layers, vocab "
           f"{args.vocab}; batch 1, one token; load average {os.getloadavg()[0]:.2f}")
-    eager = time_steps(model, ids, args.steps)
-    print(f"{'eager PyTorch f32':<22} {eager * 1e3:8.2f} ms")
-    baseline = None
-    for mode in ("f32", "weight-int8", "weight-int4", "dynamic-int8"):
-        variant = model if mode == "f32" else quantize_(copy.deepcopy(model), mode)
-        torch._dynamo.reset()
-        compiled = torch.compile(variant, backend=openhlo_backend)
-        seconds = time_steps(compiled, ids, args.steps)
-        baseline = baseline or seconds
-        print(f"{'openhlo ' + mode:<22} {seconds * 1e3:8.2f} ms  {baseline / seconds:5.2f}x "
-              f"our f32  weights {weight_bytes(variant) / 2**20:7.2f} MiB")
+    from tools.bench.timing import interleaved_medians
+    steps = {"eager PyTorch f32": _no_grad(model, ids)}
+    variants = {}
+    torch._dynamo.reset()
+    for mode in ("f32", "weight-int8", "weight-int4", "weight-int4+int8-head", "dynamic-int8"):
+        variants[mode] = model if mode == "f32" else quantized(model, mode)
+        steps[f"openhlo {mode}"] = _no_grad(torch.compile(variants[mode],
+                                                          backend=openhlo_backend), ids)
+    # alternating rounds: load from elsewhere slows every contender alike
+    times = interleaved_medians(steps, args.budget)
+    baseline = times["openhlo f32"]["median_s"]
+    for name, t in times.items():
+        seconds = t["median_s"]
+        line = f"{name:<29} {seconds * 1e3:8.2f} ms  {baseline / seconds:5.2f}x our f32"
+        mode = name.removeprefix("openhlo ")
+        if mode in variants:
+            line += f"  weights {weight_bytes(variants[mode]) / 2**20:7.2f} MiB"
+            line += f"  agreement {agreement(model, variants[mode], args.vocab):6.2%}"
+        print(line + f"  (min {t['min_s'] * 1e3:.2f}, max {t['max_s'] * 1e3:.2f})")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

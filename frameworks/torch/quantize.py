@@ -9,11 +9,14 @@
 Each ``nn.Linear`` (those ``filter_fn(module, name)`` accepts) is replaced by a
 ``QuantizedLinear`` holding int8 weights (int4: packed two per byte) and their f32 scales
 as buffers, and calling ``torch.ops.openhlo.quantized_linear`` (quantized_ops.py for the
-layouts). Weights are quantized as the StableHLO quantizer does (symmetric, ``max|w| /
-127`` or ``/ 7``: ``xla_core.quantization.quantize_weights``); int4 is group-wise along the
-inputs, ``group_size`` (default 32) consecutive inputs per scale, or per output channel when
-``group_size`` does not divide the layer's inputs. ``dynamic-int8`` also quantizes each
-activation at run time (per tensor).
+layouts). Weights are quantized as the StableHLO quantizer does
+(``xla_core.quantization.quantize_weights``, symmetric): int8 ``max|w| / 127`` per output
+channel; int4 group-wise along the inputs, ``group_size`` (default 32) consecutive inputs per
+scale, or per output channel when ``group_size`` does not divide the layer's inputs, each
+scale the clip of ``max|w| / 7`` with the least squared rounding error of its group.
+``dynamic-int8`` also quantizes each activation at run time (per tensor). Layers can be
+mixed: ``quantize_(m, "weight-int4", filter_fn=lambda _, n: n != "lm_head")`` then
+``quantize_(m, "weight-int8")`` keeps the output projection at int8.
 """
 from __future__ import annotations
 

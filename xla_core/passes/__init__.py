@@ -34,6 +34,7 @@ PASSES.register("async-collective-creator",
 PASSES.register("convert-async-to-sync", "xla_core.spmd.async_collectives:ConvertAsyncToSyncPass")
 PASSES.register("quant-lower", "xla_core.quantization.quant_lower:QuantLowerPass")
 PASSES.register("autocast", "xla_core.passes.autocast:AutocastPass")
+PASSES.register("weight-only-dot", "xla_core.quantization.weight_only_dot:WeightOnlyDotPass")
 
 
 def _default_pipeline() -> Pipeline:

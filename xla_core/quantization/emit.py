@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from stablehlo.builder import Builder
+from stablehlo.ir.attr_readers import struct_ints
 from stablehlo.ir.attributes import dense
 from stablehlo.ir.core import Operation, Value
 from stablehlo.ir.types import F32, I8, I32, QuantizedType, TensorType
@@ -59,39 +60,35 @@ def _groupable(unit: Unit, config: QuantizationConfig) -> bool:
 
 
 def emit_weight_only(unit: Unit, b: Builder, operands: list, config: QuantizationConfig):
-    """The hybrid op (float lhs, quantized weight), or for group-wise int4 the dequantized
-    weight feeding the float op (the spec has no sub-channel types)."""
+    """The hybrid op (float lhs, quantized weight), or for group-wise int4 the float op on
+    the dequantized grouped weight (the spec has no sub-channel types)."""
     bits = config.weight_bits
     op = unit.op
     if _groupable(unit, config):
-        weight = _grouped_weight(unit, b, config.group_size)
-        return _same_op(b, op, [operands[0], weight[0]], op.result.type), {"weight": weight[1]}
+        return _grouped_dot(unit, b, operands[0], config.group_size)
     qtype = _weight(unit, config, bits)
     weight = quantized_constant(b, quantize_array(unit.weight, qtype), qtype)
     record = {"weight": _weight_record(qtype, bits)}
     return _same_op(b, op, [operands[0], weight], op.result.type), record
 
 
-def _grouped_weight(unit: Unit, b: Builder, group: int):
-    """The f32 weight rebuilt from an int4 constant ``[g, G*N]`` with one scale per
-    (group, output channel): dequantize, reshape ``[g, G, N]``, transpose to ``[G, g, N]``,
-    reshape ``[K, N]`` (and transpose back when the weight was ``[N, K]``)."""
+def _grouped_dot(unit: Unit, b: Builder, x: Value, group: int):
+    """``dot_general(x, reshape(uniform_dequantize(q), [N, K]))`` contracting the weight's
+    dim 1, where ``q`` is an int4 constant ``[N*K/G, G]`` quantized per axis 0: row ``n *
+    K/G + g`` holds group ``g`` of output ``n``. After ``quant-lower`` this is the form
+    ``weight-only-dot`` recognises (the one frameworks/torch's ``quantize_`` emits too)."""
     weight = unit.weight
-    transposed = unit.contracting[0] == 1
-    matrix = weight.T if transposed else weight           # [K, N]
-    depth, channels = matrix.shape
-    groups = depth // group
-    blocks = matrix.reshape(groups, group, channels).transpose(1, 0, 2)  # [g, G, N]
-    flat = blocks.reshape(group, groups * channels)
-    qtype = weight_type(flat, 4, 1)
+    matrix = weight if unit.contracting[0] == 1 else weight.T      # [N, K]
+    outputs, depth = matrix.shape
+    flat = matrix.reshape(outputs * (depth // group), group)
+    qtype = weight_type(flat, 4, 0)
     storage = quantize_array(flat, qtype)
     value = b.uniform_dequantize(quantized_constant(b, storage, qtype))
-    value = b.reshape(value, (group, groups, channels))
-    value = b.transpose(value, (1, 0, 2))
-    value = b.reshape(value, (depth, channels))
-    if transposed:
-        value = b.transpose(value, (1, 0))
-    return value, _weight_record(qtype, 4, group)
+    value = b.reshape(value, (outputs, depth))
+    dnums = unit.op.attr("dot_dimension_numbers")
+    lhs_contracting = struct_ints(dnums, "lhs_contracting_dimensions")
+    result = b.dot_general(x, value, contracting=(lhs_contracting, (1,)))
+    return result, {"weight": _weight_record(qtype, 4, group)}
 
 
 # -- dynamic-range ----------------------------------------------------------------------

@@ -7,8 +7,11 @@ convolution that ``linalg.py`` builds when both operands are dequantized integer
 
 * weight-only int8: ``dot_general(x, convert(w: i8[N, K]) * scales[N])``, contracting K;
 * weight-only int4: ``bitcast_convert(w: ui8[N, K/2]) -> i4[N, K/2, 2]``, reshaped to
-  ``i4[N, K/G, G]``, ``convert`` to f32 times ``scales[N, K/G]``, reshaped to ``[N, K]``,
-  then the same dot: the program's weight stays i4 (packed) until that convert;
+  ``i4[N*K/G, G]`` (a row per output and group), ``convert`` to f32 times the scales
+  reshaped to ``[N*K/G]``, reshaped to ``[N, K]``, then the same dot: the program's weight
+  stays i4 (packed) until that convert. Both weight-only forms are the ones the quantizer
+  emits too, which the ``weight-only-dot`` pass (xla_core/quantization/weight_only_dot.py)
+  turns into one op the cpu backend runs on its weight-only kernels;
 * dynamic-int8: ``x`` quantized at run time (``xla_core.quantization.quantize_activation``),
   ``dot_general(q_x: i8, w: i8) -> i32``, then ``convert * s_x * scales``.
 
@@ -81,11 +84,12 @@ def _dequantized_weight(b, weight: Value, scales: Value, bits: int, outputs: int
     if bits == 8:
         return b.multiply(b.convert(weight, F32), b.broadcast_in_dim(scales, (outputs, depth),
                                                                      [0]))
-    groups = scales.type.shape[1]
+    rows = outputs * scales.type.shape[1]   # one per (output, group)
     nibbles = b.bitcast_convert(weight, TensorType((outputs, depth // 2, 2), IntegerType(4)))
-    grouped = b.reshape(nibbles, (outputs, groups, depth // groups))
+    grouped = b.reshape(nibbles, (rows, depth * outputs // rows))
     shape = grouped.type.shape
-    values = b.multiply(b.convert(grouped, F32), b.broadcast_in_dim(scales, shape, [0, 1]))
+    values = b.multiply(b.convert(grouped, F32),
+                        b.broadcast_in_dim(b.reshape(scales, (rows,)), shape, [0]))
     return b.reshape(values, (outputs, depth))
 
 

@@ -14,12 +14,15 @@ from frameworks.torch.tests.torch_support import fresh_compile
 from stablehlo.ir.types import TensorType
 from xla_core.quantization import QuantizationError
 
-# Agreement floors. weight-int8 meets the issue's 99%. dynamic-int8 quantizes each
-# activation per tensor (max|x| / 127), coarser than per token: 98% measured. weight-int4
-# rounds to 15 levels: the model's nn.Linear weights are uniform, so group-wise scales
-# cannot help, and the weight error (1/14 of a weight's spread) against top-1 margins of
-# 0.2 std of the logits gives 89% measured, short of the issue's 97% goal.
-AGREEMENT = {"weight-int8": 0.99, "dynamic-int8": 0.97, "weight-int4": 0.85}
+# Agreement floors (256 positions: one position is 0.4%). weight-int8 meets the issue's 99%.
+# dynamic-int8 quantizes each activation per tensor (max|x| / 127), coarser than per token:
+# 98% measured. weight-int4 has 16 levels: the model's nn.Linear weights are uniform, so
+# neither groups nor the searched clip of each group's scale (params.py) shrink the error
+# much (1/15 of a weight's spread against top-1 margins of 0.2 std of the logits): 89%
+# measured (91% on 1,024 positions), short of the issue's 97% goal. Most of that error
+# reaches the logits through lm_head: keeping it at int8 gives 95% (97.5% on 1,024).
+AGREEMENT = {"weight-int8": 0.99, "dynamic-int8": 0.97, "weight-int4": 0.85,
+             "weight-int4+int8-head": 0.93}
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +86,50 @@ def test_quantized_llama_compiles_to_integer_form(mode, model_and_ids, monkeypat
         assert len(dots) == 15
 
 
+@pytest.mark.parametrize("mode", ["weight-int8", "weight-int4"])
+def test_weight_only_layers_run_as_one_op(mode, monkeypatch):
+    """Each quantized linear layer is one ``openhlo.weight_only_dot`` in the program the cpu
+    backend runs (xla_core/quantization/weight_only_dot.py), nothing falls back to the
+    interpreter, and the result is the eager (dequantizing) reference's."""
+    torch.manual_seed(3)
+    model = quantize_(torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(),
+                                          torch.nn.Linear(48, 16)), mode, group_size=16)
+    x = torch.randn(2, 64)
+    from frameworks.torch import backend
+    real = backend.client()
+    executables = []
+
+    class Recorder:
+        def compile(self, module, *args, **kwargs):
+            executables.append(real.compile(module, *args, **kwargs))
+            return executables[-1]
+    monkeypatch.setattr(backend, "client", lambda: Recorder())
+    with torch.no_grad():
+        compiled = fresh_compile(model)(x)
+        eager = model(x)
+    torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=1e-5)
+    programs = "\n".join(str(exe.optimized_module) for exe in executables)
+    assert programs.count('"openhlo.weight_only_dot"') == 2
+    assert [f for exe in executables for f in exe.fallbacks] == []
+
+
+def test_int8_head_on_int4_layers(model_and_ids):
+    """``quantize_`` twice mixes precisions: int4 layers and an int8 ``lm_head``, which
+    recovers most of int4's lost agreement (eager: the dequantizing reference)."""
+    model, ids = model_and_ids
+    mixed = quantize_(copy.deepcopy(model), "weight-int4",
+                      filter_fn=lambda _, name: name != "lm_head")
+    quantize_(mixed, "weight-int8")
+    bits = {name: m.bits for name, m in mixed.named_modules() if isinstance(m, QuantizedLinear)}
+    assert len(bits) == 15 and bits.pop("lm_head") == 8 and set(bits.values()) == {4}
+    with torch.no_grad():
+        int4 = quantize_(copy.deepcopy(model), "weight-int4")(ids).argmax(-1)
+        want, got = model(ids).argmax(-1), mixed(ids).argmax(-1)
+    agreement = (got == want).float().mean().item()
+    assert agreement >= AGREEMENT["weight-int4+int8-head"], agreement
+    assert agreement > (int4 == want).float().mean().item()
+
+
 def test_int4_packing_round_trips():
     values = torch.randint(-8, 8, (3, 10), dtype=torch.int8)
     packed = pack_int4(values)
@@ -91,16 +138,33 @@ def test_int4_packing_round_trips():
     assert packed[0, 0].item() == (int(values[0, 0]) & 0xF) | ((int(values[0, 1]) & 0xF) << 4)
 
 
-def test_weights_within_half_a_step():
+def test_int8_weights_within_half_a_step():
     torch.manual_seed(1)
     linear = torch.nn.Linear(64, 24)
-    for mode, bits in (("weight-int8", 8), ("weight-int4", 4)):
-        layer = quantize_(torch.nn.Sequential(copy.deepcopy(linear)), mode, group_size=16)[0]
-        w = dequantized_weight(layer.weight, layer.scales, bits)
-        step = layer.scales if bits == 8 else layer.scales.repeat_interleave(16, dim=1)
-        error = (w - linear.weight).abs()
-        assert torch.all(error <= (step.reshape(24, -1) / 2) * (1 + 1e-6))
-        assert layer.scales.shape == ((24,) if bits == 8 else (24, 4))
+    layer = quantize_(torch.nn.Sequential(copy.deepcopy(linear)), "weight-int8")[0]
+    assert layer.scales.shape == (24,)
+    error = (dequantized_weight(layer.weight, layer.scales, 8) - linear.weight).abs()
+    assert torch.all(error <= layer.scales[:, None] / 2 * (1 + 1e-6))
+
+
+def test_int4_group_scales_minimise_the_rounding_error():
+    """Each group's scale is searched (xla_core/quantization/params.py): its squared error
+    is at most that of ``max|w| / 7`` (computed here), the weights the scale does not clip
+    round to within half a step, and the search really clips some groups."""
+    torch.manual_seed(1)
+    linear = torch.nn.Linear(64, 24)
+    layer = quantize_(torch.nn.Sequential(copy.deepcopy(linear)), "weight-int4",
+                      group_size=16)[0]
+    assert layer.scales.shape == (24, 4)
+    w = linear.weight.detach().double().reshape(24, 4, 16)
+    got = dequantized_weight(layer.weight, layer.scales, 4).double().reshape(24, 4, 16)
+    step = layer.scales.double()[:, :, None]
+    naive_step = w.abs().amax(-1, keepdim=True) / 7
+    naive = torch.clamp(torch.round(w / naive_step), -8, 7) * naive_step
+    assert torch.all(((got - w) ** 2).sum(-1) <= ((naive - w) ** 2).sum(-1) * (1 + 1e-5))
+    inside = (w <= 7 * step) & (w >= -8 * step)
+    assert torch.all((got - w).abs()[inside] <= (step / 2).expand_as(w)[inside] * (1 + 1e-6))
+    assert torch.any(step < naive_step * (1 - 1e-3))
 
 
 def test_bad_requests_name_the_problem():

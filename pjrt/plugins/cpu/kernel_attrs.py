@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stablehlo.errors import VerificationError
+from xla_core.quantization.weight_only_dot import WEIGHT_ONLY_DOT
 
 
 class Kind(enum.Enum):
@@ -83,6 +84,10 @@ _GROUPS = (_int("num_replicas"), _int("num_partitions"), _int("channel_id", defa
            Field("collective_groups", Kind.INT_ROWS, "collective_groups"))
 _WINDOW = (_ints("window_dimensions"), _ints("window_strides", default=OPTIONAL))
 _PADDING = Field("padding", Kind.INT_ROWS, "padding", OPTIONAL)
+# "i4"/"ui4" where an operand or result is a 4-bit integer (held in raw bytes, whose native
+# type does not say so; lowering.py's four_bit_attrs), else ""
+_FOUR_BIT = (Field("four_bit_operand", Kind.STR, "four_bit_operand", ""),
+             Field("four_bit_result", Kind.STR, "four_bit_result", ""))
 
 
 def _gather_fields():
@@ -143,6 +148,8 @@ def _schemas() -> dict[str, Schema]:
         "compare": (Field("comparison_direction", Kind.STR, "comparison_direction"),
                     Field("compare_type", Kind.STR, "compare_type", "")),
         "dynamic_slice": (_ints("slice_sizes"),),
+        "convert": _FOUR_BIT,
+        "bitcast_convert": _FOUR_BIT,
         "gather": _gather_fields(),
         "scatter": _scatter_fields(),
         "dot_general": _dot_general_fields(),
@@ -173,6 +180,10 @@ def _schemas() -> dict[str, Schema]:
                              ("fill", Kind.FLOAT)))
     for name in ("attention", "attention_grad"):
         schemas[f"openhlo.{name}"] = Schema(f"openhlo.{name}", _struct_name(name), attention)
+    # as xla_core/quantization/weight_only_dot.py writes them
+    schemas[WEIGHT_ONLY_DOT] = Schema(WEIGHT_ONLY_DOT, "WeightOnlyDotAttrs", tuple(
+        Field(member, Kind.INT, f"composite_attributes.{member}")
+        for member in ("bits", "group_size", "weight_contracting")))
     return schemas
 
 

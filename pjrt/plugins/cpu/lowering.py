@@ -98,6 +98,23 @@ def native_type(type: Type):
     return (f"b{8 * width}", list(type.shape))
 
 
+_FOUR_BIT_TYPES = ("i4", "ui4")
+
+
+def four_bit_attrs(op: Operation) -> dict:
+    """``four_bit_operand``/``four_bit_result`` ("i4" or "ui4") of a convert or bitcast_convert
+    on 4-bit integers: their native arrays are raw bytes, so the kernel is told what they
+    hold (native/kernels_elementwise_math.cc, Note [4-bit integers])."""
+    if op.name not in ("stablehlo.convert", "stablehlo.bitcast_convert"):
+        return {}
+    attrs = {}
+    for key, value in (("four_bit_operand", op.operands[0]), ("four_bit_result", op.results[0])):
+        element = getattr(value.type, "element_type", None)
+        if not isinstance(element, QuantizedType) and str(element) in _FOUR_BIT_TYPES:
+            attrs[key] = str(element)
+    return attrs
+
+
 def host_dtype(type: Type):
     """The numpy dtype of a tensor type (None for tokens)."""
     if isinstance(type, TensorType):
@@ -494,7 +511,7 @@ class Lowering:
                for v in list(op.operands) + list(op.results)):
             return None, "quantized ops run on the interpreter (dequantize-compute-quantize)"
         try:
-            attrs = {**plain_attrs(op), **region}
+            attrs = {**plain_attrs(op), **region, **four_bit_attrs(op)}
             # replica_id and partition_id, the other collectives, were lowered above
             if op.opdef is not None and op.opdef.has(COLLECTIVE):
                 attrs.update(collective_attrs(op, self.num_replicas, self.num_partitions))

@@ -61,7 +61,8 @@ PIPELINE_OF_LEVEL = {0: None, 1: "cpu"}
 def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
                  devices_per_host: int = 0, fused_attention: bool = True,
                  memory_limit: int = 0) -> Pipeline:
-    """The cpu backend's whole pipeline: cpu-opt, then (with ``fused_attention``) attention
+    """The cpu backend's whole pipeline: weight-only-dot (weight-only quantized matmuls as
+    one op, run by the weight-only kernels), cpu-opt, then (with ``fused_attention``) attention
     into its composite for the native flash kernel (after cpu-opt, whose constant folding
     leaves the scale a constant), then fusion (constant folding first, so
     constant-only subprograms are folded rather than fused), dce of what fusion left, and
@@ -86,8 +87,9 @@ def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
                 if latency_hiding else "memory-schedule")
     first = f"convert-async-to-sync{host}," if latency_hiding else ""
     attention = "fuse-attention,dce," if fused_attention else ""
-    passes = make_pipeline("cpu-opt").passes + parse_pass_list(
-        f"{attention}{first}fusion,dce,{schedule}")
+    # weight-only-dot first: constant folding and fusion would take the dequantization apart
+    passes = (parse_pass_list("weight-only-dot") + make_pipeline("cpu-opt").passes
+              + parse_pass_list(f"{attention}{first}fusion,dce,{schedule}"))
     if memory_limit:
         passes = with_memory_limit(passes, memory_limit)
     passes = [replace(p, codegen=CPU_CODEGEN, devices_per_host=devices_per_host)

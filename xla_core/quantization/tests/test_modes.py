@@ -57,22 +57,29 @@ def _dense_program(weight: np.ndarray, batch: int):
     return b.module
 
 
-def _weight_scales(report, weight, mode, group_size):
-    """The per-(row, column) weight step the report's choice implies, shape of ``weight``."""
-    bits = 4 if mode == "weight-int4" else 8
-    qmax = 2 ** (bits - 1) - 1
-    magnitude = np.abs(weight.astype(np.float64))
-    if mode == "weight-int4":
-        groups = magnitude.reshape(-1, group_size, weight.shape[1]).max(axis=1)
-        return np.repeat(groups / qmax, group_size, axis=0).astype(np.float32)
+def _int8_weight_steps(report, weight):
+    """The per-(row, column) int8 weight step the report's choice implies (``max|w| / 127``
+    per output column), shape of ``weight``."""
     assert report.entries[0]["weight"]["granularity"] == "per-channel"
-    return np.broadcast_to(magnitude.max(axis=0) / qmax, weight.shape).astype(np.float32)
+    return np.broadcast_to(np.abs(weight.astype(np.float64)).max(axis=0) / 127, weight.shape)
+
+
+def _int4_group_error_norms(weight, group_size):
+    """Per (group, output column), the 2-norm of the rounding error of ``max|w| / 7``
+    symmetric int4 over the group's ``group_size`` rows of ``weight`` (the least-error scale
+    the quantizer searches is never worse); shape ``[K / group_size, N]``."""
+    groups = weight.astype(np.float64).reshape(-1, group_size, weight.shape[1])
+    step = np.abs(groups).max(axis=1, keepdims=True) / 7
+    error = np.clip(np.rint(groups / step), -8, 7) * step - groups
+    return np.sqrt(np.square(error).sum(axis=1))
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_dense_error_within_the_rounding_bound(mode):
     """|y_q - y| <= sum_k |x_k| dw_kn/2 + |w_kn| dx/2 + dx dw_kn/4 (each weight and
-    activation off by at most half its step; dx = 0 for weight-only), plus f32 slack."""
+    activation off by at most half its step; dx = 0 for weight-only), plus f32 slack. int4
+    clips: per group g, |x_g . e_g| <= |x_g| |e_g| (Cauchy-Schwarz), and the group's error
+    norm |e_g| is at most that of rounding with ``max|w| / 7``."""
     rng = np.random.default_rng(3)
     weight = rng.standard_normal((64, 8)).astype(np.float32)
     x = rng.standard_normal((5, 64)).astype(np.float32)
@@ -80,14 +87,18 @@ def test_dense_error_within_the_rounding_bound(mode):
     quantized, report = quantize(program, mode, calibration=[[x]], group_size=16)
     result = interpret(quantized, x).astype(np.float64)
     exact = x.astype(np.float64) @ weight.astype(np.float64)
-    dw = _weight_scales(report, weight, mode, 16).astype(np.float64)
-    dx = 0.0
-    if mode == "dynamic-int8":
-        dx = np.abs(x).max() / 127
-    elif mode == "static-int8":
-        dx = report.entries[0]["activation"]["scale"]
     ax, aw = np.abs(x.astype(np.float64)), np.abs(weight.astype(np.float64))
-    bound = ax @ dw / 2 + dx / 2 * aw.sum(axis=0) + dx * dw.sum(axis=0) / 4
+    if mode == "weight-int4":
+        x_norms = np.sqrt(np.square(x.astype(np.float64)).reshape(5, -1, 16).sum(axis=2))
+        bound = x_norms @ _int4_group_error_norms(weight, 16) * (1 + 1e-6)
+    else:
+        dw = _int8_weight_steps(report, weight)
+        dx = 0.0
+        if mode == "dynamic-int8":
+            dx = np.abs(x).max() / 127
+        elif mode == "static-int8":
+            dx = report.entries[0]["activation"]["scale"]
+        bound = ax @ dw / 2 + dx / 2 * aw.sum(axis=0) + dx * dw.sum(axis=0) / 4
     slack = 1e-5 * (ax @ aw)
     assert np.all(np.abs(result - exact) <= bound + slack)
     assert np.abs(result - exact).max() > 0   # it did quantize

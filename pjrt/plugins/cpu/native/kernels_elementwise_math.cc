@@ -12,8 +12,10 @@
 //   rounds once, to nearest even (int64 -> f16/bf16 too, which needs care: Note below).
 // * bitcast_convert between element types of the same bit width copies the bits; the
 //   width-changing forms (which add or drop a dimension) fall back to the interpreter.
+#include <algorithm>
 #include <limits>
 
+#include "_generated/kernel_attrs.h"
 #include "_generated/mathlib.h"
 #include "kernels_elementwise.h"
 
@@ -205,8 +207,68 @@ To convert_element(From x) {
   }
 }
 
+// Note [4-bit integers]
+// i4 and ui4 live in raw bytes (B8) with the value in the low nibble, as ml_dtypes stores
+// them; the lowering names them (ConvertAttrs: four_bit_operand / four_bit_result, "i4" or
+// "ui4"). A 4-bit operand converts as the int8/uint8 it holds. A 4-bit result is the
+// conversion to that range: ints wrap to their low 4 bits, floats truncate toward zero and
+// saturate at -8..7 (0..15 for ui4), NaN -> 0, as the interpreter does.
+
+int four_bit_value(uint8_t byte, bool is_signed) {
+  return is_signed ? ((byte & 0x0f) ^ 8) - 8 : byte & 0x0f;
+}
+
+template <typename From>
+uint8_t to_four_bits(From x, bool is_signed) {
+  int value;
+  if constexpr (std::is_integral_v<From>) {
+    value = static_cast<int>(x & 0x0f);
+  } else if (is_signed) {
+    value = std::clamp<int>(convert_element<int8_t>(x), -8, 7);
+  } else {
+    value = std::min<int>(convert_element<uint8_t>(x), 15);
+  }
+  return static_cast<uint8_t>(value & 0x0f);
+}
+
+Step make_four_bit_convert(const OpSpec& spec, const ConvertAttrs& a) {
+  const bool four_in = !a.four_bit_operand.empty(), four_out = !a.four_bit_result.empty();
+  const bool in_signed = a.four_bit_operand == "i4", out_signed = a.four_bit_result == "i4";
+  require((!four_in || spec.operands[0].dtype == DType::B8) &&
+              (!four_out || spec.results[0].dtype == DType::B8),
+          spec.name + ": 4-bit integers are held in raw bytes");
+  if (four_in && four_out) {
+    return unary_step<uint8_t, uint8_t>(spec.results[0], [=](uint8_t b) {
+      return to_four_bits(four_bit_value(b, in_signed), out_signed);
+    });
+  }
+  if (four_in) {
+    const DType target = spec.results[0].dtype;
+    if (is_complex(target)) throw unsupported_type(spec, target);
+    return dispatch_numeric(target, [&](auto to_tag) -> Step {
+      using To = typename decltype(to_tag)::type;
+      return unary_step<uint8_t, To>(spec.results[0], [=](uint8_t b) {
+        return in_signed ? convert_element<To>(static_cast<int8_t>(four_bit_value(b, true)))
+                         : convert_element<To>(static_cast<uint8_t>(four_bit_value(b, false)));
+      });
+    });
+  }
+  const DType source = spec.operands[0].dtype;
+  if (is_complex(source)) throw unsupported_type(spec, source);
+  return dispatch_numeric(source, [&](auto from_tag) -> Step {
+    using From = std::conditional_t<std::is_same_v<typename decltype(from_tag)::type, bool>, I1,
+                                    typename decltype(from_tag)::type>;
+    return unary_step<From, uint8_t>(spec.results[0],
+                                     [=](From x) { return to_four_bits(x, out_signed); });
+  });
+}
+
 Step make_convert(const OpSpec& spec) {
   require_elementwise(spec, 1);
+  const ConvertAttrs a = ConvertAttrs::decode(spec);
+  if (!a.four_bit_operand.empty() || !a.four_bit_result.empty()) {
+    return make_four_bit_convert(spec, a);
+  }
   const DType source = spec.operands[0].dtype;
   const DType target = spec.results[0].dtype;
   if (is_complex(source)) throw unsupported_type(spec, source);
@@ -228,8 +290,41 @@ OPENHLO_KERNEL(stablehlo_convert, "stablehlo.convert", make_convert);
 // ---------------------------------------------------------------------------
 // bitcast_convert
 
+// Bytes to 4-bit integers ([..., 2], the low nibble first, Note [4-bit integers]) or back.
+Step make_four_bit_bitcast(const OpSpec& spec, bool unpack) {
+  const TensorSpec &in = spec.operands[0], &out = spec.results[0];
+  const TensorSpec& wide = unpack ? in : out;
+  const TensorSpec& narrow = unpack ? out : in;
+  Shape split = wide.shape;
+  split.push_back(2);
+  require(dtype_size(wide.dtype) == 1 && narrow.dtype == DType::B8 && narrow.shape == split,
+          spec.name + ": 4-bit bitcasts pair bytes with [..., 2] nibbles");
+  const int64_t bytes = num_elements(wide.shape);
+  const DType dtype = out.dtype;
+  const Shape shape = out.shape;
+  return [=](ExecContext&, const Array* operands, Array* results) {
+    results[0] = allocate(dtype, shape);
+    const uint8_t* x = operands[0].data<uint8_t>();
+    uint8_t* y = results[0].data<uint8_t>();
+    for (int64_t i = 0; i < bytes; ++i) {
+      if (unpack) {
+        y[2 * i] = x[i] & 0x0f;
+        y[2 * i + 1] = x[i] >> 4;
+      } else {
+        y[i] = static_cast<uint8_t>((x[2 * i] & 0x0f) | (x[2 * i + 1] << 4));
+      }
+    }
+  };
+}
+
 // Pure data movement, so every element type works (complex included).
 Step make_bitcast_convert(const OpSpec& spec) {
+  const BitcastConvertAttrs a = BitcastConvertAttrs::decode(spec);
+  if (!a.four_bit_operand.empty() || !a.four_bit_result.empty()) {
+    require(a.four_bit_operand.empty() || a.four_bit_result.empty(),
+            spec.name + ": between two 4-bit types");
+    return make_four_bit_bitcast(spec, !a.four_bit_result.empty());
+  }
   require_elementwise(spec, 1);
   const DType source = spec.operands[0].dtype;
   const DType target = spec.results[0].dtype;

@@ -75,4 +75,23 @@ PackedWeight pack_weight(MatrixView<int8_t> w, int64_t k, int64_t n, int bits,
                          const float* scales, int64_t group);
 void gemm_weight(int64_t m, const float* x, const PackedWeight& w, float* y);
 
+// ---------------------------------------------------------------------------------------
+// Weights stored as rows, read in place (lowp_rows.cc): row n of W holds output n's k
+// weights, contiguous (int8: k bytes; int4: k / 2 bytes, two a byte, the low nibble the
+// even k). A caller's buffer in this layout is used as it is, with nothing packed or cached.
+
+struct RowWeight {
+  const uint8_t* data = nullptr;  // [n][k] bytes (int4: [n][k / 2])
+  int bits = 8;                   // 8, or 4 (values -8..7; k even)
+  int64_t k = 0, n = 0, group = 0;  // group divides k (group == k: per channel)
+  const float* scales = nullptr;  // [n][k / group]
+};
+// Y[m, n] = sum over groups g of scales[n, g] * (sum_{k in g} X[m, k] * W[n, k]), X f32
+// [m, k] row-major; within f32 rounding of that sum in any order.
+void gemm_weight_rows(int64_t m, const float* x, const RowWeight& w, float* y);
+
+// C[m, n] = sum_k A[m, k] * W[n, k] in int32 (wrapping), A and W int8 row-major.
+void gemm_s8_rows(int64_t m, const int8_t* a, const int8_t* w, int64_t k, int64_t n,
+                  int32_t* c);
+
 }  // namespace openhlo::cpu::lowp

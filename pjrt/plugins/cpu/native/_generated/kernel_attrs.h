@@ -128,6 +128,34 @@ struct DynamicSliceAttrs {
   }
 };
 
+// stablehlo.convert
+struct ConvertAttrs {
+  std::string four_bit_operand;  // default ""
+  std::string four_bit_result;  // default ""
+
+  static ConvertAttrs decode(const OpSpec& spec) {
+    const AttrReader r(spec, "stablehlo.convert", 2);
+    ConvertAttrs a;
+    a.four_bit_operand = r.string(0, "four_bit_operand");
+    a.four_bit_result = r.string(1, "four_bit_result");
+    return a;
+  }
+};
+
+// stablehlo.bitcast_convert
+struct BitcastConvertAttrs {
+  std::string four_bit_operand;  // default ""
+  std::string four_bit_result;  // default ""
+
+  static BitcastConvertAttrs decode(const OpSpec& spec) {
+    const AttrReader r(spec, "stablehlo.bitcast_convert", 2);
+    BitcastConvertAttrs a;
+    a.four_bit_operand = r.string(0, "four_bit_operand");
+    a.four_bit_result = r.string(1, "four_bit_result");
+    return a;
+  }
+};
+
 // stablehlo.gather
 struct GatherAttrs {
   std::vector<int64_t> offset_dims;  // dimension_numbers.offset_dims
@@ -484,6 +512,22 @@ struct AttentionGradAttrs {
   }
 };
 
+// openhlo.weight_only_dot
+struct WeightOnlyDotAttrs {
+  int64_t bits;  // composite_attributes.bits
+  int64_t group_size;  // composite_attributes.group_size
+  int64_t weight_contracting;  // composite_attributes.weight_contracting
+
+  static WeightOnlyDotAttrs decode(const OpSpec& spec) {
+    const AttrReader r(spec, "openhlo.weight_only_dot", 3);
+    WeightOnlyDotAttrs a;
+    a.bits = r.integer(0, "bits");
+    a.group_size = r.integer(1, "group_size");
+    a.weight_contracting = r.integer(2, "weight_contracting");
+    return a;
+  }
+};
+
 // Each op's members in record order (tests compare them with the Python schemas).
 struct AttrSchemaInfo {
   const char* op;
@@ -499,6 +543,8 @@ inline constexpr AttrSchemaInfo kAttrSchemas[] = {
     {"stablehlo.pad", "edge_padding_low edge_padding_high interior_padding"},
     {"stablehlo.compare", "comparison_direction compare_type"},
     {"stablehlo.dynamic_slice", "slice_sizes"},
+    {"stablehlo.convert", "four_bit_operand four_bit_result"},
+    {"stablehlo.bitcast_convert", "four_bit_operand four_bit_result"},
     {"stablehlo.gather", "offset_dims collapsed_slice_dims operand_batching_dims start_indices_batching_dims start_index_map index_vector_dim slice_sizes"},
     {"stablehlo.scatter", "update_window_dims inserted_window_dims input_batching_dims scatter_indices_batching_dims scatter_dims_to_operand_dims index_vector_dim replace combiner"},
     {"stablehlo.dot_general", "lhs_batching_dimensions rhs_batching_dimensions lhs_contracting_dimensions rhs_contracting_dimensions has_algorithm"},
@@ -515,6 +561,7 @@ inline constexpr AttrSchemaInfo kAttrSchemas[] = {
     {"stablehlo.collective_broadcast", "num_replicas num_partitions channel_id collective_groups has_dynamic_root"},
     {"openhlo.attention", "scale causal has_bias has_mask fill"},
     {"openhlo.attention_grad", "scale causal has_bias has_mask fill"},
+    {"openhlo.weight_only_dot", "bits group_size weight_contracting"},
 };
 
 }  // namespace openhlo::cpu
