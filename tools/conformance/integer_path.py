@@ -63,7 +63,8 @@ def _integer_dot(op: Operation) -> bool:
 def _why_no_kernel(exe) -> str:
     if any(quantized_element(v.type) is not None for op in exe.optimized_module.walk()
            for v in op.results):
-        return "quant-lower did not run (opt level 0, or a failed pipeline)"
+        return ("quantized ops left to the interpreter: no quant-lower (opt level 0, a failed "
+                "pipeline, or an op with regions over quantized types)")
     return "its i8 dot_general did not reach the int8 kernel (folded, fused or a fallback)"
 
 

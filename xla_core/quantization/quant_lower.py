@@ -23,7 +23,8 @@ uniform_quantization.py, so these steps round alike):
 * data-movement ops whose quantized operands and results share their parameters -> the op on
   the storage; other region-free ops -> dequantize, the float op, quantize.
 
-Ops with regions over quantized types are refused (``PassError`` naming the op).
+Ops with regions over quantized types are refused (``PassError`` naming the op), or with
+``strict`` off leave the module as it is.
 """
 from __future__ import annotations
 
@@ -55,18 +56,27 @@ def _has_quantized(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class QuantLowerPass(Pass):
+    """``strict`` off (as the cpu pipeline runs it), a module holding an op this pass does
+    not lower is left as it is, quantized types and all, for the backend's interpreter
+    fallbacks (lowering only its other functions would break the calls between them)."""
     name = "quant-lower"
+    strict: bool = True
 
     def run(self, module: Module, ctx: PassContext) -> bool:
-        changed = False
-        for func in list(module.functions()):
-            if func.body is None or not _mentions_quantized(func):
-                continue
-            lowering = _Lowering()
+        funcs = [f for f in module.functions()
+                 if f.body is not None and _mentions_quantized(f)]
+        refused = next((op for f in funcs for op in f.body.operations
+                        if _has_quantized(op) and any(r.blocks for r in op.regions)), None)
+        if refused is not None:
+            if not self.strict:
+                return False
+            raise PassError(f"{refused.where()}: quant-lower: '{refused.name}' has regions "
+                            f"over quantized types, which it does not lower")
+        lowering = _Lowering()
+        for func in funcs:
             rebuild(module, func, lowering.rewrite,
                     arg_types=[storage_type(t) for t in func.type.inputs])
-            changed = True
-        return changed
+        return bool(funcs)
 
 
 def _mentions_quantized(func) -> bool:
@@ -79,9 +89,6 @@ class _Lowering:
     def rewrite(self, op: Operation, b: Builder, operands: list):
         if not _has_quantized(op):
             return None
-        if any(r.blocks for r in op.regions):
-            raise PassError(f"{op.where()}: quant-lower: '{op.name}' has regions over "
-                            f"quantized types, which it does not lower")
         handler = _HANDLERS.get(op.name)
         if handler is not None:
             result = handler(op, b, operands)

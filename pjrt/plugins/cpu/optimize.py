@@ -106,9 +106,10 @@ def _with_quant_lower(passes: list) -> list:
     ``i8 x i8 -> i32`` dot_generals (xla_core/quantization/integer_contraction.py), and the
     rest of cpu-opt cleans up after it. After the folding, as quantized values were never
     folded before: a program's quantized contractions run, on the integer kernels, rather
-    than being evaluated at compile time."""
+    than being evaluated at compile time. Not strict: a program with ops it does not lower
+    (regions over quantized types) keeps its quantized ops for the interpreter fallbacks."""
     at = next(i for i, p in enumerate(passes) if isinstance(p, ConstantFoldPass)) + 1
-    return [*passes[:at], QuantLowerPass(), *passes[at:]]
+    return [*passes[:at], QuantLowerPass(strict=False), *passes[at:]]
 
 
 def cpu_memory_schedule_pipeline() -> Pipeline:

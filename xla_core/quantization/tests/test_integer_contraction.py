@@ -104,3 +104,23 @@ func.func @main(%a: tensor<3x8x{qa}>, %w: tensor<8x5x{qw}>) -> tensor<3x5xf32> {
     assert integer_kernels(exe) == 0
     assert classify(module, exe) == (FLOAT, "lhs storage type ui8 does not fit in i8")
     np.testing.assert_array_equal(got, np.asarray(evaluate(module, inputs)[0]))
+
+
+def test_a_program_quant_lower_cannot_lower_keeps_the_pipeline(caplog):
+    # A reduce over quantized values has a region: quant-lower leaves the module quantized
+    # (interpreter fallbacks) instead of failing the cpu pipeline.
+    text = f"""
+func.func @main(%a: tensor<3x8x{A}>, %w: tensor<8x5x{W}>) -> tensor<5x{ACC}> {{
+  %0 = stablehlo.dot_general %a, %w, contracting_dims = [1] x [0] : (tensor<3x8x{A}>, tensor<8x5x{W}>) -> tensor<3x5x{ACC}>
+  %z = stablehlo.constant() {{value = dense<0> : tensor<i32>}} : () -> tensor<{ACC}>
+  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [0] : (tensor<3x5x{ACC}>, tensor<{ACC}>) -> tensor<5x{ACC}>
+  return %1 : tensor<5x{ACC}>
+}}"""
+    module = parse_module(text, "reduce")
+    inputs = _inputs([(3, 8), (8, 5)], seed=5)
+    with caplog.at_level("WARNING"):
+        exe, (got,) = _run_cpu(module, inputs)
+    assert not [r for r in caplog.records if "pipeline failed" in r.getMessage()]
+    path = classify(module, exe)
+    assert path[0] == FLOAT and path[1].startswith("quantized ops left to the interpreter")
+    np.testing.assert_array_equal(got, np.asarray(evaluate(module, inputs)[0]))
