@@ -262,7 +262,8 @@ func.func @integer() {{
   %a = stablehlo.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
   %qa = stablehlo.uniform_quantize %a : (tensor<2x2xf32>) -> tensor<2x2x{QI8}>
   %qw = stablehlo.uniform_quantize %a : (tensor<2x2xf32>) -> tensor<2x2x{QW}>
-  %0 = stablehlo.dot_general %qa, %qw, contracting_dims = [1] x [0] : (tensor<2x2x{QI8}>, tensor<2x2x{QW}>) -> tensor<2x2x{QACC}>
+  %0 = stablehlo.dot_general %qa, %qw, contracting_dims = [1] x [0]
+      : (tensor<2x2x{QI8}>, tensor<2x2x{QW}>) -> tensor<2x2x{QACC}>
   %1 = stablehlo.uniform_dequantize %0 : (tensor<2x2x{QACC}>) -> tensor<2x2xf32>
   check.expect_almost_eq_const %1, dense<[[7.0, 10.0], [15.0, 22.0]]> : tensor<2x2xf32>
   func.return
@@ -273,7 +274,8 @@ func.func @integer() {{
 func.func @hybrid() {{
   %a = stablehlo.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
   %qw = stablehlo.uniform_quantize %a : (tensor<2x2xf32>) -> tensor<2x2x{QW}>
-  %0 = stablehlo.dot_general %a, %qw, contracting_dims = [1] x [0] : (tensor<2x2xf32>, tensor<2x2x{QW}>) -> tensor<2x2xf32>
+  %0 = stablehlo.dot_general %a, %qw, contracting_dims = [1] x [0]
+      : (tensor<2x2xf32>, tensor<2x2x{QW}>) -> tensor<2x2xf32>
   check.expect_almost_eq_const %0, dense<[[7.0, 10.0], [15.0, 22.0]]> : tensor<2x2xf32>
   func.return
 }}

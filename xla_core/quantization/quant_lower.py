@@ -12,7 +12,7 @@ uniform_quantization.py, so these steps round alike):
 * ``bitcast_convert`` to the storage type -> the storage value;
 * ``dot_general``/``convolution`` of two quantized operands with storage that fits in i8
   (per-tensor lhs; per-tensor rhs, or per-axis with zero points 0) -> one ``i8 x i8 -> i32``
-  dot_general, a convolution through its patches, with the zero points' terms taken out
+  dot_general (a convolution: one per kernel tap, summed), with the zero points' terms taken out
   exactly (integer_contraction.py), then the requantization to the result type (none when
   the result is the i32 accumulator itself: zero point 0, scales ``s_lhs * s_rhs``). The
   interpreter computes these ops in f32, so it agrees with the exact integers up to the f32
