@@ -114,6 +114,6 @@ class ConformanceFile:
         from tools.conformance.execute import PASS, SKIP, Target, execute_case
         target = Target(suite.backend, check_result_ownership=True)
         for case in plan_cases([str(self.path)]):
-            status, message = execute_case(case, target)
+            status, message, _ = execute_case(case, target)
             if status not in (PASS, SKIP):
                 raise CheckFailed(f"{case.label}: {status}: {message[:300]}")

@@ -38,6 +38,10 @@ def add_parser(subparsers) -> None:
                    help="after each case, overwrite its results and run it again: the second "
                         "run must give the same bits (no result shares storage with the "
                         "executable's constants or the arguments)")
+    p.add_argument("--integer-path", action="store_true",
+                   help="cpu backend: class every compiled case by its quantized "
+                        "contractions (ran an i8 x i8 -> i32 kernel, ran them in float and "
+                        "why, has none), from the executable, and count the classes")
     add_opt_level_argument(p)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print every result as it arrives and no capped list at the end")
@@ -50,6 +54,8 @@ def conformance_command(args: argparse.Namespace) -> int:
         raise CliError("--timeout must be positive")
     if args.jobs < 0:
         raise CliError("--jobs must be 0 (in this process) or more")
+    if args.integer_path and args.backend != "cpu":
+        raise CliError("--integer-path reads the cpu backend's executables: use --backend cpu")
     apply_opt_level(args)
     # Judge the code the cpu backend ends up running: its generated kernels, not the
     # op-by-op first tier that runs while they compile (see pjrt/plugins/cpu/tiering.py).
@@ -62,12 +68,13 @@ def conformance_command(args: argparse.Namespace) -> int:
     results: list[Result | None] = [None] * len(cases)
     progress = Progress(len(cases), args.verbose)
 
-    def on_result(index: int, case: Case, status: str, message: str) -> None:
-        results[index] = Result(case, status, message)
+    def on_result(index: int, case: Case, status: str, message: str,
+                  integer_path: tuple | None) -> None:
+        results[index] = Result(case, status, message, integer_path)
         progress.update(results[index])
 
-    run_cases(cases, Target(args.backend, args.check_result_ownership), args.jobs,
-              args.timeout, on_result)
+    run_cases(cases, Target(args.backend, args.check_result_ownership, args.integer_path),
+              args.jobs, args.timeout, on_result)
     done = [r for r in results if r is not None]
     summary = summarize(done, len(files), time.monotonic() - start)
     if args.json:

@@ -31,24 +31,34 @@ class Target:
     """What to run the cases on: a backend, and whether to check that results are the
     caller's own (each result is overwritten and the program run again: the second run
     must give the first run's bits, so no result shared storage with anything the
-    executable keeps, such as a folded constant or an argument)."""
+    executable keeps, such as a folded constant or an argument), and whether to class each
+    compiled case by the contractions it runs (integer_path.py; the cpu backend)."""
     backend: str
     check_result_ownership: bool = False
+    integer_path: bool = False
 
 
 class _Failed(Exception):
     """A case outcome that is a failure rather than an error."""
 
 
-def execute_case(case: Case, target: Target) -> tuple[str, str]:
-    """(status, message) of ``case`` on ``target``."""
+def execute_case(case: Case, target: Target) -> tuple[str, str, tuple | None]:
+    """(status, message, integer path) of ``case`` on ``target``; the integer path is the
+    (class, reason) of ``integer_path.classify`` for a case that compiled when the target
+    asks for it, else None."""
+    path: list = []
+    status, message = _execute(case, target, path)
+    return status, message, (path[0] if path else None)
+
+
+def _execute(case: Case, target: Target, path: list) -> tuple[str, str]:
     if case.kind == SKIP:
         return SKIP, case.message
     try:
         if case.kind == ROUNDTRIP:
             return _roundtrip(case)
         if case.kind == INTERPRET:
-            return _interpret(case, target)
+            return _interpret(case, target, path)
         return ERROR, case.message or f"unknown case kind {case.kind!r}"
     except (CheckFailure, _Failed) as exc:
         return FAIL, str(exc)
@@ -94,18 +104,20 @@ def _first_difference(a: str, b: str) -> str:
     return f"{len(la)} lines became {len(lb)} lines"
 
 
-def _interpret(case: Case, target: Target) -> tuple[str, str]:
+def _interpret(case: Case, target: Target, path: list) -> tuple[str, str]:
     inv = case.invocation
     if not inv.expect_error:
-        return _evaluate(case, target)
+        return _evaluate(case, target, path)
     try:
-        _evaluate(case, target)
+        _evaluate(case, target, path)
     except (OpenHLOError, RegistryError, _Failed, ValueError) as exc:
         return PASS, f"failed as expected: {exc}"
     raise _Failed("expected an error (the RUN line starts with 'not'), but the program ran")
 
 
-def _evaluate(case: Case, target: Target) -> tuple[str, str]:
+def _evaluate(case: Case, target: Target, path: list) -> tuple[str, str]:
+    """Compile and run the case; with ``target.integer_path`` its class goes into ``path``
+    once it compiled."""
     from stablehlo.interpreter.evaluator import parse_args
     from stablehlo.text import parse_module
     inv = case.invocation
@@ -115,6 +127,9 @@ def _evaluate(case: Case, target: Target) -> tuple[str, str]:
         _run_passes(module, inv.passes)
     with _client(target.backend, inv) as client:
         exe = client.compile(module)
+        if target.integer_path:
+            from tools.conformance.integer_path import classify
+            path.append(classify(module, exe))
         captured = io.StringIO()
         with contextlib.redirect_stdout(captured):
             results = exe(*args)

@@ -1,7 +1,7 @@
 """Run cases in worker processes, each with a deadline, surviving crashes.
 
 Each worker is a process that receives one case at a time over a pipe and
-sends back ``(status, message)``. The parent hands out cases, waits on the
+sends back ``(status, message, integer path)``. The parent hands out cases, waits on the
 pipes and process sentinels, and:
 
 * kills a worker whose case runs past its deadline, records ``error: timed
@@ -21,21 +21,21 @@ import sys
 import time
 from collections import deque
 from multiprocessing.connection import wait
-from typing import Callable
+from typing import Callable, Optional
 
 from tools.conformance.discover import Case
 from tools.conformance.execute import ERROR, Target, execute_case
 
-OnResult = Callable[[int, Case, str, str], None]
+OnResult = Callable[[int, Case, str, str, Optional[tuple]], None]
 
 
 def run_cases(cases: list[Case], target: Target, jobs: int, timeout: float,
               on_result: OnResult) -> None:
-    """Run every case; ``on_result(index, case, status, message)`` for each."""
+    """Run every case; ``on_result(index, case, status, message, integer path)`` for each
+    (``execute_case``'s outcome)."""
     if jobs <= 0:
         for i, case in enumerate(cases):
-            status, message = execute_case(case, target)
-            on_result(i, case, status, message)
+            on_result(i, case, *execute_case(case, target))
         return
     _Pool(target, min(jobs, max(len(cases), 1)), timeout, on_result).run(cases)
 
@@ -128,12 +128,12 @@ class _Pool:
             index, case = w.task
             if w.conn.poll():
                 try:
-                    got_index, (status, message) = w.conn.recv()
+                    got_index, outcome = w.conn.recv()
                 except (EOFError, OSError):
                     workers[slot] = self._replace(w, index, case, self._crash_message(w))
                     continue
                 w.task = None
-                self.on_result(got_index, case, status, message)
+                self.on_result(got_index, case, *outcome)
             elif not w.process.is_alive():
                 workers[slot] = self._replace(w, index, case, self._crash_message(w))
             elif now >= w.deadline:
@@ -144,7 +144,7 @@ class _Pool:
         """Record ``message`` as the case's error and put a fresh worker in ``w``'s place."""
         w.task = None
         w.stop(kill=True)
-        self.on_result(index, case, ERROR, message)
+        self.on_result(index, case, ERROR, message, None)
         return _Worker(self.ctx, self.target)
 
     @staticmethod

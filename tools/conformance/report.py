@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from tools.conformance.discover import SKIP, Case
 from tools.conformance.execute import ERROR, FAIL, PASS, STATUSES
+from tools.conformance.integer_path import CLASSES, summary_lines
 
 MAX_LISTED = 50  # fail/error lines printed without -v
 
@@ -21,12 +22,17 @@ class Result:
     case: Case
     status: str
     message: str
+    integer_path: tuple | None = None   # (class, reason): integer_path.classify
 
     def as_json(self) -> dict:
         c = self.case
-        return {"file": c.file, "case": c.case, "run": c.run, "line": c.line,
-                "function": c.function, "kind": c.kind, "status": self.status,
-                "message": self.message}
+        record = {"file": c.file, "case": c.case, "run": c.run, "line": c.line,
+                  "function": c.function, "kind": c.kind, "status": self.status,
+                  "message": self.message}
+        if self.integer_path is not None:
+            record["integer_path"] = {"class": self.integer_path[0],
+                                      "reason": self.integer_path[1]}
+        return record
 
     def one_line(self) -> str:
         message = " ".join(self.message.split())
@@ -80,9 +86,13 @@ def summarize(results: list[Result], files: int, seconds: float) -> dict:
     for r in results:
         counts[r.status] += 1
     enabled = counts[PASS] + counts[FAIL] + counts[ERROR]
-    return {"files": files, "cases": len(results), **counts, "enabled": enabled,
-            "pass_rate": round(counts[PASS] / enabled, 6) if enabled else None,
-            "wall_seconds": round(seconds, 3)}
+    summary = {"files": files, "cases": len(results), **counts, "enabled": enabled,
+               "pass_rate": round(counts[PASS] / enabled, 6) if enabled else None,
+               "wall_seconds": round(seconds, 3)}
+    paths = [r.integer_path for r in results if r.integer_path is not None]
+    if paths:
+        summary["integer_path"] = {c: sum(1 for k, _ in paths if k == c) for c in CLASSES}
+    return summary
 
 
 def summary_text(results: list[Result], summary: dict, backend: str, verbose: bool) -> str:
@@ -100,6 +110,9 @@ def summary_text(results: list[Result], summary: dict, backend: str, verbose: bo
         f"{summary[PASS]} pass, {summary[FAIL]} fail, {summary[ERROR]} error, "
         f"{summary[SKIP]} skip; pass rate {rate_text} of {summary['enabled']} enabled; "
         f"{summary['wall_seconds']:.1f} s")
+    paths = [r.integer_path for r in results if r.integer_path is not None]
+    if paths:
+        lines += summary_lines(paths)
     return "\n".join(lines) + "\n"
 
 

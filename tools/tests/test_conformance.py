@@ -251,3 +251,56 @@ def test_result_ownership_check_fails_a_result_the_executable_keeps():
         return [np.arange(4, dtype=np.float32)]
 
     _check_results_are_owned(fresh, [], fresh())
+
+
+QI8 = "!quant.uniform<i8:f32, 5.000000e-01:3>"
+QW = "!quant.uniform<i8:f32, 2.500000e-01:-2>"
+QACC = "!quant.uniform<i32:f32, 1.250000e-01>"
+QUANTIZED_FILES = {
+    "quantized.mlir": INTERPRET_SPLIT + f"""
+func.func @integer() {{
+  %a = stablehlo.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %qa = stablehlo.uniform_quantize %a : (tensor<2x2xf32>) -> tensor<2x2x{QI8}>
+  %qw = stablehlo.uniform_quantize %a : (tensor<2x2xf32>) -> tensor<2x2x{QW}>
+  %0 = stablehlo.dot_general %qa, %qw, contracting_dims = [1] x [0]
+      : (tensor<2x2x{QI8}>, tensor<2x2x{QW}>) -> tensor<2x2x{QACC}>
+  %1 = stablehlo.uniform_dequantize %0 : (tensor<2x2x{QACC}>) -> tensor<2x2xf32>
+  check.expect_almost_eq_const %1, dense<[[7.0, 10.0], [15.0, 22.0]]> : tensor<2x2xf32>
+  func.return
+}}
+
+// -----
+
+func.func @hybrid() {{
+  %a = stablehlo.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %qw = stablehlo.uniform_quantize %a : (tensor<2x2xf32>) -> tensor<2x2x{QW}>
+  %0 = stablehlo.dot_general %a, %qw, contracting_dims = [1] x [0]
+      : (tensor<2x2xf32>, tensor<2x2x{QW}>) -> tensor<2x2xf32>
+  check.expect_almost_eq_const %0, dense<[[7.0, 10.0], [15.0, 22.0]]> : tensor<2x2xf32>
+  func.return
+}}
+""",
+}
+
+
+def test_integer_path_classes_each_compiled_case(capsys, tmp_path):
+    suite = write_suite(tmp_path / "q", {**QUANTIZED_FILES, "pass.mlir": FILES["pass.mlir"]})
+    report = tmp_path / "r.json"
+    r = run_cli(capsys, "conformance", suite, "--backend", "cpu", "--integer-path",
+                "--jobs", "0", "--json", report)
+    assert r.code == 0, r.out
+    results, summary = load_results(report)
+    assert summary["integer_path"] == {"integer": 1, "float": 1, "none": 2}
+    assert results[("quantized.mlir", 0)]["integer_path"] == {"class": "integer", "reason": ""}
+    hybrid = results[("quantized.mlir", 1)]["integer_path"]
+    assert hybrid["class"] == "float" and hybrid["reason"].startswith("hybrid")
+    assert results[("pass.mlir", 0)]["integer_path"]["class"] == "none"
+    assert ("1 cases ran an integer contraction kernel (i8 x i8 -> i32), 1 ran their "
+            "quantized contractions in float, 2 have no quantized contraction") in r.out
+    assert "float (1): hybrid" in r.out
+
+
+def test_integer_path_needs_the_cpu_backend(capsys, tmp_path):
+    suite = write_suite(tmp_path / "q", QUANTIZED_FILES)
+    r = run_cli(capsys, "conformance", suite, "--backend", "interpreter", "--integer-path")
+    assert r.code == 1 and "--integer-path" in r.err

@@ -3,9 +3,11 @@
 ``quantize(module, mode=..., calibration=...) -> (module, report)`` (quantizer.py),
 ``debug_numerics(module, mode=..., calibration=...)`` (debugger.py: per-layer error of the
 quantized program against the float one), and the ``quant-lower`` pass (quant_lower.py:
-quantized types to integer and float math). ``quantize_weights`` and ``quantize_activation``
-are the weight parameters and the run-time activation quantization that the frameworks'
-own quantized layers share with it (frameworks/torch/quantize.py).
+quantized types to integer and float math; integer_contraction.py: quantized dot_generals
+and convolutions as the i8 x i8 -> i32 dot_generals of int8 GEMMs). ``quantize_weights``
+and ``quantize_activation`` are the weight parameters and the run-time activation
+quantization that the frameworks' own quantized layers share with it
+(frameworks/torch/quantize.py).
 """
 from xla_core.quantization.config import (GRANULARITIES, METHODS, MODES, QuantizationConfig,
                                           QuantizationError)

@@ -10,18 +10,21 @@ uniform_quantization.py, so these steps round alike):
 * ``uniform_quantize`` of a float -> ``convert(round_nearest_even(clamp(min, x / scale + zp,
   max)))``; of a quantized value: dequantize, then that;
 * ``bitcast_convert`` to the storage type -> the storage value;
-* ``dot_general``/``convolution`` of two quantized operands -> the op on the storage integers
-  with an i32 result, minus the same op on a tensor of the lhs zero point (so the zero point
-  is taken out exactly, padding included; a constant weight makes it foldable), then the
-  requantization to the result type (none when the result is the i32 accumulator itself:
-  zero point 0, scales ``s_lhs * s_rhs``). The interpreter computes these ops in f32, so it
-  agrees with the exact integers up to the f32 rounding of its sums;
+* ``dot_general``/``convolution`` of two quantized operands with storage that fits in i8
+  (per-tensor lhs; per-tensor rhs, or per-axis with zero points 0) -> one ``i8 x i8 -> i32``
+  dot_general (a convolution: one per kernel tap, summed), with the zero points' terms taken out
+  exactly (integer_contraction.py), then the requantization to the result type (none when
+  the result is the i32 accumulator itself: zero point 0, scales ``s_lhs * s_rhs``). The
+  interpreter computes these ops in f32, so it agrees with the exact integers up to the f32
+  rounding of its sums. Other quantized contractions (``integer_contraction.refusal`` says
+  why) go the generic way below: dequantize, the float op, quantize;
 * hybrid ``dot_general``/``convolution`` (float lhs, quantized rhs) -> the float op on the
   dequantized rhs;
 * data-movement ops whose quantized operands and results share their parameters -> the op on
   the storage; other region-free ops -> dequantize, the float op, quantize.
 
-Ops with regions over quantized types are refused (``PassError`` naming the op).
+Ops with regions over quantized types are refused (``PassError`` naming the op), or with
+``strict`` off leave the module as it is.
 """
 from __future__ import annotations
 
@@ -37,9 +40,8 @@ from stablehlo.ir.attributes import dense
 from stablehlo.ir.core import Module, Operation, Value
 from stablehlo.ir.types import F32, I32, QuantizedType, Type, numpy_dtype
 from xla_core.passes.base import Pass, PassContext, PassError
+from xla_core.quantization.integer_contraction import integer_accumulator, refusal
 from xla_core.quantization.rebuild import rebuild
-
-_CONTRACTIONS = ("stablehlo.dot_general", "stablehlo.convolution")
 
 
 def storage_type(type: Type) -> Type:
@@ -54,18 +56,27 @@ def _has_quantized(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class QuantLowerPass(Pass):
+    """``strict`` off (as the cpu pipeline runs it), a module holding an op this pass does
+    not lower is left as it is, quantized types and all, for the backend's interpreter
+    fallbacks (lowering only its other functions would break the calls between them)."""
     name = "quant-lower"
+    strict: bool = True
 
     def run(self, module: Module, ctx: PassContext) -> bool:
-        changed = False
-        for func in list(module.functions()):
-            if func.body is None or not _mentions_quantized(func):
-                continue
-            lowering = _Lowering()
+        funcs = [f for f in module.functions()
+                 if f.body is not None and _mentions_quantized(f)]
+        refused = next((op for f in funcs for op in f.body.operations
+                        if _has_quantized(op) and any(r.blocks for r in op.regions)), None)
+        if refused is not None:
+            if not self.strict:
+                return False
+            raise PassError(f"{refused.where()}: quant-lower: '{refused.name}' has regions "
+                            f"over quantized types, which it does not lower")
+        lowering = _Lowering()
+        for func in funcs:
             rebuild(module, func, lowering.rewrite,
                     arg_types=[storage_type(t) for t in func.type.inputs])
-            changed = True
-        return changed
+        return bool(funcs)
 
 
 def _mentions_quantized(func) -> bool:
@@ -78,9 +89,6 @@ class _Lowering:
     def rewrite(self, op: Operation, b: Builder, operands: list):
         if not _has_quantized(op):
             return None
-        if any(r.blocks for r in op.regions):
-            raise PassError(f"{op.where()}: quant-lower: '{op.name}' has regions over "
-                            f"quantized types, which it does not lower")
         handler = _HANDLERS.get(op.name)
         if handler is not None:
             result = handler(op, b, operands)
@@ -154,21 +162,12 @@ def _bitcast_convert(op: Operation, b: Builder, operands: list):
 
 def _contraction(op: Operation, b: Builder, operands: list):
     lhs_q, rhs_q = (quantized_element(v.type) for v in op.operands)
-    attributes = dict(op.attributes)
     if lhs_q is None and rhs_q is not None:   # hybrid: float op on the dequantized weight
         rhs = dequantize(b, operands[1], rhs_q)
-        return [b.op(op.name, [operands[0], rhs], [op.result.type], attributes).result]
-    if lhs_q is None or rhs_q is None:
-        return None
-    acc_type = op.result.type.with_element_type(I32)
-    accumulator = b.op(op.name, operands, [acc_type], attributes).result
-    zero_point = lhs_q.zero_points[0]
-    if zero_point:   # sum((q - zp) w) = sum(q w) - sum(zp w), padded places counting 0
-        storage = numpy_dtype(lhs_q.storage_type)
-        zeros = b.broadcast_in_dim(b.constant(storage.type(zero_point)),
-                                   operands[0].type.shape, dims=[])
-        offset = b.op(op.name, [zeros, operands[1]], [acc_type], attributes).result
-        accumulator = b.subtract(accumulator, offset)
+        return [b.op(op.name, [operands[0], rhs], [op.result.type], dict(op.attributes)).result]
+    if refusal(op) is not None:
+        return None   # dequantize, the float op, quantize
+    accumulator = integer_accumulator(b, op, operands[0], operands[1])
     return [_requantize(b, accumulator, lhs_q, rhs_q, op)]
 
 

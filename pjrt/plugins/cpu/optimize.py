@@ -6,8 +6,8 @@ variable, else 1):
 
 * 0: the program is lowered as given (op by op on native kernels);
 * 1: the ``cpu`` pipeline (``cpu_pipeline``: xla_core's target-independent ``cpu-opt``
-  cleanup, then priority fusion and the latency-hiding scheduler), then the fusions become
-  generated C++ kernels (codegen/).
+  cleanup with ``quant-lower`` after its constant folding, then priority fusion and the
+  latency-hiding scheduler), then the fusions become generated C++ kernels (codegen/).
 
 ``env_option_overrides={"latency_hiding": False}`` (or ``OPENHLO_CPU_LATENCY_HIDING=0``)
 schedules with the memory scheduler alone (the ``cpu-memory-schedule`` pipeline): the
@@ -50,6 +50,8 @@ from xla_core.cost.profile import ProfileError, read_profile
 from xla_core.buffers.remat import with_memory_limit
 from xla_core.fusion import FusionPass
 from xla_core.passes import Pipeline, make_pipeline, parse_pass_list
+from xla_core.passes.constant_fold import ConstantFoldPass
+from xla_core.quantization.quant_lower import QuantLowerPass
 from xla_core.scheduling import LatencyHidingSchedulerPass
 
 from pjrt.plugins.cpu.codegen.hook import CPU_CODEGEN
@@ -62,7 +64,8 @@ def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
                  devices_per_host: int = 0, fused_attention: bool = True,
                  memory_limit: int = 0) -> Pipeline:
     """The cpu backend's whole pipeline: weight-only-dot (weight-only quantized matmuls as
-    one op, run by the weight-only kernels), cpu-opt, then (with ``fused_attention``) attention
+    one op, run by the weight-only kernels), cpu-opt (``quant-lower`` after its constant
+    folding: ``_with_quant_lower``), then (with ``fused_attention``) attention
     into its composite for the native flash kernel (after cpu-opt, whose constant folding
     leaves the scale a constant), then fusion (constant folding first, so
     constant-only subprograms are folded rather than fused), dce of what fusion left, and
@@ -88,7 +91,8 @@ def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
     first = f"convert-async-to-sync{host}," if latency_hiding else ""
     attention = "fuse-attention,dce," if fused_attention else ""
     # weight-only-dot first: constant folding and fusion would take the dequantization apart
-    passes = (parse_pass_list("weight-only-dot") + make_pipeline("cpu-opt").passes
+    passes = (parse_pass_list("weight-only-dot")
+              + _with_quant_lower(make_pipeline("cpu-opt").passes)
               + parse_pass_list(f"{attention}{first}fusion,dce,{schedule}"))
     if memory_limit:
         passes = with_memory_limit(passes, memory_limit)
@@ -97,6 +101,18 @@ def cpu_pipeline(latency_hiding: bool = True, profile: str = "",
     passes = [replace(p, profile=profile, devices_per_host=devices_per_host)
               if isinstance(p, LatencyHidingSchedulerPass) else p for p in passes]
     return Pipeline("cpu" if latency_hiding else "cpu-memory-schedule", passes)
+
+
+def _with_quant_lower(passes: list) -> list:
+    """``passes`` with ``quant-lower`` right after their first constant folding: quantized
+    values become storage integers, their dot_generals and convolutions the int8 GEMM's
+    ``i8 x i8 -> i32`` dot_generals (xla_core/quantization/integer_contraction.py), and the
+    rest of cpu-opt cleans up after it. After the folding, as quantized values were never
+    folded before: a program's quantized contractions run, on the integer kernels, rather
+    than being evaluated at compile time. Not strict: a program with ops it does not lower
+    (regions over quantized types) keeps its quantized ops for the interpreter fallbacks."""
+    at = next(i for i, p in enumerate(passes) if isinstance(p, ConstantFoldPass)) + 1
+    return [*passes[:at], QuantLowerPass(strict=False), *passes[at:]]
 
 
 def cpu_memory_schedule_pipeline() -> Pipeline:
