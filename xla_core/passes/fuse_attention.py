@@ -133,16 +133,20 @@ def _match(div: Operation, users: dict) -> _Match | None:
     softmax = _match_softmax(div)
     if softmax is None:
         return None
-    x, axis, readers = softmax
-    if any(set(users.get(v, [])) - allowed for v, allowed in readers):
+    if any(set(users.get(v, [])) - allowed for v, allowed in softmax.readers):
         return None  # the logits or probabilities are needed whole elsewhere
-    chain = _walk_logits(x, users)
+    chain = _walk_logits(softmax.x, users)
     if chain is None:
         return None
     match, labels_x = chain
-    if labels_x[axis] != K:
+    max_labels = _labels_after(softmax.max_path, labels_x)
+    p_labels = _labels_after(softmax.sub_path, labels_x)
+    if max_labels is None or p_labels is None or max_labels[softmax.max_axis] != K or \
+            p_labels[softmax.sum_axis] != K or \
+            not _spreads_rows(softmax.max_spread, max_labels, softmax.max_axis, p_labels) or \
+            not _spreads_rows(softmax.sum_spread, p_labels, softmax.sum_axis, p_labels):
         return None
-    dot2 = _follow_probabilities(div.results[0], users, labels_x)
+    dot2 = _follow_probabilities(div.results[0], users, p_labels)
     if dot2 is None:
         return None
     match.dot2 = dot2
@@ -156,14 +160,14 @@ def _match(div: Operation, users: dict) -> _Match | None:
 
 
 def _reduced(v: Value, kind: str):
-    """(operand, dims, the reduce) of a ``reduce`` with the ``kind`` combiner behind
-    broadcasts and reshapes, or None."""
+    """(operand, dims, the reduce, the ops that spread its result to ``v``, first first)
+    of a ``reduce`` with the ``kind`` combiner behind broadcasts, reshapes and transposes,
+    or None."""
     op = _producer(v)
-    while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
-        if op.name == "stablehlo.broadcast_in_dim":
-            dims = list(op.attr("broadcast_dimensions").values)
-            if dims != sorted(dims):
-                return None
+    spread = []
+    while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape",
+                                         "stablehlo.transpose"):
+        spread.append(op)
         op = _producer(op.operands[0])
     if op is not None and kind == "stablehlo.maximum" and op.name == "stablehlo.maximum":
         a, b = op.operands   # JAX: maximum(-inf, reduce_max(x))
@@ -174,10 +178,50 @@ def _reduced(v: Value, kind: str):
     body = op.regions[0].blocks[0].operations
     if len(body) != 2 or body[0].name != kind:
         return None
-    return op.operands[0], list(op.attr("dimensions").values), op
+    return op.operands[0], list(op.attr("dimensions").values), op, spread[::-1]
 
 
-def _match_softmax(div: Operation):
+def _spreads_rows(spread: list, labels: list, axis: int, target: list) -> bool:
+    """Whether ``spread`` takes the reduction over ``axis`` of values labelled ``labels``
+    back to values labelled ``target`` with each row's result spread along its own row:
+    every dim of the target but the key dim (and unit dims) reads the dim of its label."""
+    labels = [lab for i, lab in enumerate(labels) if i != axis]
+    for op in spread:
+        before, after = op.operands[0].type.shape, op.results[0].type.shape
+        if op.name == "stablehlo.transpose":
+            labels = [labels[p] for p in op.attr("permutation").values]
+        elif op.name == "stablehlo.reshape":
+            if [n for n in before if n != 1] != [n for n in after if n != 1]:
+                return False
+            big = iter([lab for lab, n in zip(labels, before) if n != 1])
+            labels = [next(big) if n != 1 else None for n in after]
+        else:
+            wide = [None] * len(after)
+            for i, d in enumerate(op.attr("broadcast_dimensions").values):
+                wide[d] = labels[i] if before[i] == after[d] else None
+            labels = wide
+    shape = spread[-1].results[0].type.shape if spread else ()
+    return len(labels) == len(target) == len(shape) and all(
+        lab == want or lab is None and (want == K or n == 1)
+        for lab, want, n in zip(labels, target, shape))
+
+
+@dataclass
+class _Softmax:
+    x: Value                  # the logits
+    max_path: list            # relayouts from x to the max's operand
+    max_axis: int             # the max's axis there
+    max_spread: list          # the ops that spread the max back to the subtract
+    sub_path: list            # relayouts from x to the subtract's operand
+    sum_axis: int
+    sum_spread: list
+    readers: list             # (value, the ops that may read it)
+
+
+def _match_softmax(div: Operation) -> _Softmax | None:
+    """The softmax ending in ``div``, or None. The max and the subtract may read the logits
+    through relayouts of their own (transposes, and reshapes that only move unit dims: what
+    cpu-opt makes of JAX's transposes of a size-1 dim)."""
     e, denominator = div.operands
     summed = _reduced(denominator, "stablehlo.add")
     exp = _producer(e)
@@ -187,15 +231,53 @@ def _match_softmax(div: Operation):
     sub = _producer(exp.operands[0])
     if sub is None or sub.name != "stablehlo.subtract":
         return None
-    x = sub.operands[0]
     top = _reduced(sub.operands[1], "stablehlo.maximum")
-    if top is None or top[0] is not x or top[1] != summed[1]:
+    if top is None or len(top[1]) != 1:
         return None
+    sub_side, max_side = _relayouts(sub.operands[0]), _relayouts(top[0])
+    common = [(i, j) for i, v in enumerate(sub_side) for j, w in enumerate(max_side)
+              if v is w]
+    if not common:
+        return None
+    i, j = common[0]
+    x = sub_side[i]
     if str(x.type.element_type) not in FLOAT_TYPES:
         return None
+    sub_path = [_producer(v) for v in sub_side[:i]][::-1]
+    max_path = [_producer(v) for v in max_side[:j]][::-1]
     # who may read each value of the softmax: its own ops
-    readers = [(x, {top[2], sub}), (sub.results[0], {exp}), (e, {summed[2], div})]
-    return x, summed[1][0], readers
+    first = {(sub_path or [sub])[0], (max_path or [top[2]])[0]}
+    readers = [(x, first), (sub.results[0], {exp}), (e, {summed[2], div})]
+    for path, last in ((sub_path, sub), (max_path, top[2])):
+        readers += [(op.results[0], {nxt}) for op, nxt in zip(path, path[1:] + [last])]
+    return _Softmax(x, max_path, top[1][0], top[3], sub_path, summed[1][0], summed[3],
+                    readers)
+
+
+def _relayouts(v: Value) -> list:
+    """``v`` and the values it is a relayout of, back through transposes and reshapes that
+    only move unit dims, nearest first."""
+    chain = [v]
+    op = _producer(v)
+    while op is not None and (op.name == "stablehlo.transpose" or (
+            op.name == "stablehlo.reshape" and _moves_unit_dims(op.operands[0].type.shape,
+                                                               op.results[0].type.shape))):
+        chain.append(op.operands[0])
+        op = _producer(op.operands[0])
+    return chain
+
+
+def _labels_after(path: list, labels: list):
+    """The labels of the result of a chain of relayouts (``_relayouts``)."""
+    for op in path:
+        if labels is None:
+            return None
+        if op.name == "stablehlo.transpose":
+            labels = [labels[p] for p in op.attr("permutation").values]
+        else:
+            labels = _reshape_labels(op.operands[0].type.shape, op.results[0].type.shape,
+                                     labels)
+    return labels
 
 
 def _walk_logits(x: Value, users: dict):
@@ -304,12 +386,18 @@ def _batch_merge(before, after, labels):
         len(after) == len(before) - n + 1 and tuple(after[1:]) == tuple(before[n:])
 
 
+def _moves_unit_dims(before, after) -> bool:
+    """Whether a reshape only moves unit dims (keeps the others, in order, and as many
+    unit dims)."""
+    return [n for n in before if n != 1] == [n for n in after if n != 1] and \
+        sum(1 for n in before if n == 1) == sum(1 for n in after if n == 1)
+
+
 def _reshape_labels(before, after, labels):
     """The labels of a reshape's result, for a reshape that moves unit dims only (what
     canonicalize makes of such a transpose): the other dims keep their order, unit dims
     their labels in order. None for any other reshape."""
-    if [n for n in before if n != 1] != [n for n in after if n != 1] or \
-            sum(1 for n in before if n == 1) != sum(1 for n in after if n == 1):
+    if not _moves_unit_dims(before, after):
         return None
     big = iter([lab for lab, n in zip(labels, before) if n != 1])
     unit = iter([lab for lab, n in zip(labels, before) if n == 1])
@@ -380,8 +468,10 @@ def _dot2_layout(m: _Match):
     ps, vs = d.p_side, 1 - d.p_side
     if len(contract[ps]) != 1 or d.p_labels[contract[ps][0]] != K:
         return None
-    p_batch = [d.p_labels[i] for i in batch[ps]]
     n_batch = sum(1 for x in m.labels_x if x[0] == "b")
+    d.p_labels = _unit_labels_for_batch(d.p_labels, d.op.operands[ps].type.shape, batch[ps],
+                                        n_batch)
+    p_batch = [d.p_labels[i] for i in batch[ps]]
     merged = p_batch == [MERGED]
     if not merged and sorted(p_batch, key=str) != [("b", i) for i in range(n_batch)]:
         return None
@@ -396,6 +486,23 @@ def _dot2_layout(m: _Match):
     free_labels = [d.p_labels[i] for i in p_free]
     out = p_batch + (free_labels + ["dv"] if ps == 0 else ["dv"] + free_labels)
     return v_dims, out
+
+
+def _unit_labels_for_batch(labels: list, shape, batch_dims: list, n_batch: int) -> list:
+    """``labels`` with the labels of unit dims reassigned so that the unit dims among
+    ``batch_dims`` carry the batch labels: which unit label a reshape gave which unit dim
+    is arbitrary (a size-1 batch dim and a size-1 group are the same data)."""
+    unit = [i for i, n in enumerate(shape) if n == 1]
+    pool = [labels[i] for i in unit]
+    kept = {labels[i] for i in batch_dims if i not in unit}
+    wanted = [("b", j) for j in range(n_batch) if ("b", j) not in kept and ("b", j) in pool]
+    batch_unit = [i for i in batch_dims if i in unit]
+    if len(wanted) != len(batch_unit):
+        return labels
+    rest = iter([lab for lab in pool if lab not in wanted])
+    given = dict(zip(batch_unit, wanted))
+    return [given[i] if i in given else (next(rest) if i in unit else lab)
+            for i, lab in enumerate(labels)]
 
 
 # -- masks --------------------------------------------------------------------------------
@@ -440,8 +547,13 @@ def _is_all_true(v: Value) -> bool:
 
 
 def _lower_triangle_labels(v: Value, labels: list) -> bool:
-    """Whether ``v`` (2-D, dims labelled ``labels``) is query >= key."""
-    if len(labels) != 2 or labels[1] != K or not labels[0] or labels[0][0] != "q":
+    """Whether ``v`` (dims labelled ``labels``: the query and key dims, and unit dims, what
+    constant folding leaves of a reshaped triangle) is query >= key."""
+    dims = [i for i, n in enumerate(v.type.shape) if n != 1]
+    if len(dims) != 2:
+        return False
+    labels = [labels[i] for i in dims]
+    if labels != [("q", 0), K]:
         return False
     op = _producer(v)
     if op is not None and op.name == "stablehlo.select" and _is_all_true(op.operands[1]) and \
@@ -449,13 +561,14 @@ def _lower_triangle_labels(v: Value, labels: list) -> bool:
         op = _producer(op.operands[0])   # JAX: tril(ones) = select(cmp, true, false)
     if op is not None and op.name == "stablehlo.constant":
         array = np.asarray(op.attr("value").array)
+        array = array.reshape([array.shape[i] for i in dims])
         return array.dtype == bool and np.array_equal(array, np.tril(np.ones_like(array)))
     if op is None or op.name != "stablehlo.compare":
         return False
     direction = str(op.attr("comparison_direction").value)
     rows, cols = op.operands if direction == "GE" else (
         op.operands[::-1] if direction == "LE" else (None, None))
-    return rows is not None and _iota_dim(rows) == 0 and _iota_dim(cols) == 1
+    return rows is not None and _iota_dim(rows) == dims[0] and _iota_dim(cols) == dims[1]
 
 
 def _iota_dim(v: Value):
@@ -474,7 +587,7 @@ def _causal_and_masks(m: _Match) -> bool:
     for value, labels in _conjuncts(*m.masks[0]):
         if _is_all_true(value):
             continue
-        if not m.causal and _lower_triangle_labels(value, labels) and labels[0] == ("q", 0):
+        if not m.causal and _lower_triangle_labels(value, labels):
             m.causal = True
             continue
         kept.append((value, labels))
