@@ -1,11 +1,15 @@
-"""fuse-attention: softmax(q k^T * scale + bias, masked) v -> one ``openhlo.attention``.
+"""fuse-attention's forward: softmax(q k^T * scale + bias, masked) v -> one
+``openhlo.attention`` (the pass: fuse_attention_pass.py; the backward that JAX's autodiff
+writes for it: fuse_attention_grad.py).
 
 Matched on the IR's structure, from the softmax outwards (run after ``inline``: JAX's
 ``_where`` and ``tril`` helpers are calls until then):
 
 * the softmax: ``p = e / broadcast(reduce_add(e))``, ``e = exp(x - broadcast(m))``,
   ``m = reduce_max(x)`` (or ``maximum(-inf, reduce_max(x))``, as JAX writes it), over one
-  axis of the logits ``x``;
+  axis of the logits ``x``; the max and the subtract may read ``x`` through transposes and
+  unit-dim reshapes of their own (what cpu-opt leaves of JAX's transposes of a size-1 batch
+  or group), and each row's max and sum must be spread back along its own row;
 * the logits, walked back to a ``dot_general`` (q . k, one contracting dim, exactly one free
   dim on the k side: the key axis, which must be the softmax axis) through ``transpose``,
   ``convert``, multiplication or division by a splat constant (the scale), ``add`` of a
@@ -19,7 +23,9 @@ either operand order work. Two query-side free dims are grouped-query attention 
 writes it (q reshaped to [..., T, Hkv, G, D]): the second is the group, folded into the
 heads. A k or v repeated over heads (``broadcast_in_dim`` + ``reshape``, what
 transformers' ``repeat_kv`` lowers to) is read from before the repeat, as grouped-query.
-A mask that is ``query >= key`` of iotas (or the constant lower triangle) becomes
+Which unit dim a reshape gave which unit label is arbitrary (a size-1 batch and a size-1
+group are the same data): unit labels are reassigned to meet the second dot's batch dims.
+A mask that is ``query >= key`` of iotas (or the constant lower triangle, unit dims aside) becomes
 ``causal``; all-true conjuncts go; what is left is the mask operand.
 
 The rewrite puts q, k, v, bias and mask in the composite's layout with transposes and

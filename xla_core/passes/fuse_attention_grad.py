@@ -136,15 +136,17 @@ def _match_grad(div: Operation, users: dict) -> GradMatch | None:
     for op in backward - {dq_dot, dk_dot, dv_dot}:
         for r in op.results:
             _require(set(users.get(r, [])) <= backward)
-    gone = backward
-    forward_users = {v: [op for op in ops if op not in gone] for v, ops in users.items()}
+    forward_users = {value: [op for op in ops if op not in backward]
+                     for value, ops in users.items()}
     m = match_forward(div, forward_users, output_optional=True)
     _require(m is not None and m.dot1 is dot1 and static(m) and (
         m.dot2 is None or m.dot2.op.operands[1 - m.dot2.p_side] is v))
     _require(all(getattr(x.type, "is_static", True) for x in
                  (dout, dq_dot.results[0], dk_dot.results[0], dv_dot.results[0])))
-    block_ops = div.parent.operations
-    first = min((dv_dot, g_dot), key=block_ops.index)
+    # the rewrite puts the composites into the softmax's block, in order
+    _require(all(op.parent is div.parent for op in backward) and
+             (m.dot2 is None or m.dot2.op.parent is div.parent))
+    first = min((dv_dot, g_dot), key=div.parent.operations.index)
     return GradMatch(m, dout, dout_labels, v, v_labels, dq_dot, dk_dot, dv_dot, dq_labels,
                      dk_labels, dv_labels, first)
 
@@ -152,11 +154,6 @@ def _match_grad(div: Operation, users: dict) -> GradMatch | None:
 def _require(condition: bool) -> None:
     if not condition:
         raise _NoMatch
-
-
-def _only(ops: list) -> Operation:
-    _require(len(ops) == 1)
-    return ops[0]
 
 
 def _read_by_dot(x: Value, labels: list, users: dict, contracted: set, skip: tuple):
@@ -179,16 +176,22 @@ def _read_by_dot(x: Value, labels: list, users: dict, contracted: set, skip: tup
             elif op.name == "stablehlo.transpose":
                 stack.append((op.results[0], [v_labels[i] for i in op.attr("permutation").values],
                               path + [op]))
-            elif op.name == "stablehlo.reshape":
+            elif op.name == "stablehlo.reshape" and _keeps_big_dims(op):
                 stack.append((op.results[0], _reshaped_labels(op, v_labels), path + [op]))
     _require(len(found) == 1)
     return found[0]
 
 
+def _keeps_big_dims(op: Operation) -> bool:
+    """Whether a reshape keeps the non-unit dims, in order (only unit dims come or go)."""
+    before, after = op.operands[0].type.shape, op.results[0].type.shape
+    return [n for n in before if n != 1] == [n for n in after if n != 1]
+
+
 def _reshaped_labels(op: Operation, labels: list) -> list:
     """The labels of a reshape's result that keeps the non-unit dims in order."""
+    _require(_keeps_big_dims(op))
     before, after = op.operands[0].type.shape, op.results[0].type.shape
-    _require([n for n in before if n != 1] == [n for n in after if n != 1])
     big = iter([lab for lab, n in zip(labels, before) if n != 1])
     return [next(big) if n != 1 else None for n in after]
 
@@ -368,7 +371,6 @@ class _Walk:
             return self._select(op)
         x, labels = self.value(op.operands[0])
         _require(labels != ANY)
-        before, after = op.operands[0].type.shape, op.results[0].type.shape
         if name == "stablehlo.transpose":
             return x, [labels[i] for i in op.attr("permutation").values]
         if name == "stablehlo.reshape":

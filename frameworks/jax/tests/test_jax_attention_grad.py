@@ -145,3 +145,20 @@ def test_differentiated_bias_is_left_alone():
     _close(got[:3], reference(q, k, v, dout, bias=bias)[1:])
     materialized = _compile(grad, q, k, v, bias, dout, fused=False)
     _close(got[3:], [np.asarray(materialized(q, k, v, bias, dout)[3], np.float64)])
+
+
+def test_differentiated_max_is_left_alone():
+    """exp(s - max(s)) / sum written out, the max not stop_gradient'ed: its backward has
+    terms through the max, which the fused backward does not spell."""
+    q, k, v = _randn(1, L, 2, 8), _randn(1, L, 2, 8), _randn(1, L, 2, 8)
+    dout = _randn(1, L, 2, 8)
+
+    def loss(q, k, v, dout):
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(8.0)
+        e = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
+        p = e / jnp.sum(e, axis=-1, keepdims=True)
+        return jnp.sum(jnp.einsum("bhqk,bkhd->bqhd", p, v) * dout)
+
+    exe = _compile(jax.grad(loss, argnums=(0, 1, 2)), q, k, v, dout)
+    assert "openhlo.attention_grad" not in _composites(exe)
+    _close(exe(q, k, v, dout), reference(q, k, v, dout)[1:])
