@@ -19,7 +19,7 @@ PASSES.register("latency-hiding-scheduler",
 PASSES.register("canonicalize", "xla_core.passes.canonicalize:CanonicalizePass")
 PASSES.register("transpose-folding", "xla_core.passes.transpose_folding:TransposeFoldingPass")
 PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
-PASSES.register("fuse-attention", "xla_core.passes.fuse_attention:FuseAttentionPass")
+PASSES.register("fuse-attention", "xla_core.passes.fuse_attention_pass:FuseAttentionPass")
 PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
 PASSES.register("sharding-propagation", "xla_core.spmd.propagation:ShardingPropagationPass")
 PASSES.register("spmd-partition", "xla_core.spmd.partitioner:SpmdPartitionPass")

@@ -1,11 +1,15 @@
-"""fuse-attention: softmax(q k^T * scale + bias, masked) v -> one ``openhlo.attention``.
+"""fuse-attention's forward: softmax(q k^T * scale + bias, masked) v -> one
+``openhlo.attention`` (the pass: fuse_attention_pass.py; the backward that JAX's autodiff
+writes for it: fuse_attention_grad.py).
 
 Matched on the IR's structure, from the softmax outwards (run after ``inline``: JAX's
 ``_where`` and ``tril`` helpers are calls until then):
 
 * the softmax: ``p = e / broadcast(reduce_add(e))``, ``e = exp(x - broadcast(m))``,
   ``m = reduce_max(x)`` (or ``maximum(-inf, reduce_max(x))``, as JAX writes it), over one
-  axis of the logits ``x``;
+  axis of the logits ``x``; the max and the subtract may read ``x`` through transposes and
+  unit-dim reshapes of their own (what cpu-opt leaves of JAX's transposes of a size-1 batch
+  or group), and each row's max and sum must be spread back along its own row;
 * the logits, walked back to a ``dot_general`` (q . k, one contracting dim, exactly one free
   dim on the k side: the key axis, which must be the softmax axis) through ``transpose``,
   ``convert``, multiplication or division by a splat constant (the scale), ``add`` of a
@@ -19,7 +23,9 @@ either operand order work. Two query-side free dims are grouped-query attention 
 writes it (q reshaped to [..., T, Hkv, G, D]): the second is the group, folded into the
 heads. A k or v repeated over heads (``broadcast_in_dim`` + ``reshape``, what
 transformers' ``repeat_kv`` lowers to) is read from before the repeat, as grouped-query.
-A mask that is ``query >= key`` of iotas (or the constant lower triangle) becomes
+Which unit dim a reshape gave which unit label is arbitrary (a size-1 batch and a size-1
+group are the same data): unit labels are reassigned to meet the second dot's batch dims.
+A mask that is ``query >= key`` of iotas (or the constant lower triangle, unit dims aside) becomes
 ``causal``; all-true conjuncts go; what is left is the mask operand.
 
 The rewrite puts q, k, v, bias and mask in the composite's layout with transposes and
@@ -37,44 +43,12 @@ from stablehlo.builder import Builder
 from stablehlo.ir.core import Block, Module, Operation, Value
 
 from xla_core.ir_utils import replace_uses
-from xla_core.passes.base import Pass, PassContext
 
 K = "k"   # label of the key dim; batch dims are ("b", i), query dims ("q", j)
 MERGED = ("b", "merged")  # the batch dims, merged into one (before a framework's 3-D matmul)
 
 
-@dataclass(frozen=True)
-class FuseAttentionPass(Pass):
-    name = "fuse-attention"
-
-    def run(self, module: Module, ctx: PassContext) -> bool:
-        changed = False
-        # a composite's decomposition is its meaning: never rewritten into itself
-        decompositions = {op.attr("decomposition").name for op in module.walk()
-                          if op.name == "stablehlo.composite"}
-        for func in list(module.functions()):
-            if func.body is None or func.name in decompositions:
-                continue
-            changed |= _fuse_block(module, func.op, func.body)
-        return changed
-
-
-def _fuse_block(module: Module, func_op: Operation, block: Block) -> bool:
-    changed = False
-    users = _users(block)
-    for op in list(block.operations):
-        if op.name != "stablehlo.divide":
-            continue
-        match = _match(op, users)
-        if match is None or not _static(match):
-            continue
-        _rewrite(module, func_op, block, match)
-        users = _users(block)  # the rewrite added readers of q, k, v, bias and mask
-        changed = True
-    return changed
-
-
-def _static(match: "_Match") -> bool:
+def static(match: "Match") -> bool:
     """Whether every value the attention reads has a static shape: the composite's
     decomposition is built for the shapes it sees (a `?` dim, from an export with a
     dynamic batch, would leave it disagreeing with its operands)."""
@@ -85,7 +59,7 @@ def _static(match: "_Match") -> bool:
     return all(getattr(v.type, "is_static", True) for v in values)
 
 
-def _users(block: Block) -> dict:
+def users_of(block: Block) -> dict:
     users: dict = {}
     for op in block.walk():
         for v in op.operands:
@@ -93,17 +67,17 @@ def _users(block: Block) -> dict:
     return users
 
 
-def _producer(v: Value):
+def producer(v: Value):
     owner = v.owner
     return owner if isinstance(owner, Operation) else None
 
 
-def _splat(v: Value):
+def splat(v: Value):
     """The float value of a splat (a constant through broadcasts, reshapes, converts)."""
-    op = _producer(v)
+    op = producer(v)
     while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape",
                                          "stablehlo.convert"):
-        op = _producer(op.operands[0])
+        op = producer(op.operands[0])
     if op is None or op.name != "stablehlo.constant":
         return None
     array = np.asarray(op.attr("value").array)
@@ -117,7 +91,7 @@ def _single_use(v: Value, users: dict, reader: Operation) -> bool:
 
 
 @dataclass
-class _Match:
+class Match:
     dot1: Operation
     dot2: "_Dot2 | None"
     labels_x: list            # labels of the logits' dims
@@ -127,83 +101,175 @@ class _Match:
     masks: list = field(default_factory=list)  # (value, labels) conjuncts
     causal: bool = False
     batch_split: tuple | None = None  # the batch dims of q.k split right after it
+    select: tuple | None = None  # (the forward's select predicate, the logits' labels there)
 
 
-def _match(div: Operation, users: dict) -> _Match | None:
-    softmax = _match_softmax(div)
+def match_forward(div: Operation, users: dict, output_optional: bool = False) -> Match | None:
+    """The attention whose softmax ends in ``div``, or None. With ``output_optional`` the
+    probabilities may have no reader (``dot2`` None: only a backward read them)."""
+    softmax = match_softmax(div)
     if softmax is None:
         return None
-    x, axis, readers = softmax
-    if any(set(users.get(v, [])) - allowed for v, allowed in readers):
+    if any(set(users.get(v, [])) - allowed for v, allowed in softmax.readers):
         return None  # the logits or probabilities are needed whole elsewhere
-    chain = _walk_logits(x, users)
+    chain = walk_logits(softmax.x, users)
     if chain is None:
         return None
     match, labels_x = chain
-    if labels_x[axis] != K:
+    p_labels = probability_labels(softmax, labels_x)
+    if p_labels is None:
         return None
-    dot2 = _follow_probabilities(div.results[0], users, labels_x)
-    if dot2 is None:
-        return None
-    match.dot2 = dot2
     match.labels_x = labels_x
-    if _dot2_layout(match) is None:
-        return None
+    if not output_optional or users.get(div.results[0]):
+        match.dot2 = _follow_probabilities(div.results[0], users, p_labels)
+        if match.dot2 is None or _dot2_layout(match) is None:
+            return None
     n_batch = sum(1 for lab in labels_x if lab[0] == "b")
     if n_batch == 0 and any(lab == ("q", 1) for lab in labels_x):
         return None  # a group with no heads dim to fold it into
     return match if _causal_and_masks(match) else None
 
 
+def probability_labels(softmax: "_Softmax", labels_x: list):
+    """The labels of the probabilities' dims (those of the softmax's subtract), or None
+    where the max or the sum is not over the key dim, row by row."""
+    max_labels = _labels_after(softmax.max_path, labels_x)
+    p_labels = _labels_after(softmax.sub_path, labels_x)
+    if max_labels is None or p_labels is None or max_labels[softmax.max_axis] != K or \
+            p_labels[softmax.sum_axis] != K or \
+            not _spreads_rows(softmax.max_spread, max_labels, softmax.max_axis, p_labels) or \
+            not _spreads_rows(softmax.sum_spread, p_labels, softmax.sum_axis, p_labels):
+        return None
+    return p_labels
+
+
 def _reduced(v: Value, kind: str):
-    """(operand, dims, the reduce) of a ``reduce`` with the ``kind`` combiner behind
-    broadcasts and reshapes, or None."""
-    op = _producer(v)
-    while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
-        if op.name == "stablehlo.broadcast_in_dim":
-            dims = list(op.attr("broadcast_dimensions").values)
-            if dims != sorted(dims):
-                return None
-        op = _producer(op.operands[0])
+    """(operand, dims, the reduce, the ops that spread its result to ``v``, first first)
+    of a ``reduce`` with the ``kind`` combiner behind broadcasts, reshapes and transposes,
+    or None."""
+    op = producer(v)
+    spread = []
+    while op is not None and op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape",
+                                         "stablehlo.transpose"):
+        spread.append(op)
+        op = producer(op.operands[0])
     if op is not None and kind == "stablehlo.maximum" and op.name == "stablehlo.maximum":
         a, b = op.operands   # JAX: maximum(-inf, reduce_max(x))
-        other = b if _splat(a) == -np.inf else (a if _splat(b) == -np.inf else None)
-        op = _producer(other) if other is not None else None
+        other = b if splat(a) == -np.inf else (a if splat(b) == -np.inf else None)
+        op = producer(other) if other is not None else None
     if op is None or op.name != "stablehlo.reduce" or len(op.operands) != 2:
         return None
     body = op.regions[0].blocks[0].operations
     if len(body) != 2 or body[0].name != kind:
         return None
-    return op.operands[0], list(op.attr("dimensions").values), op
+    return op.operands[0], list(op.attr("dimensions").values), op, spread[::-1]
 
 
-def _match_softmax(div: Operation):
+def _spreads_rows(spread: list, labels: list, axis: int, target: list) -> bool:
+    """Whether ``spread`` takes the reduction over ``axis`` of values labelled ``labels``
+    back to values labelled ``target`` with each row's result spread along its own row:
+    every dim of the target but the key dim (and unit dims) reads the dim of its label."""
+    labels = [lab for i, lab in enumerate(labels) if i != axis]
+    for op in spread:
+        before, after = op.operands[0].type.shape, op.results[0].type.shape
+        if op.name == "stablehlo.transpose":
+            labels = [labels[p] for p in op.attr("permutation").values]
+        elif op.name == "stablehlo.reshape":
+            if [n for n in before if n != 1] != [n for n in after if n != 1]:
+                return False
+            big = iter([lab for lab, n in zip(labels, before) if n != 1])
+            labels = [next(big) if n != 1 else None for n in after]
+        else:
+            wide = [None] * len(after)
+            for i, d in enumerate(op.attr("broadcast_dimensions").values):
+                wide[d] = labels[i] if before[i] == after[d] else None
+            labels = wide
+    shape = spread[-1].results[0].type.shape if spread else ()
+    return len(labels) == len(target) == len(shape) and all(
+        lab == want or lab is None and (want == K or n == 1)
+        for lab, want, n in zip(labels, target, shape))
+
+
+@dataclass
+class _Softmax:
+    x: Value                  # the logits
+    max_path: list            # relayouts from x to the max's operand
+    max_axis: int             # the max's axis there
+    max_spread: list          # the ops that spread the max back to the subtract
+    sub_path: list            # relayouts from x to the subtract's operand
+    sum_axis: int
+    sum_spread: list
+    readers: list             # (value, the ops that may read it)
+
+
+def match_softmax(div: Operation) -> _Softmax | None:
+    """The softmax ending in ``div``, or None. The max and the subtract may read the logits
+    through relayouts of their own (transposes, and reshapes that only move unit dims: what
+    cpu-opt makes of JAX's transposes of a size-1 dim)."""
     e, denominator = div.operands
     summed = _reduced(denominator, "stablehlo.add")
-    exp = _producer(e)
+    exp = producer(e)
     if summed is None or summed[0] is not e or len(summed[1]) != 1 or exp is None or \
             exp.name != "stablehlo.exponential":
         return None
-    sub = _producer(exp.operands[0])
+    sub = producer(exp.operands[0])
     if sub is None or sub.name != "stablehlo.subtract":
         return None
-    x = sub.operands[0]
     top = _reduced(sub.operands[1], "stablehlo.maximum")
-    if top is None or top[0] is not x or top[1] != summed[1]:
+    if top is None or len(top[1]) != 1:
         return None
+    sub_side, max_side = _relayouts(sub.operands[0]), _relayouts(top[0])
+    common = [(i, j) for i, v in enumerate(sub_side) for j, w in enumerate(max_side)
+              if v is w]
+    if not common:
+        return None
+    i, j = common[0]
+    x = sub_side[i]
     if str(x.type.element_type) not in FLOAT_TYPES:
         return None
+    sub_path = [producer(v) for v in sub_side[:i]][::-1]
+    max_path = [producer(v) for v in max_side[:j]][::-1]
     # who may read each value of the softmax: its own ops
-    readers = [(x, {top[2], sub}), (sub.results[0], {exp}), (e, {summed[2], div})]
-    return x, summed[1][0], readers
+    first = {(sub_path or [sub])[0], (max_path or [top[2]])[0]}
+    readers = [(x, first), (sub.results[0], {exp}), (e, {summed[2], div})]
+    for path, last in ((sub_path, sub), (max_path, top[2])):
+        readers += [(op.results[0], {nxt}) for op, nxt in zip(path, path[1:] + [last])]
+    return _Softmax(x, max_path, top[1][0], top[3], sub_path, summed[1][0], summed[3],
+                    readers)
 
 
-def _walk_logits(x: Value, users: dict):
+def _relayouts(v: Value) -> list:
+    """``v`` and the values it is a relayout of, back through transposes and reshapes that
+    only move unit dims, nearest first."""
+    chain = [v]
+    op = producer(v)
+    while op is not None and (op.name == "stablehlo.transpose" or (
+            op.name == "stablehlo.reshape" and _moves_unit_dims(op.operands[0].type.shape,
+                                                               op.results[0].type.shape))):
+        chain.append(op.operands[0])
+        op = producer(op.operands[0])
+    return chain
+
+
+def _labels_after(path: list, labels: list):
+    """The labels of the result of a chain of relayouts (``_relayouts``)."""
+    for op in path:
+        if labels is None:
+            return None
+        if op.name == "stablehlo.transpose":
+            labels = [labels[p] for p in op.attr("permutation").values]
+        else:
+            labels = _reshape_labels(op.operands[0].type.shape, op.results[0].type.shape,
+                                     labels)
+    return labels
+
+
+def walk_logits(x: Value, users: dict):
     """From the logits back to q.k: (match, labels of x's dims), or None."""
     steps = []
     v = x
     while True:
-        op = _producer(v)
+        op = producer(v)
         if op is None:
             return None
         if op.name == "stablehlo.dot_general":
@@ -219,7 +285,7 @@ def _walk_logits(x: Value, users: dict):
     labels = _dot1_labels(dot1)
     if labels is None:
         return None
-    match = _Match(dot1, None, [])
+    match = Match(dot1, None, [])
     seen_mask = False
     for i, step in enumerate(reversed(steps)):
         name = step.name
@@ -237,9 +303,9 @@ def _walk_logits(x: Value, users: dict):
             if labels is None:
                 return None
         elif name in ("stablehlo.multiply", "stablehlo.divide"):
-            factor = _splat(step.operands[1])
+            factor = splat(step.operands[1])
             if factor is None and name == "stablehlo.multiply":
-                factor = _splat(step.operands[0])
+                factor = splat(step.operands[0])
             if match.bias is not None or seen_mask or not factor:
                 return None  # scaling after the bias or mask is not the composite's order
             match.scale *= (1.0 / factor) if name == "stablehlo.divide" else factor
@@ -252,8 +318,9 @@ def _walk_logits(x: Value, users: dict):
             if seen_mask:
                 return None
             seen_mask = True
-            match.fill = float(_splat(step.operands[2]))
+            match.fill = float(splat(step.operands[2]))
             match.masks = [(step.operands[0], list(labels))]
+            match.select = match.masks[0]
     return match, labels
 
 
@@ -268,20 +335,20 @@ def _logits_operand(op: Operation):
             return None
         return 0
     if name == "stablehlo.multiply":
-        if _splat(op.operands[1]) is not None:
+        if splat(op.operands[1]) is not None:
             return 0
-        return 1 if _splat(op.operands[0]) is not None else None
+        return 1 if splat(op.operands[0]) is not None else None
     if name == "stablehlo.divide":
-        return 0 if _splat(op.operands[1]) is not None else None
+        return 0 if splat(op.operands[1]) is not None else None
     if name == "stablehlo.add":
-        a, b = (_producer(v) for v in op.operands)
+        a, b = (producer(v) for v in op.operands)
         # the logits come from the dot's side of the chain: the operand that is no broadcast
         if b is not None and b.name == "stablehlo.broadcast_in_dim":
             return 0
         if a is not None and a.name == "stablehlo.broadcast_in_dim":
             return 1
         return 0
-    if name == "stablehlo.select" and _splat(op.operands[2]) is not None:
+    if name == "stablehlo.select" and splat(op.operands[2]) is not None:
         return 1
     return None
 
@@ -304,19 +371,25 @@ def _batch_merge(before, after, labels):
         len(after) == len(before) - n + 1 and tuple(after[1:]) == tuple(before[n:])
 
 
+def _moves_unit_dims(before, after) -> bool:
+    """Whether a reshape only moves unit dims (keeps the others, in order, and as many
+    unit dims)."""
+    return [n for n in before if n != 1] == [n for n in after if n != 1] and \
+        sum(1 for n in before if n == 1) == sum(1 for n in after if n == 1)
+
+
 def _reshape_labels(before, after, labels):
     """The labels of a reshape's result, for a reshape that moves unit dims only (what
     canonicalize makes of such a transpose): the other dims keep their order, unit dims
     their labels in order. None for any other reshape."""
-    if [n for n in before if n != 1] != [n for n in after if n != 1] or \
-            sum(1 for n in before if n == 1) != sum(1 for n in after if n == 1):
+    if not _moves_unit_dims(before, after):
         return None
     big = iter([lab for lab, n in zip(labels, before) if n != 1])
     unit = iter([lab for lab, n in zip(labels, before) if n == 1])
     return [next(unit) if n == 1 else next(big) for n in after]
 
 
-def _dot_dims(dot: Operation) -> tuple:
+def dot_dims(dot: Operation) -> tuple:
     """lhs batch, rhs batch, lhs contracting, rhs contracting dims of a dot_general."""
     dn = dot.attr("dot_dimension_numbers")
     return tuple(list(dn.get(f, ()) or ()) for f in (
@@ -325,7 +398,7 @@ def _dot_dims(dot: Operation) -> tuple:
 
 
 def _dot1_labels(dot: Operation):
-    lb, rb, lc, rc = _dot_dims(dot)
+    lb, rb, lc, rc = dot_dims(dot)
     lhs, rhs = (v.type.shape for v in dot.operands)
     if len(lc) != 1 or len(rc) != 1:
         return None
@@ -372,16 +445,18 @@ class _Dot2:
     p_labels: list
 
 
-def _dot2_layout(m: _Match):
+def _dot2_layout(m: Match):
     """(v dims in [batch..., key, value-dim] order, output labels), or None."""
     d = m.dot2
-    lb, rb, lc, rc = _dot_dims(d.op)
+    lb, rb, lc, rc = dot_dims(d.op)
     batch, contract = [lb, rb], [lc, rc]
     ps, vs = d.p_side, 1 - d.p_side
     if len(contract[ps]) != 1 or d.p_labels[contract[ps][0]] != K:
         return None
-    p_batch = [d.p_labels[i] for i in batch[ps]]
     n_batch = sum(1 for x in m.labels_x if x[0] == "b")
+    d.p_labels = _unit_labels_for_batch(d.p_labels, d.op.operands[ps].type.shape, batch[ps],
+                                        n_batch)
+    p_batch = [d.p_labels[i] for i in batch[ps]]
     merged = p_batch == [MERGED]
     if not merged and sorted(p_batch, key=str) != [("b", i) for i in range(n_batch)]:
         return None
@@ -398,13 +473,30 @@ def _dot2_layout(m: _Match):
     return v_dims, out
 
 
+def _unit_labels_for_batch(labels: list, shape, batch_dims: list, n_batch: int) -> list:
+    """``labels`` with the labels of unit dims reassigned so that the unit dims among
+    ``batch_dims`` carry the batch labels: which unit label a reshape gave which unit dim
+    is arbitrary (a size-1 batch dim and a size-1 group are the same data)."""
+    unit = [i for i, n in enumerate(shape) if n == 1]
+    pool = [labels[i] for i in unit]
+    kept = {labels[i] for i in batch_dims if i not in unit}
+    wanted = [("b", j) for j in range(n_batch) if ("b", j) not in kept and ("b", j) in pool]
+    batch_unit = [i for i in batch_dims if i in unit]
+    if len(wanted) != len(batch_unit):
+        return labels
+    rest = iter([lab for lab in pool if lab not in wanted])
+    given = dict(zip(batch_unit, wanted))
+    return [given[i] if i in given else (next(rest) if i in unit else lab)
+            for i, lab in enumerate(labels)]
+
+
 # -- masks --------------------------------------------------------------------------------
 
 def _widened(value: Value, labels: list):
     """One step back through an op that only widens ``value`` to the scores' dims: a
     ``broadcast_in_dim``, or a ``reshape`` that inserts or drops unit dims. (operand, its
     labels; None for a unit dim that stands for no dim of the scores), or None."""
-    op = _producer(value)
+    op = producer(value)
     if op is None:
         return None
     wide = op.results[0].type.shape
@@ -425,7 +517,7 @@ def _widened(value: Value, labels: list):
 
 def _conjuncts(v: Value, labels: list) -> list:
     """``and`` trees (through widening ops) as (value, labels) leaves."""
-    op = _producer(v)
+    op = producer(v)
     if op is not None and op.name == "stablehlo.and":
         return _conjuncts(op.operands[0], labels) + _conjuncts(op.operands[1], labels)
     step = _widened(v, labels)
@@ -435,46 +527,52 @@ def _conjuncts(v: Value, labels: list) -> list:
 
 
 def _is_all_true(v: Value) -> bool:
-    s = _splat(v)
+    s = splat(v)
     return s is True or s == 1 and str(v.type.element_type) == "i1"
 
 
 def _lower_triangle_labels(v: Value, labels: list) -> bool:
-    """Whether ``v`` (2-D, dims labelled ``labels``) is query >= key."""
-    if len(labels) != 2 or labels[1] != K or not labels[0] or labels[0][0] != "q":
+    """Whether ``v`` (dims labelled ``labels``: the query and key dims, and unit dims, what
+    constant folding leaves of a reshaped triangle) is query >= key."""
+    dims = [i for i, n in enumerate(v.type.shape) if n != 1]
+    if len(dims) != 2:
         return False
-    op = _producer(v)
+    labels = [labels[i] for i in dims]
+    if labels != [("q", 0), K]:
+        return False
+    op = producer(v)
     if op is not None and op.name == "stablehlo.select" and _is_all_true(op.operands[1]) and \
-            _splat(op.operands[2]) in (False, 0):
-        op = _producer(op.operands[0])   # JAX: tril(ones) = select(cmp, true, false)
+            splat(op.operands[2]) in (False, 0):
+        op = producer(op.operands[0])   # JAX: tril(ones) = select(cmp, true, false)
     if op is not None and op.name == "stablehlo.constant":
         array = np.asarray(op.attr("value").array)
+        array = array.reshape([array.shape[i] for i in dims])
         return array.dtype == bool and np.array_equal(array, np.tril(np.ones_like(array)))
     if op is None or op.name != "stablehlo.compare":
         return False
     direction = str(op.attr("comparison_direction").value)
     rows, cols = op.operands if direction == "GE" else (
         op.operands[::-1] if direction == "LE" else (None, None))
-    return rows is not None and _iota_dim(rows) == 0 and _iota_dim(cols) == 1
+    return rows is not None and _iota_dim(rows) == dims[0] and _iota_dim(cols) == dims[1]
 
 
 def _iota_dim(v: Value):
-    op = _producer(v)
-    if op is not None and op.name == "stablehlo.add" and _splat(op.operands[1]) == 0:
-        op = _producer(op.operands[0])
+    op = producer(v)
+    if op is not None and op.name == "stablehlo.add" and splat(op.operands[1]) == 0:
+        op = producer(op.operands[0])
     if op is None or op.name != "stablehlo.iota":
         return None
     return op.attr("iota_dimension").value
 
 
-def _causal_and_masks(m: _Match) -> bool:
+def _causal_and_masks(m: Match) -> bool:
     if not m.masks:
         return True
     kept = []
     for value, labels in _conjuncts(*m.masks[0]):
         if _is_all_true(value):
             continue
-        if not m.causal and _lower_triangle_labels(value, labels) and labels[0] == ("q", 0):
+        if not m.causal and _lower_triangle_labels(value, labels):
             m.causal = True
             continue
         kept.append((value, labels))
@@ -486,88 +584,111 @@ def _causal_and_masks(m: _Match) -> bool:
 
 # -- the rewrite --------------------------------------------------------------------------
 
-def _rewrite(module: Module, func_op: Operation, block: Block, m: _Match) -> None:
+def rewrite_forward(module: Module, func_op: Operation, block: Block, m: Match) -> None:
+    """Replaces the second dot's result with an ``openhlo.attention`` built before it."""
     v_dims, out_labels = _dot2_layout(m)
-    dot2 = m.dot2.op
     b = Builder(module)
     scratch = Block()
     with b.inserting_into(scratch):
-        q_s, k_s, v_s, layout = _split_layout(b, m, v_dims, MERGED in out_labels)
-        labels, sizes, grouped = layout
-        n_batch = sum(1 for lab in labels if lab[0] == "b")
-        q_c, k_c, v_c = (_canonical(b, x, n_batch, grouped) for x in (q_s, k_s, v_s))
-        dtype = q_s.type.element_type
-        bias = None if m.bias is None else \
-            _canonical_operand(b, *m.bias, labels, sizes, grouped, n_batch, dtype)
-        mask = None if not m.masks else \
-            _canonical_operand(b, *m.masks[0], labels, sizes, grouped, n_batch, None)
-        out = attention(b, q_c, k_c, v_c, bias, mask, scale=m.scale, causal=m.causal,
-                        fill=m.fill)[0]
-        # back to the second dot's layout
-        out_split_labels = labels[:-1] + ["dv"]
-        out = _reshape(b, out, [sizes[lab] for lab in labels[:-1]] + [v_s.type.shape[-1]])
+        q_s, k_s, layout = split_qk(b, m)
+        v_s = transpose(b, m.dot2.op.operands[1 - m.dot2.p_side], v_dims)
         if MERGED in out_labels:
-            out = _reshape(b, out, (int(np.prod(out.type.shape[:n_batch])),)
-                           + out.type.shape[n_batch:])
-            out_split_labels = [MERGED] + out_split_labels[n_batch:]
-        out = _transpose(b, out, [out_split_labels.index(lab) for lab in out_labels])
-        result_type = dot2.results[0].type.element_type
-        if out.type.element_type != result_type:
-            out = b.convert(out, result_type)
-    position = block.operations.index(dot2)
-    for op in scratch.operations:
-        op.parent = block
+            v_s = reshape(b, v_s, q_s.type.shape[:layout.n_batch] + v_s.type.shape[1:])
+        operands = composite_operands(b, m, q_s, k_s, v_s, layout)
+        out = attention(b, *operands, scale=m.scale, causal=m.causal, fill=m.fill)[0]
+        out = out_to_dot2(b, m, out, layout, v_s)
+    insert_before(block, scratch, m.dot2.op)
+    replace_uses(func_op, {m.dot2.op.results[0]: out})
+
+
+def insert_before(block: Block, scratch: Block, op: Operation) -> None:
+    """Moves the ops built in ``scratch`` into ``block``, right before ``op``."""
+    position = block.operations.index(op)
+    for new in scratch.operations:
+        new.parent = block
     block.operations[position:position] = scratch.operations
-    replace_uses(func_op, {dot2.results[0]: out})
 
 
-def _split_layout(b: Builder, m: _Match, v_dims: list, merged: bool):
-    """q, k, v as [batch..., (group), length, dim] (the split layout), and the layout: the
-    labels of the scores' dims in it, their sizes, whether there is a group dim."""
+@dataclass
+class Layout:
+    """The split layout, [batch..., (group), query, key] for the scores."""
+    labels: list       # the scores' dims
+    sizes: dict        # label -> size
+    grouped: bool      # whether there is a group dim (grouped-query attention as JAX writes it)
+    n_batch: int
+
+
+def split_qk(b: Builder, m: Match):
+    """q and k as [batch..., (group), length, dim] (the split layout), and the layout."""
     q, k = m.dot1.operands
-    lb, rb, lc, rc = _dot_dims(m.dot1)
+    lb, rb, lc, rc = dot_dims(m.dot1)
     q_free = [d for d in range(len(q.type.shape)) if d not in lb and d not in lc]
     k_free = [d for d in range(len(k.type.shape)) if d not in rb and d not in rc]
     grouped = len(q_free) == 2
-    q_s = _transpose(b, q, lb + q_free[::-1] + lc)   # the group before the queries
-    k_s = _transpose(b, k, rb + k_free + rc)
-    v_s = _transpose(b, m.dot2.op.operands[1 - m.dot2.p_side], v_dims)
+    q_s = transpose(b, q, lb + q_free[::-1] + lc)   # the group before the queries
+    k_s = transpose(b, k, rb + k_free + rc)
     batch = m.batch_split or tuple(q_s.type.shape[:len(lb)])
-    q_s = _reshape(b, q_s, batch + q_s.type.shape[len(lb):])
-    k_s = _reshape(b, k_s, batch + k_s.type.shape[len(rb):])
-    if merged:
-        v_s = _reshape(b, v_s, batch + v_s.type.shape[1:])
+    q_s = reshape(b, q_s, batch + q_s.type.shape[len(lb):])
+    k_s = reshape(b, k_s, batch + k_s.type.shape[len(rb):])
     labels = [("b", i) for i in range(len(batch))] + ([("q", 1)] if grouped else []) + \
         [("q", 0), K]
     sizes = dict(zip(labels[:-1], q_s.type.shape[:-1]))
     sizes[K] = k.type.shape[k_free[0]]
-    return q_s, k_s, v_s, (labels, sizes, grouped)
+    return q_s, k_s, Layout(labels, sizes, grouped, len(batch))
 
 
-def _transpose(b: Builder, x: Value, perm) -> Value:
+def composite_operands(b: Builder, m: Match, q_s: Value, k_s: Value, v_s: Value,
+                       layout: Layout) -> list:
+    """q, k, v, bias, mask (None where absent) in the composite's layout."""
+    labels, sizes, grouped, n_batch = layout.labels, layout.sizes, layout.grouped, \
+        layout.n_batch
+    q_c, k_c, v_c = (canonical(b, x, n_batch, grouped) for x in (q_s, k_s, v_s))
+    bias = None if m.bias is None else _canonical_operand(
+        b, *m.bias, labels, sizes, grouped, n_batch, q_s.type.element_type)
+    mask = None if not m.masks else \
+        _canonical_operand(b, *m.masks[0], labels, sizes, grouped, n_batch, None)
+    return [q_c, k_c, v_c, bias, mask]
+
+
+def out_to_dot2(b: Builder, m: Match, out: Value, layout: Layout, v_s: Value) -> Value:
+    """The composite's output in the layout and type of the second dot's result."""
+    _, out_labels = _dot2_layout(m)
+    labels, sizes, n_batch = layout.labels, layout.sizes, layout.n_batch
+    out_split_labels = labels[:-1] + ["dv"]
+    out = reshape(b, out, [sizes[lab] for lab in labels[:-1]] + [v_s.type.shape[-1]])
+    if MERGED in out_labels:
+        out = reshape(b, out, (int(np.prod(out.type.shape[:n_batch])),)
+                       + out.type.shape[n_batch:])
+        out_split_labels = [MERGED] + out_split_labels[n_batch:]
+    out = transpose(b, out, [out_split_labels.index(lab) for lab in out_labels])
+    result_type = m.dot2.op.results[0].type.element_type
+    return out if out.type.element_type == result_type else b.convert(out, result_type)
+
+
+def transpose(b: Builder, x: Value, perm) -> Value:
     perm = list(perm)
     return x if perm == sorted(perm) else b.transpose(x, perm)
 
 
-def _reshape(b: Builder, x: Value, shape) -> Value:
+def reshape(b: Builder, x: Value, shape) -> Value:
     """``x`` reshaped (a reshape of a reshape reads the first one's operand, so a k or v
     repeated over heads stays recognisable to stablehlo.attention.unrepeated_heads)."""
     if tuple(shape) == tuple(x.type.shape):
         return x
-    inner = _producer(x)
+    inner = producer(x)
     if inner is not None and inner.name == "stablehlo.reshape":
-        return _reshape(b, inner.operands[0], shape)
+        return reshape(b, inner.operands[0], shape)
     return b.reshape(x, shape)
 
 
-def _canonical(b: Builder, x: Value, n_batch: int, grouped: bool) -> Value:
+def canonical(b: Builder, x: Value, n_batch: int, grouped: bool) -> Value:
     """Split layout -> the composite's [..., heads, length, dim] (rank >= 3)."""
     shape = x.type.shape
     if grouped and len(shape) == n_batch + 3:   # merge the group into the heads
-        return _reshape(b, x, shape[:n_batch - 1] + (shape[n_batch - 1] * shape[n_batch],)
+        return reshape(b, x, shape[:n_batch - 1] + (shape[n_batch - 1] * shape[n_batch],)
                          + shape[n_batch + 1:])
     if len(shape) < 3:
-        return _reshape(b, x, (1,) * (3 - len(shape)) + shape)
+        return reshape(b, x, (1,) * (3 - len(shape)) + shape)
     return x
 
 
@@ -578,22 +699,22 @@ def _canonical_operand(b: Builder, value: Value, labels: list, split_labels: lis
     source, source_labels = _unbroadcast(value, labels)
     if None in source_labels:  # size-1 dims the scores broadcast: no label, reshaped away
         kept = [i for i, lab in enumerate(source_labels) if lab is not None]
-        source = _reshape(b, source, [source.type.shape[i] for i in kept])
+        source = reshape(b, source, [source.type.shape[i] for i in kept])
         source_labels = [source_labels[i] for i in kept]
     order = sorted(range(len(source_labels)), key=lambda i: split_labels.index(
         source_labels[i]))
-    x = _transpose(b, source, order)
+    x = transpose(b, source, order)
     present = [source_labels[i] for i in order]
     unit_shape = tuple(x.type.shape[present.index(lab)] if lab in present else 1
                        for lab in split_labels)
-    x = _reshape(b, x, unit_shape)
+    x = reshape(b, x, unit_shape)
     if grouped and (unit_shape[n_batch - 1] != 1 or unit_shape[n_batch] != 1):
         full = list(unit_shape)
         full[n_batch - 1] = sizes[split_labels[n_batch - 1]]
         full[n_batch] = sizes[split_labels[n_batch]]
         if tuple(full) != tuple(unit_shape):
             x = b.broadcast_in_dim(x, full, list(range(len(full))))
-    x = _canonical(b, x, n_batch, grouped)
+    x = canonical(b, x, n_batch, grouped)
     if dtype is not None and x.type.element_type != dtype:
         x = b.convert(x, dtype)
     return x

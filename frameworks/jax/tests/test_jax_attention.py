@@ -100,3 +100,65 @@ def test_softmax_that_is_no_attention_is_left_alone():
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     np.testing.assert_allclose(exe(x, w)[0], p, rtol=1e-4, atol=1e-6)
+
+
+# Batch 1 and a size-1 group make unit dims that cpu-opt turns JAX's transposes into
+# reshapes of: the softmax's max and subtract then read the logits through different
+# reshapes, and which unit dim a reshape labels as the batch is arbitrary.
+GRID_OPTIONS = ["plain", "causal", "mask", "bias", "causal_bias"]
+
+
+def _grid_inputs(batch, kv_heads, option):
+    q, k, v = _randn(batch, 24, 4, 16), _randn(batch, 24, kv_heads, 16), \
+        _randn(batch, 24, kv_heads, 16)
+    bias = _randn(batch, 4, 24, 24) if "bias" in option else None
+    keep = RNG.random((batch, 1, 24, 24)) < 0.7 if option == "mask" else None
+    if keep is not None:
+        keep[..., 0] = True
+    causal = option.startswith("causal")
+    want_keep = np.tril(np.ones((24, 24), bool)) if causal else keep
+    return (q, k, v), bias, keep, causal, reference(q, k, v, bias=bias, keep=want_keep)
+
+
+@pytest.mark.parametrize("option", GRID_OPTIONS)
+@pytest.mark.parametrize("kv_heads", [4, 2, 1], ids=["mha", "gqa", "mqa"])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_dot_product_attention_grid(batch, kv_heads, option):
+    (q, k, v), bias, keep, causal, want = _grid_inputs(batch, kv_heads, option)
+    extra = [x for x in (bias, keep) if x is not None]
+
+    def fn(q, k, v, *extra):
+        it = iter(extra)
+        return jax.nn.dot_product_attention(q, k, v, bias=next(it) if bias is not None
+                                            else None, mask=next(it) if keep is not None
+                                            else None, is_causal=causal)
+
+    exe = _compile(fn, q, k, v, *extra)
+    (op,) = _composites(exe)
+    assert op.attr("composite_attributes").get("causal").value == causal
+    np.testing.assert_allclose(exe(q, k, v, *extra)[0], want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("option", GRID_OPTIONS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_hand_written_softmax_grid(batch, option):
+    """softmax(q k^T * scale + additive mask) v, in JAX's BTNH layout; a boolean mask and
+    causality through ``jnp.where``."""
+    (q, k, v), bias, keep, causal, want = _grid_inputs(batch, 4, option)
+    extra = [x for x in (bias, keep) if x is not None]
+
+    def fn(q, k, v, *extra):
+        it = iter(extra)
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) * (1 / jnp.sqrt(16.0))
+        if bias is not None:
+            s = s + next(it)
+        if keep is not None:
+            s = jnp.where(next(it), s, -jnp.inf)
+        if causal:
+            s = jnp.where(jnp.tril(jnp.ones((24, 24), bool)), s, -jnp.inf)
+        return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
+
+    exe = _compile(fn, q, k, v, *extra)
+    (op,) = _composites(exe)
+    assert op.attr("composite_attributes").get("causal").value == causal
+    np.testing.assert_allclose(exe(q, k, v, *extra)[0], want, rtol=1e-4, atol=1e-5)

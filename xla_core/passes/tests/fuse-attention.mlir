@@ -165,3 +165,97 @@ func.func public @main(%arg0: tensor<1x2x3x4xf32>, %arg1: tensor<1x2x5x4xf32>, %
   %20 = stablehlo.reshape %19 : (tensor<2x3x4xf32>) -> tensor<1x2x3x4xf32>
   func.return %20 : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// jax.nn.dot_product_attention at batch 1 without a mask, after cpu-opt: JAX's transposes of
+// the size-1 group dim became reshapes, so the softmax's max reads the logits and its
+// subtract a reshape of them, and the second dot batches over the unit dims in another order.
+// CHECK-LABEL: func.func public @main
+// CHECK: stablehlo.composite "openhlo.attention"
+// CHECK-SAME: causal = false
+// CHECK-SAME: scale = 5.000000e-01
+// CHECK-NOT: stablehlo.exponential
+// CHECK: return
+func.func public @main(%arg0: tensor<1x6x2x4xf32>, %arg1: tensor<1x6x2x4xf32>, %arg2: tensor<1x6x2x4xf32>) -> (tensor<1x6x2x4xf32>) {
+  %0 = stablehlo.reshape %arg0 : (tensor<1x6x2x4xf32>) -> tensor<1x6x2x1x4xf32>
+  %1 = stablehlo.dot_general %0, %arg1, batching_dims = [0, 2] x [0, 2], contracting_dims = [4] x [3], precision = [DEFAULT, DEFAULT] : (tensor<1x6x2x1x4xf32>, tensor<1x6x2x4xf32>) -> tensor<1x2x6x1x6xf32>
+  %cst = stablehlo.constant dense<5.000000e-01> : tensor<1x2x6x1x6xf32>
+  %2 = stablehlo.multiply %1, %cst : tensor<1x2x6x1x6xf32>
+  %cst_0 = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %3 = stablehlo.reduce(%2 init: %cst_0) applies stablehlo.maximum across dimensions = [4] : (tensor<1x2x6x1x6xf32>, tensor<f32>) -> tensor<1x2x6x1xf32>
+  %4 = stablehlo.reshape %3 : (tensor<1x2x6x1xf32>) -> tensor<1x1x2x6x1xf32>
+  %5 = stablehlo.reshape %2 : (tensor<1x2x6x1x6xf32>) -> tensor<1x1x2x6x6xf32>
+  %6 = stablehlo.broadcast_in_dim %4, dims = [0, 1, 2, 3, 4] : (tensor<1x1x2x6x1xf32>) -> tensor<1x1x2x6x6xf32>
+  %7 = stablehlo.subtract %5, %6 : tensor<1x1x2x6x6xf32>
+  %8 = stablehlo.exponential %7 : tensor<1x1x2x6x6xf32>
+  %cst_1 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %9 = stablehlo.reduce(%8 init: %cst_1) applies stablehlo.add across dimensions = [4] : (tensor<1x1x2x6x6xf32>, tensor<f32>) -> tensor<1x1x2x6xf32>
+  %10 = stablehlo.reshape %9 : (tensor<1x1x2x6xf32>) -> tensor<1x1x2x6x1xf32>
+  %11 = stablehlo.broadcast_in_dim %10, dims = [0, 1, 2, 3, 4] : (tensor<1x1x2x6x1xf32>) -> tensor<1x1x2x6x6xf32>
+  %12 = stablehlo.divide %8, %11 : tensor<1x1x2x6x6xf32>
+  %13 = stablehlo.dot_general %arg2, %12, batching_dims = [0, 2] x [1, 2], contracting_dims = [1] x [4], precision = [DEFAULT, DEFAULT] : (tensor<1x6x2x4xf32>, tensor<1x1x2x6x6xf32>) -> tensor<1x2x4x1x6xf32>
+  %14 = stablehlo.transpose %13, dims = [3, 0, 4, 1, 2] : (tensor<1x2x4x1x6xf32>) -> tensor<1x1x6x2x4xf32>
+  %15 = stablehlo.reshape %14 : (tensor<1x1x6x2x4xf32>) -> tensor<1x6x2x4xf32>
+  return %15 : tensor<1x6x2x4xf32>
+}
+
+// -----
+
+// jax.grad of it (with respect to q, k and v), after cpu-opt: the backward reads the
+// softmax's exp, row sum and probabilities; both directions become composites, the forward
+// with its row logsumexp, which the gradient reads with the forward's output.
+// CHECK-LABEL: func.func public @main
+// CHECK: %[[F:[^ ]+]]:2 = stablehlo.composite "openhlo.attention"
+// CHECK: stablehlo.composite "openhlo.attention_grad" %{{.*}}, %[[F]]#0, %[[F]]#1, %{{[^ ]+}} {composite_attributes = {causal = false
+// CHECK-NOT: stablehlo.exponential
+// CHECK-NOT: stablehlo.dot_general
+// CHECK: return
+func.func public @main(%arg0: tensor<1x6x2x4xf32>, %arg1: tensor<1x6x2x4xf32>, %arg2: tensor<1x6x2x4xf32>, %arg3: tensor<1x6x2x4xf32>) -> (tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>) {
+  %0 = stablehlo.reshape %arg0 : (tensor<1x6x2x4xf32>) -> tensor<1x6x2x1x4xf32>
+  %1 = stablehlo.dot_general %0, %arg1, batching_dims = [0, 2] x [0, 2], contracting_dims = [4] x [3], precision = [DEFAULT, DEFAULT] : (tensor<1x6x2x1x4xf32>, tensor<1x6x2x4xf32>) -> tensor<1x2x6x1x6xf32>
+  %cst = stablehlo.constant dense<5.000000e-01> : tensor<1x2x6x1x6xf32>
+  %2 = stablehlo.multiply %1, %cst : tensor<1x2x6x1x6xf32>
+  %cst_0 = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %3 = stablehlo.reduce(%2 init: %cst_0) applies stablehlo.maximum across dimensions = [4] : (tensor<1x2x6x1x6xf32>, tensor<f32>) -> tensor<1x2x6x1xf32>
+  %4 = stablehlo.reshape %3 : (tensor<1x2x6x1xf32>) -> tensor<1x1x2x6x1xf32>
+  %5 = stablehlo.reshape %2 : (tensor<1x2x6x1x6xf32>) -> tensor<1x1x2x6x6xf32>
+  %6 = stablehlo.broadcast_in_dim %4, dims = [0, 1, 2, 3, 4] : (tensor<1x1x2x6x1xf32>) -> tensor<1x1x2x6x6xf32>
+  %7 = stablehlo.subtract %5, %6 : tensor<1x1x2x6x6xf32>
+  %8 = stablehlo.exponential %7 : tensor<1x1x2x6x6xf32>
+  %cst_1 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %9 = stablehlo.reduce(%8 init: %cst_1) applies stablehlo.add across dimensions = [4] : (tensor<1x1x2x6x6xf32>, tensor<f32>) -> tensor<1x1x2x6xf32>
+  %10 = stablehlo.reshape %9 : (tensor<1x1x2x6xf32>) -> tensor<1x1x2x6x1xf32>
+  %11 = stablehlo.broadcast_in_dim %10, dims = [0, 1, 2, 3, 4] : (tensor<1x1x2x6x1xf32>) -> tensor<1x1x2x6x6xf32>
+  %12 = stablehlo.divide %8, %11 : tensor<1x1x2x6x6xf32>
+  %13 = stablehlo.multiply %10, %10 : tensor<1x1x2x6x1xf32>
+  %cst_2 = stablehlo.constant dense<1.000000e+00> : tensor<1x1x2x6x1xf32>
+  %14 = stablehlo.divide %cst_2, %13 : tensor<1x1x2x6x1xf32>
+  %15 = stablehlo.reshape %arg3 : (tensor<1x6x2x4xf32>) -> tensor<1x1x6x2x4xf32>
+  %16 = stablehlo.dot_general %15, %arg2, batching_dims = [1, 3] x [0, 2], contracting_dims = [4] x [3], precision = [DEFAULT, DEFAULT] : (tensor<1x1x6x2x4xf32>, tensor<1x6x2x4xf32>) -> tensor<1x2x1x6x6xf32>
+  %17 = stablehlo.reshape %16 : (tensor<1x2x1x6x6xf32>) -> tensor<1x1x2x6x6xf32>
+  %18 = stablehlo.dot_general %15, %12, batching_dims = [1, 3] x [1, 2], contracting_dims = [0, 2] x [0, 3], precision = [DEFAULT, DEFAULT] : (tensor<1x1x6x2x4xf32>, tensor<1x1x2x6x6xf32>) -> tensor<1x2x4x6xf32>
+  %19 = stablehlo.transpose %18, dims = [0, 3, 1, 2] : (tensor<1x2x4x6xf32>) -> tensor<1x6x2x4xf32>
+  %20 = stablehlo.broadcast_in_dim %14, dims = [0, 1, 2, 3, 4] : (tensor<1x1x2x6x1xf32>) -> tensor<1x1x2x6x6xf32>
+  %21 = stablehlo.multiply %17, %20 : tensor<1x1x2x6x6xf32>
+  %22 = stablehlo.multiply %21, %8 : tensor<1x1x2x6x6xf32>
+  %23 = stablehlo.reduce(%22 init: %cst_1) applies stablehlo.add across dimensions = [4] : (tensor<1x1x2x6x6xf32>, tensor<f32>) -> tensor<1x1x2x6xf32>
+  %24 = stablehlo.reshape %23 : (tensor<1x1x2x6xf32>) -> tensor<1x1x2x6x1xf32>
+  %25 = stablehlo.negate %24 : tensor<1x1x2x6x1xf32>
+  %26 = stablehlo.divide %17, %11 : tensor<1x1x2x6x6xf32>
+  %27 = stablehlo.reshape %25 : (tensor<1x1x2x6x1xf32>) -> tensor<2x6xf32>
+  %cst_3 = stablehlo.constant dense<0.000000e+00> : tensor<2x6xf32>
+  %28 = stablehlo.add %27, %cst_3 : tensor<2x6xf32>
+  %29 = stablehlo.reshape %28 : (tensor<2x6xf32>) -> tensor<1x1x2x6xf32>
+  %30 = stablehlo.broadcast_in_dim %29, dims = [0, 1, 2, 3] : (tensor<1x1x2x6xf32>) -> tensor<1x1x2x6x6xf32>
+  %31 = stablehlo.add %26, %30 : tensor<1x1x2x6x6xf32>
+  %32 = stablehlo.multiply %31, %8 : tensor<1x1x2x6x6xf32>
+  %33 = stablehlo.reshape %32 : (tensor<1x1x2x6x6xf32>) -> tensor<1x2x6x1x6xf32>
+  %34 = stablehlo.multiply %33, %cst : tensor<1x2x6x1x6xf32>
+  %35 = stablehlo.dot_general %34, %0, batching_dims = [0, 1] x [0, 2], contracting_dims = [2, 3] x [1, 3], precision = [DEFAULT, DEFAULT] : (tensor<1x2x6x1x6xf32>, tensor<1x6x2x1x4xf32>) -> tensor<1x2x6x4xf32>
+  %36 = stablehlo.transpose %35, dims = [0, 2, 1, 3] : (tensor<1x2x6x4xf32>) -> tensor<1x6x2x4xf32>
+  %37 = stablehlo.dot_general %34, %arg1, batching_dims = [0, 1] x [0, 2], contracting_dims = [4] x [1], precision = [DEFAULT, DEFAULT] : (tensor<1x2x6x1x6xf32>, tensor<1x6x2x4xf32>) -> tensor<1x2x6x1x4xf32>
+  %38 = stablehlo.transpose %37, dims = [0, 2, 1, 3, 4] : (tensor<1x2x6x1x4xf32>) -> tensor<1x6x2x1x4xf32>
+  %39 = stablehlo.reshape %38 : (tensor<1x6x2x1x4xf32>) -> tensor<1x6x2x4xf32>
+  return %39, %36, %19 : tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32>
+}
