@@ -109,12 +109,29 @@ def is_fusion(op: Operation) -> bool:
     return op.name == "stablehlo.composite" and getattr(name, "value", None) == FUSION
 
 
+@lru_cache(maxsize=None)
+def _kernel_composites() -> frozenset:
+    # imported here: the passes that build them import this module
+    from stablehlo.attention import ATTENTION, ATTENTION_GRAD
+    from xla_core.quantization.weight_only_dot import WEIGHT_ONLY_DOT
+    return frozenset({ATTENTION, ATTENTION_GRAD, WEIGHT_ONLY_DOT})
+
+
+def runs_as_one_kernel(op: Operation) -> bool:
+    """A fusion, or a composite that the passes build only for backends with a kernel of its
+    name (fuse-attention's flash attention, weight-only-dot): the temporaries of its
+    decomposition (attention's L x L scores) never exist while it runs."""
+    name = op.attributes.get("name")
+    return is_fusion(op) or (op.name == "stablehlo.composite"
+                             and getattr(name, "value", None) in _kernel_composites())
+
+
 class NestedPeaks:
     """Memoized bytes the nested computations of an op need while it runs.
 
-    A fusion needs nothing (its body lives in registers/thread-local storage);
-    a region op needs the largest peak among its blocks; a call or a non-fusion
-    composite needs the peak of its callee's body.
+    A fusion or another composite run as one kernel needs nothing (its body lives in
+    registers/thread-local storage: ``runs_as_one_kernel``); a region op needs the largest
+    peak among its blocks; a call or another composite needs the peak of its callee's body.
     """
 
     def __init__(self, module: Module | None):
@@ -128,7 +145,7 @@ class NestedPeaks:
         for region in op.regions:
             for block in region.blocks:
                 peak = max(peak, self.of_block(block))
-        if op.name in ("func.call", "stablehlo.composite") and not is_fusion(op):
+        if op.name in ("func.call", "stablehlo.composite") and not runs_as_one_kernel(op):
             target = op.attributes.get("callee" if op.name == "func.call" else "decomposition")
             if isinstance(target, SymbolRefAttr):
                 peak = max(peak, self.of_function(target.name))

@@ -113,3 +113,33 @@ func.func @main(%x: tensor<64x64xf32>) -> tensor<64xf32> {
     assert graph.scratch[names.index("openhlo.async_start")] == 0
     reduce_body = graph.scratch[names.index("stablehlo.reduce")]
     assert graph.peak(range(len(graph.ops))) == size + 4 + 64 * 4 + reduce_body
+
+
+# An attention-shaped composite and a plain call of the same decomposition: its 64 x 64 score
+# matrices (16 KiB each) exist only when the decomposition itself runs.
+KERNEL_COMPOSITE = """
+func.func public @main(%q: tensor<64x8xf32>, %k: tensor<64x8xf32>) -> (tensor<64x8xf32>, tensor<64x8xf32>) {
+  %0 = stablehlo.composite "NAME" %q, %k {decomposition = @scores} : (tensor<64x8xf32>, tensor<64x8xf32>) -> tensor<64x8xf32>
+  %1 = func.call @scores(%q, %k) : (tensor<64x8xf32>, tensor<64x8xf32>) -> tensor<64x8xf32>
+  return %0, %1 : tensor<64x8xf32>, tensor<64x8xf32>
+}
+func.func private @scores(%q: tensor<64x8xf32>, %k: tensor<64x8xf32>) -> tensor<64x8xf32> {
+  %s = stablehlo.dot_general %q, %k, contracting_dims = [1] x [1] : (tensor<64x8xf32>, tensor<64x8xf32>) -> tensor<64x64xf32>
+  %e = stablehlo.exponential %s : tensor<64x64xf32>
+  %o = stablehlo.dot_general %e, %k, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x8xf32>) -> tensor<64x8xf32>
+  return %o : tensor<64x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("name, one_kernel", [("openhlo.attention", True),
+                                              ("openhlo.attention_grad", True),
+                                              ("openhlo.weight_only_dot", True),
+                                              ("example.some_composite", False)])
+def test_a_composite_run_as_one_kernel_needs_no_scratch_for_its_decomposition(name, one_kernel):
+    m = stablehlo.parse(KERNEL_COMPOSITE.replace("NAME", name))
+    graph = BlockGraph(m.lookup("main").body, NestedPeaks(m))
+    composite, call = graph.scratch[0], graph.scratch[1]
+    # the decomposition's peak: both score matrices live at the exponential
+    assert call == 2 * 64 * 64 * 4
+    assert composite == (0 if one_kernel else call)
