@@ -9,24 +9,9 @@ import numpy as np
 import pytest
 
 import pjrt
+from frameworks.jax.tests.attention_reference import attention_reference as reference
 
 RNG = np.random.default_rng(7)
-
-
-def reference(q, k, v, bias=None, keep=None, scale=None):
-    """float64 attention in [..., L, heads, D] layout (JAX's BTNH), heads grouped."""
-    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
-    group = q.shape[-2] // k.shape[-2]
-    k, v = np.repeat(k, group, axis=-2), np.repeat(v, group, axis=-2)
-    scale = scale if scale is not None else 1 / np.sqrt(q.shape[-1])
-    s = np.einsum("...lhd,...shd->...hls", q, k) * scale
-    if bias is not None:
-        s = s + bias
-    if keep is not None:
-        s = np.where(keep, s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
-    return np.einsum("...hls,...shd->...lhd", p, v)
 
 
 def _compile(fn, *args):

@@ -9,35 +9,10 @@ import pytest
 
 import pjrt
 from pjrt.api import CompileOptions
+from frameworks.jax.tests.attention_reference import attention_reference as reference
 
 RNG = np.random.default_rng(11)
 L = 24
-
-
-def reference(q, k, v, dout, bias=None, keep=None, scale=None):
-    """float64 attention and its gradients in JAX's [B, T, heads, D] layout, heads grouped:
-    (out, dq, dk, dv)."""
-    q, k, v, dout = (np.asarray(x, np.float64) for x in (q, k, v, dout))
-    group = q.shape[-2] // k.shape[-2]
-    kr, vr = np.repeat(k, group, axis=-2), np.repeat(v, group, axis=-2)
-    scale = scale if scale is not None else 1 / np.sqrt(q.shape[-1])
-    s = np.einsum("blhd,bshd->bhls", q, kr) * scale
-    if bias is not None:
-        s = s + bias
-    if keep is not None:
-        s = np.where(keep, s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
-    out = np.einsum("bhls,bshd->blhd", p, vr)
-    dp = np.einsum("blhd,bshd->bhls", dout, vr)
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
-    dq = np.einsum("bhls,bshd->blhd", ds, kr)
-    dk = np.einsum("bhls,blhd->bshd", ds, q)
-    dv = np.einsum("bhls,blhd->bshd", p, dout)
-
-    def per_kv_head(x):
-        return x.reshape(x.shape[:2] + (k.shape[-2], group) + x.shape[3:]).sum(3)
-    return out, dq, per_kv_head(dk), per_kv_head(dv)
 
 
 def _compile(fn, *args, fused=True):
