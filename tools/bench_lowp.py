@@ -1,8 +1,10 @@
 """``python -m tools.bench_lowp``: the cpu backend's low-precision kernels against f32.
 
-- int8 GEMM (m = n = k = 1024 by default): the AMX or VNNI kernel (weight packed once) and the cpu
-  backend running an ``i8 x i8 -> i32`` ``dot_general`` program, against the backend's f32
-  ``dot_general`` and numpy/OpenBLAS ``float32 @``, in operations per second;
+- int8 GEMM, at 1024^3 and at the narrow shapes of a quantized convolution's per-tap dots
+  (m x k x n = N*H*W x C_in x C_out: 3136 x 576 x 64, 3136 x 64 x 64) by default: the AMX or
+  VNNI kernel (weight packed once) and the cpu backend running an ``i8 x i8 -> i32``
+  ``dot_general`` program, against the backend's f32 ``dot_general`` and numpy/OpenBLAS
+  ``float32 @``, in operations per second;
 - bf16 GEMM, the same way (AMX or AVX-512 BF16 kernel, ``bf16 x bf16 -> f32`` program);
 - weight-only GEMV (batch 1, k = n = 4096 by default): f32 activations times int8 and
   group-wise int4 weights (the packed kernels on their own, and compiled programs in
@@ -13,7 +15,7 @@
 Contenders are timed in alternating rounds (tools/bench/timing.py), so load from elsewhere
 slows all of them; the machine's CPU count and 1-minute load are printed with the figures.
 Speed is reported, never asserted. Goals (issue 20): int8 >= 2x and bf16 >= 1.5x our f32
-GEMM, weight-only GEMV >= 70% of the copy bandwidth.
+GEMM (the narrow shapes included), weight-only GEMV >= 70% of the copy bandwidth.
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ import numpy as np
 from tools.bench.timing import interleaved_medians
 
 MIB = 2 ** 20
+# (m, k, n): a square GEMM, and two narrow ones of the sizes a quantized convolution's per-tap
+# dots take (m = N*H*W = 1 x 56 x 56 pixels, k = C_in of 576 or 64, n = C_out = 64)
+DEFAULT_SHAPES = ((1024, 1024, 1024), (3136, 576, 64), (3136, 64, 64))
 
 
 def _dot_program(m: int, k: int, n: int, in_type: str, out_type: str) -> str:
@@ -44,14 +49,14 @@ def _backend_dot(client, m, k, n, in_type, out_type, a, b):
     return lambda: [r.block_until_ready() for r in exe.execute(buffers)]
 
 
-def gemm_figures(size: int, budget: float) -> dict:
+def gemm_figures(shape: tuple[int, int, int], budget: float) -> dict:
     import ml_dtypes
 
     import pjrt
     from pjrt.plugins.cpu.native_module import native
     lowp = native().lowp
     rng = np.random.default_rng(0)
-    m = k = n = size
+    m, k, n = shape
     client = pjrt.make_client("cpu")
     a8, b8 = (rng.integers(-128, 128, size=s, dtype=np.int64).astype(np.int8)
               for s in ((m, k), (k, n)))
@@ -69,7 +74,7 @@ def gemm_figures(size: int, budget: float) -> dict:
     }
     times = interleaved_medians(fns, budget)
     ops = 2.0 * m * n * k
-    return {"size": size, "isa": lowp.active_isa(),
+    return {"shape": [m, k, n], "isa": lowp.active_isa(),
             "gops": {name: ops / t["median_s"] / 1e9 for name, t in times.items()},
             "times": times}
 
@@ -142,16 +147,19 @@ def gemv_figures(k: int, n: int, group: int, budget: float) -> dict:
             "weight_gbs": {name: nbytes[name] / t["median_s"] / 1e9 for name, t in times.items()}}
 
 
-def report(gemm: dict, gemv: dict, load: tuple) -> str:
-    g = gemm["gops"]
-    ours, blas = g["f32 dot_general (backend)"], g["f32 numpy/OpenBLAS"]
-    size = gemm["size"]
+def report(gemms: list[dict], gemv: dict, load: tuple) -> str:
     lines = [f"machine: {os.cpu_count()} CPUs, 1-minute load {load[0]:.2f} before, "
-             f"{load[1]:.2f} after; kernels use {gemm['isa']}",
-             f"GEMM {size}^3 (medians; GOP/s = 2*m*n*k / s):",
-             "| contender | GOP/s | vs our f32 | vs numpy f32 |", "|---|---|---|---|"]
-    for name, value in g.items():
-        lines.append(f"| {name} | {value:.1f} | {value / ours:.2f}x | {value / blas:.2f}x |")
+             f"{load[1]:.2f} after; kernels use {gemms[0]['isa']}"]
+    for gemm in gemms:
+        g = gemm["gops"]
+        ours, blas = g["f32 dot_general (backend)"], g["f32 numpy/OpenBLAS"]
+        m, k, n = gemm["shape"]
+        lines += [f"GEMM m x k x n = {m} x {k} x {n} (medians; GOP/s = 2*m*n*k / s):",
+                  "| contender | GOP/s | time (ms) | vs our f32 | vs numpy f32 |",
+                  "|---|---|---|---|---|"]
+        for name, value in g.items():
+            lines.append(f"| {name} | {value:.1f} | {1e3 * gemm['times'][name]['median_s']:.3f} | "
+                         f"{value / ours:.2f}x | {value / blas:.2f}x |")
     lines += [f"GEMV 1x{gemv['k']} @ {gemv['k']}x{gemv['n']} (int4 groups of {gemv['group']}); "
               f"copy bandwidth {gemv['copy_gbs']:.1f} GB/s (read + write):",
               "| contender | weight GB/s | % of copy bandwidth | time (ms) |", "|---|---|---|---|"]
@@ -161,23 +169,35 @@ def report(gemm: dict, gemv: dict, load: tuple) -> str:
     return "\n".join(lines)
 
 
+def _shapes(text: str) -> list[tuple[int, int, int]]:
+    try:
+        shapes = [tuple(int(d) for d in s.split("x")) for s in text.split(",")]
+    except ValueError:
+        shapes = []
+    if not shapes or any(len(s) != 3 or min(s) < 1 for s in shapes):
+        raise argparse.ArgumentTypeError(f"shapes are m x k x n, comma-separated: {text!r}")
+    return shapes
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench_lowp", description=__doc__
                                      .split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=1024, help="m = n = k of the GEMMs")
+    parser.add_argument("--shapes", type=_shapes, default=list(DEFAULT_SHAPES),
+                        help="the GEMMs' m x k x n, comma-separated (default: "
+                        + ",".join("x".join(map(str, s)) for s in DEFAULT_SHAPES) + ")")
     parser.add_argument("--gemv", type=int, default=4096, help="k = n of the GEMVs")
     parser.add_argument("--group", type=int, default=128, help="int4 group size")
     parser.add_argument("--budget", type=float, default=2.0, help="seconds per contender")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
-    gemm = gemm_figures(args.size, args.budget)
+    gemms = [gemm_figures(shape, args.budget) for shape in args.shapes]
     gemv = gemv_figures(args.gemv, args.gemv, args.group, args.budget)
     load = (load_before, os.getloadavg()[0])
-    print(report(gemm, gemv, load))
+    print(report(gemms, gemv, load))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"gemm": gemm, "gemv": gemv, "cpus": os.cpu_count(),
+            json.dump({"gemm": gemms, "gemv": gemv, "cpus": os.cpu_count(),
                        "load_1min_before": load[0], "load_1min_after": load[1]}, f, indent=1)
     return 0
 

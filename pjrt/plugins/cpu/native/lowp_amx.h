@@ -7,6 +7,11 @@
 // columns][g k], g = 4 bytes / element size); k rounded up to 64 bytes of elements fits in
 // both, and A and B are zero past k. int8: A is stored as a + 128 (unsigned), as the
 // VNNI kernel's, and the sums wrap as int32 (tdpbusd does not saturate).
+//
+// The block functions expect the tile configuration that configure_tiles() loads: a caller
+// loads it once before a run of blocks on its thread (a pool task's) and calls
+// release_tiles() after them, running no other tile code in between (another library's
+// would leave its own configuration behind).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +19,9 @@
 namespace openhlo::cpu::lowp::amx {
 
 constexpr int64_t kRows = 32;  // rows of C per call (two tiles of 16)
+
+void configure_tiles();
+void release_tiles();
 
 void block_s8(const uint8_t* a, int64_t lda, int64_t k, const int8_t* panel, int32_t* tile);
 void block_bf16(const uint16_t* a, int64_t lda, int64_t k, const uint16_t* panel, float* tile);

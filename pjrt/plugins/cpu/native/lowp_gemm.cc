@@ -3,7 +3,11 @@
 // (lowp_amx.h) R = 32, four tile registers of C; else R = 8, a register tile of 8 rows x 2
 // vectors of 16 columns, one broadcast of 4 int8 (or 2 bf16) of a row of A against 64 bytes
 // of packed B per instruction; else the portable loop over the same layout. Tasks of the
-// pool take 64 rows x 128 columns of C, whose A (64 x k) and B (k x 128) stay in L2.
+// pool take 64 rows x 128 columns of C, whose A (64 x k) and B (k x 128) stay in L2. A's 64
+// rows are packed by the task (and kept for the next task of the same rows on that thread),
+// by a loop that vectorizes, while they are in cache: packing all of A first, an element
+// at a time, took 70% of the time of a narrow product as quantized convolutions make (one
+// per kernel tap: m = N*H*W, k = C_in, n = C_out; 3136 x 576 x 64), the multiplications 8%.
 //
 // int8: vpdpbusd and tdpbusd multiply unsigned by signed bytes, so A is stored as a + 128
 // (u8) and 128 * (column sum of B) is subtracted as C is stored: exact in wrapping int32
@@ -34,42 +38,6 @@ static_assert(kTaskRows % kRows == 0 && kTaskRows % amx::kRows == 0);
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-// Runs block(row0, panel) over all blocks of `rows` x kCols of an m x n product, in pool
-// tasks.
-template <typename BlockFn>
-void for_each_block(int64_t m, int64_t n, int64_t k, int64_t rows, const BlockFn& block) {
-  const int64_t panels = (n + kCols - 1) / kCols;
-  const int64_t row_blocks = (m + kTaskRows - 1) / kTaskRows;
-  const int64_t col_blocks = (panels + kTaskPanels - 1) / kTaskPanels;
-  const int64_t tasks = row_blocks * col_blocks;
-  const int64_t min_chunk = m * n * std::max<int64_t>(k, 1) < kSplitWork ? tasks : 1;
-  parallel_for(tasks, min_chunk, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t rb = t / col_blocks, cb = t % col_blocks;
-      const int64_t p_end = std::min(panels, (cb + 1) * kTaskPanels);
-      const int64_t r_end = std::min(m, (rb + 1) * kTaskRows);
-      for (int64_t p = cb * kTaskPanels; p < p_end; ++p) {
-        for (int64_t r0 = rb * kTaskRows; r0 < r_end; r0 += rows) block(r0, p);
-      }
-    }
-  });
-}
-
-// A's rows padded to whole blocks of `rows`, `lda` elements apart, each element mapped by
-// `map` (padding stays `pad`).
-template <typename T, typename S, typename Map>
-std::vector<T> pack_rows(int64_t m, int64_t rows, int64_t k, int64_t lda, MatrixView<S> a,
-                         T pad, Map map) {
-  std::vector<T> packed(static_cast<size_t>(round_up(m, rows) * lda), pad);
-  parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      T* row = packed.data() + r * lda;
-      for (int64_t c = 0; c < k; ++c) row[c] = map(a.at(r, c));
-    }
-  });
-  return packed;
-}
-
 // B in panels of 32 columns, `group` consecutive k per column (4 int8 or 2 bf16), the
 // 16-column halves of a panel one after the other: the layout one 64-byte load feeds
 // to the dot-product instructions, and one AMX tile row of each half holds.
@@ -92,11 +60,14 @@ std::vector<T> pack_panels(MatrixView<T> b, int64_t k, int64_t n, int64_t depth,
 }
 
 // A microkernel: block[r][c] (r < rows, c < kCols) = sum over k of A[r, k] * B[k, c], A
-// `rows` packed rows `lda` elements apart, B one packed panel.
+// `rows` packed rows `lda` elements apart, B one packed panel. `begin` and `end`, where
+// given, run before and after each run of blocks on a thread (AMX's tile configuration).
 template <typename AElem, typename BElem, typename Acc>
 struct Microkernel {
   void (*fn)(const AElem* a, int64_t lda, int64_t k, const BElem* panel, Acc* block);
   int64_t rows;
+  void (*begin)() = nullptr;
+  void (*end)() = nullptr;
 };
 
 // --- int8 tiles: tile[r][c] = sum over k of (A[r, k] + 128) * B[k, c], wrapping ------------
@@ -204,7 +175,7 @@ struct S8Gemm {
   static constexpr uint8_t kPad = 0x80;  // a packed 0
   static uint8_t pack(int8_t v) { return static_cast<uint8_t>(v ^ 0x80); }
   static Microkernel<AElem, BElem, Acc> microkernel(const LowPrecisionIsa& isa) {
-    if (isa.amx) return {amx::block_s8, amx::kRows};
+    if (isa.amx) return {amx::block_s8, amx::kRows, amx::configure_tiles, amx::release_tiles};
     return {isa.vnni ? tile_s8_vnni : tile_s8_portable, kRows};
   }
 };
@@ -217,7 +188,7 @@ struct BF16Gemm {
   static constexpr uint16_t kPad = 0;
   static uint16_t pack(uint16_t v) { return v; }
   static Microkernel<AElem, BElem, Acc> microkernel(const LowPrecisionIsa& isa) {
-    if (isa.amx) return {amx::block_bf16, amx::kRows};
+    if (isa.amx) return {amx::block_bf16, amx::kRows, amx::configure_tiles, amx::release_tiles};
     return {isa.bf16 ? tile_bf16_fast : tile_bf16_portable, kRows};
   }
 };
@@ -232,24 +203,69 @@ void pack_b(MatrixView<typename Gemm::BElem> b, int64_t k, int64_t n, Packed& pa
   packed.panels = pack_panels(b, k, n, packed.depth, 4 / elem);
 }
 
+// Rows [r0, r0 + rows) of A into `packed`, `lda` elements apart, each element mapped by
+// Gemm::pack; the rest of each row (k to lda) is left as it is. A row-major A is read a row
+// at a time (the loop vectorizes), a transposed one a column at a time (contiguous reads).
+template <typename Gemm>
+void pack_rows(MatrixView<typename Gemm::Source> a, int64_t r0, int64_t rows, int64_t k,
+               int64_t lda, typename Gemm::AElem* packed) {
+  if (!a.transposed) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const typename Gemm::Source* src = a.data + (r0 + r) * a.ld;
+      typename Gemm::AElem* row = packed + r * lda;
+      for (int64_t c = 0; c < k; ++c) row[c] = Gemm::pack(src[c]);
+    }
+    return;
+  }
+  for (int64_t c = 0; c < k; ++c) {
+    const typename Gemm::Source* src = a.data + c * a.ld + r0;
+    for (int64_t r = 0; r < rows; ++r) packed[r * lda + c] = Gemm::pack(src[r]);
+  }
+}
+
 // C = A B on the best microkernel active_isa() allows; store(r0, c0, rows, cols, block)
 // writes a block's valid rows x cols (block rows kCols apart) to C.
 template <typename Gemm, typename Packed, typename Store>
 void gemm(int64_t m, MatrixView<typename Gemm::Source> a, const Packed& b, const Store& store) {
   using AElem = typename Gemm::AElem;
   using Acc = typename Gemm::Acc;
-  const int64_t n = b.n, depth = b.depth;
+  const int64_t n = b.n, k = b.k, depth = b.depth;
   if (m == 0 || n == 0) return;
   const Microkernel<AElem, typename Gemm::BElem, Acc> kernel = Gemm::microkernel(active_isa());
   // Rows one 64-byte step longer than the depth: rows a power of two bytes apart would all
   // fall in a few sets of the L1 cache, and a block reads 32 of them at once.
   const int64_t lda = depth + kDepthBytes / static_cast<int64_t>(sizeof(AElem));
-  const std::vector<AElem> ap = pack_rows(m, kernel.rows, b.k, lda, a, Gemm::kPad, Gemm::pack);
-  for_each_block(m, n, b.k, kernel.rows, [&](int64_t r0, int64_t p) {
-    alignas(64) Acc block[kMaxRows * kCols];
-    kernel.fn(ap.data() + r0 * lda, lda, b.k, b.panels.data() + p * depth * kCols, block);
-    const int64_t c0 = p * kCols;
-    store(r0, c0, std::min(kernel.rows, m - r0), std::min(kCols, n - c0), block);
+  const int64_t panels = (n + kCols - 1) / kCols;
+  const int64_t row_blocks = (m + kTaskRows - 1) / kTaskRows;
+  const int64_t col_blocks = (panels + kTaskPanels - 1) / kTaskPanels;
+  const int64_t tasks = row_blocks * col_blocks;
+  const int64_t min_chunk = m * n * std::max<int64_t>(k, 1) < kSplitWork ? tasks : 1;
+  parallel_for(tasks, min_chunk, [&](int64_t begin, int64_t end) {
+    // The task's rows of A, packed; the padding past k stays a packed zero (B is zero
+    // there too, but an uninitialized bf16 could be a NaN, and NaN * 0 is not 0).
+    std::vector<AElem> ap(static_cast<size_t>(kTaskRows * lda), Gemm::kPad);
+    int64_t packed_block = -1;  // the row block `ap` holds (tasks run row block by row block)
+    if (kernel.begin != nullptr) kernel.begin();
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t rb = t / col_blocks, cb = t % col_blocks;
+      const int64_t r0 = rb * kTaskRows, rows = std::min(kTaskRows, m - r0);
+      if (rb != packed_block) {
+        pack_rows<Gemm>(a, r0, rows, k, lda, ap.data());
+        packed_block = rb;
+      }
+      const int64_t p_end = std::min(panels, (cb + 1) * kTaskPanels);
+      for (int64_t p = cb * kTaskPanels; p < p_end; ++p) {
+        const int64_t c0 = p * kCols;
+        for (int64_t r = 0; r < rows; r += kernel.rows) {
+          // rows of a last, partial block past `rows` hold stale rows of A: their sums are
+          // computed and not stored
+          alignas(64) Acc block[kMaxRows * kCols];
+          kernel.fn(ap.data() + r * lda, lda, k, b.panels.data() + p * depth * kCols, block);
+          store(r0 + r, c0, std::min(kernel.rows, rows - r), std::min(kCols, n - c0), block);
+        }
+      }
+    }
+    if (kernel.end != nullptr) kernel.end();
   });
 }
 
@@ -271,16 +287,22 @@ void gemm_s8(int64_t m, MatrixView<int8_t> a, const PackedS8& b, const S8Epilogu
   const int64_t n = b.n;
   gemm<S8Gemm>(m, a, b, [&](int64_t r0, int64_t c0, int64_t rows, int64_t cols,
                             const int32_t* block) {
+    // 128 * (column sum of B), wrapping: what the +128 of A added to each column
+    uint32_t offset[kCols];
+    for (int64_t c = 0; c < cols; ++c) {
+      offset[c] = 128u * static_cast<uint32_t>(b.column_sums[c0 + c]);
+    }
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) {
-        const auto value = static_cast<int32_t>(
-            static_cast<uint32_t>(block[r * kCols + c]) -
-            128u * static_cast<uint32_t>(b.column_sums[c0 + c]));
-        const int64_t at = (r0 + r) * n + c0 + c;
-        if (out.column_scale != nullptr) {
-          out.out_f32[at] = static_cast<float>(value) * out.column_scale[c0 + c];
-        } else {
-          out.out_s32[at] = value;
+      const int32_t* sums = block + r * kCols;
+      const int64_t at = (r0 + r) * n + c0;
+      if (out.column_scale != nullptr) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const auto value = static_cast<int32_t>(static_cast<uint32_t>(sums[c]) - offset[c]);
+          out.out_f32[at + c] = static_cast<float>(value) * out.column_scale[c0 + c];
+        }
+      } else {
+        for (int64_t c = 0; c < cols; ++c) {
+          out.out_s32[at + c] = static_cast<int32_t>(static_cast<uint32_t>(sums[c]) - offset[c]);
         }
       }
     }

@@ -23,10 +23,12 @@ from stablehlo.interpreter import evaluate
 RNG = np.random.default_rng(20)
 
 # (m, k, n): edges of the 8 x 32 register tile and the 32 x 32 AMX block, k not a multiple
-# of 4 (nor of 64, one AMX step), ones, tall and wide.
+# of 4 (nor of 64, one AMX step), ones, tall and wide; narrow ones as a quantized
+# convolution's per-tap dots give (n = 64, several pool tasks of 64 rows, the last partial),
+# and several tasks both ways (A packed per task and reused across a row's tasks).
 INT8_SHAPES = [(1, 1, 1), (1, 7, 3), (3, 5, 33), (8, 32, 32), (9, 63, 31), (17, 130, 65),
                (64, 64, 128), (65, 257, 97), (2, 1027, 5), (33, 64, 16), (300, 3, 2),
-               (31, 129, 200)]
+               (31, 129, 200), (200, 576, 64), (130, 64, 64), (97, 3, 64), (131, 100, 300)]
 
 
 # Each path's kernels, the CPU features they need and the limit that picks them.
@@ -74,9 +76,10 @@ def test_int8_gemm_of_all_extremes(path):
     np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
 
 
-def test_int8_per_channel_scale_epilogue(path):
-    a, b = int8((10, 70)), int8((70, 40))
-    scale = RNG.uniform(1e-3, 1e-1, size=40).astype(np.float32)
+@pytest.mark.parametrize("m,k,n", [(10, 70, 40), (131, 100, 300)])
+def test_int8_per_channel_scale_epilogue(path, m, k, n):
+    a, b = int8((m, k)), int8((k, n))
+    scale = RNG.uniform(1e-3, 1e-1, size=n).astype(np.float32)
     got = native().lowp.S8Weight(b).matmul(a, scale=scale)
     acc = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float32)
     np.testing.assert_array_equal(got, acc * scale)
@@ -84,7 +87,8 @@ def test_int8_per_channel_scale_epilogue(path):
 
 # edges of the register tile, the AMX block (32 x 32) and step (32 bf16 of k), tall, wide
 BF16_SHAPES = [(1, 1, 1), (2, 1, 40), (7, 33, 31), (16, 32, 16), (33, 31, 17), (40, 257, 70),
-               (128, 512, 96), (300, 5, 3), (3, 1000, 130), (65, 96, 33)]
+               (128, 512, 96), (300, 5, 3), (3, 1000, 130), (65, 96, 33), (200, 64, 64),
+               (131, 100, 300)]
 
 
 @pytest.mark.parametrize("m,k,n", BF16_SHAPES)
@@ -212,6 +216,8 @@ def dot_text(lhs_shape, rhs_shape, lb, rb, lc, rc, in_type, out_type):
 INT8_DOTS = [
     ((4, 5), (5, 6), [], [], [1], [0]),
     ((5, 4), (5, 6), [], [], [0], [0]),            # lhs transposed in place
+    ((70, 130), (70, 300), [], [], [0], [0]),      # ... over several tasks both ways
+    ((200, 64), (64, 64), [], [], [1], [0]),       # narrow: a convolution tap's
     ((4, 5), (6, 5), [], [], [1], [1]),            # rhs transposed in place
     ((3, 4, 5), (3, 5, 6), [0], [0], [2], [1]),    # batched
     ((5, 3, 4), (6, 3, 5), [1], [1], [0], [2]),    # batch in the middle: packed
