@@ -1,8 +1,8 @@
 // RUN: openhlo opt %s --split-input-file --passes=quant-lower | filecheck %s
 
 // Static int8: quantize is x / scale + zp, clamped, rounded half to even, converted; the dot
-// runs on the i8 storage with an i32 result, minus the dot of a tensor of the lhs zero point
-// (-3); the i32 accumulator (scales 0.5 * rhs scales, zero point 0) needs no requantization;
+// runs on the i8 storage with an i32 result, minus the lhs zero point (-3) times the weight's
+// column sums (exactly the dot of a tensor of the zero point); the i32 accumulator (scales 0.5 * rhs scales, zero point 0) needs no requantization;
 // dequantize multiplies by the per-axis scales broadcast along the result's axis 1.
 // CHECK-LABEL: @main
 // CHECK: %[[S:[^ ]+]] = stablehlo.constant dense<5.000000e-01> : tensor<f32>
@@ -18,9 +18,12 @@
 // CHECK: %[[Q:[^ ]+]] = stablehlo.convert %[[R]] : (tensor<2x4xf32>) -> tensor<2x4xi8>
 // CHECK: %[[W:[^ ]+]] = stablehlo.constant dense<{{\[\[}}1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 2, 3]]> : tensor<4x3xi8>
 // CHECK: %[[ACC:[^ ]+]] = stablehlo.dot_general %[[Q]], %[[W]], contracting_dims = [1] x [0] : (tensor<2x4xi8>, tensor<4x3xi8>) -> tensor<2x3xi32>
-// CHECK: %[[ZP:[^ ]+]] = stablehlo.constant dense<-3> : tensor<i8>
-// CHECK: %[[ZPB:[^ ]+]] = stablehlo.broadcast_in_dim %[[ZP]], dims = [] : (tensor<i8>) -> tensor<2x4xi8>
-// CHECK: %[[OFF:[^ ]+]] = stablehlo.dot_general %[[ZPB]], %[[W]], contracting_dims = [1] x [0] : (tensor<2x4xi8>, tensor<4x3xi8>) -> tensor<2x3xi32>
+// CHECK: %[[WI:[^ ]+]] = stablehlo.convert %[[W]] : (tensor<4x3xi8>) -> tensor<4x3xi32>
+// CHECK: %[[COLS:[^ ]+]] = stablehlo.reduce(%[[WI]] init: {{.*}}) applies stablehlo.add across dimensions = [0] : (tensor<4x3xi32>, tensor<i32>) -> tensor<3xi32>
+// CHECK: %[[COLSB:[^ ]+]] = stablehlo.broadcast_in_dim %[[COLS]], dims = [1] : (tensor<3xi32>) -> tensor<2x3xi32>
+// CHECK: %[[ZP:[^ ]+]] = stablehlo.constant dense<-3> : tensor<i32>
+// CHECK: %[[ZPB:[^ ]+]] = stablehlo.broadcast_in_dim %[[ZP]], dims = [] : (tensor<i32>) -> tensor<2x3xi32>
+// CHECK: %[[OFF:[^ ]+]] = stablehlo.multiply %[[COLSB]], %[[ZPB]] : tensor<2x3xi32>
 // CHECK: %[[SUB:[^ ]+]] = stablehlo.subtract %[[ACC]], %[[OFF]] : tensor<2x3xi32>
 // CHECK: %[[F:[^ ]+]] = stablehlo.convert %[[SUB]] : (tensor<2x3xi32>) -> tensor<2x3xf32>
 // CHECK: %[[SC:[^ ]+]] = stablehlo.constant dense<[5.000000e-02, 1.000000e-01, 1.250000e-01]> : tensor<3xf32>

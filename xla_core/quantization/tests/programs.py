@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from stablehlo.builder import Builder
-from stablehlo.ir.types import F32, tensor
+from stablehlo.ir.types import F32, UI8, IntegerType, TensorType, tensor
 
 
 def _dense(b: Builder, x, weight: np.ndarray, bias: np.ndarray, relu: bool):
@@ -61,3 +61,19 @@ def random_cnn(seed: int, batch: int = 2, image=(6, 6, 3), features=(4, 5), clas
     dense = ((rng.standard_normal((flat, classes)) / np.sqrt(flat)).astype(np.float32),
              (0.1 * rng.standard_normal(classes)).astype(np.float32))
     return cnn(convs, dense, batch, image)
+
+
+def torch_int4_program(outputs: int, depth: int, group: int, batch: int):
+    """frameworks/torch's weight-int4 linear: packed ui8 weight and [N, K/G] scales as
+    arguments."""
+    b = Builder()
+    rows = outputs * depth // group
+    with b.function("main", [tensor((batch, depth), F32), TensorType((outputs, depth // 2), UI8),
+                             tensor((outputs, depth // group), F32)]) as (_, (x, w, s)):
+        nibbles = b.bitcast_convert(w, TensorType((outputs, depth // 2, 2), IntegerType(4)))
+        grouped = b.reshape(nibbles, (rows, group))
+        values = b.multiply(b.convert(grouped, F32),
+                            b.broadcast_in_dim(b.reshape(s, (rows,)), (rows, group), [0]))
+        weight = b.reshape(values, (outputs, depth))
+        b.return_(b.dot_general(x, weight, contracting=((1,), (1,))))
+    return b.module

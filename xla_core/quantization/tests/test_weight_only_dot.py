@@ -9,13 +9,13 @@ import pytest
 
 from stablehlo.builder import Builder
 from stablehlo.ir.core import Module
-from stablehlo.ir.types import F32, UI8, IntegerType, TensorType, tensor
+from stablehlo.ir.types import F32, IntegerType, TensorType, tensor
 from stablehlo.text import print_module
 from xla_core.ir_utils import clone_operation
 from xla_core.passes import PassContext, Pipeline, parse_pass_list
 from xla_core.quantization import quantize
 from xla_core.quantization.tests.helpers import interpret, lowered
-from xla_core.quantization.tests.programs import mlp
+from xla_core.quantization.tests.programs import mlp, torch_int4_program
 from xla_core.quantization.weight_only_dot import WEIGHT_ONLY_DOT
 
 RNG = np.random.default_rng(11)
@@ -59,22 +59,6 @@ def test_quantizer_programs_become_composites(mode, bits):
     main_text = print_module(rewritten).split("func.func private")[0]
     assert "stablehlo.convert" not in main_text
     np.testing.assert_array_equal(interpret(rewritten, x), interpret(program, x))
-
-
-def torch_int4_program(outputs: int, depth: int, group: int, batch: int):
-    """frameworks/torch's weight-int4 linear: packed ui8 weight and [N, K/G] scales as
-    arguments."""
-    b = Builder()
-    rows = outputs * depth // group
-    with b.function("main", [tensor((batch, depth), F32), TensorType((outputs, depth // 2), UI8),
-                             tensor((outputs, depth // group), F32)]) as (_, (x, w, s)):
-        nibbles = b.bitcast_convert(w, TensorType((outputs, depth // 2, 2), IntegerType(4)))
-        grouped = b.reshape(nibbles, (rows, group))
-        values = b.multiply(b.convert(grouped, F32),
-                            b.broadcast_in_dim(b.reshape(s, (rows,)), (rows, group), [0]))
-        weight = b.reshape(values, (outputs, depth))
-        b.return_(b.dot_general(x, weight, contracting=((1,), (1,))))
-    return b.module
 
 
 def test_packed_int4_arguments_are_read_packed():

@@ -15,7 +15,7 @@ from stablehlo.builder import Builder
 from stablehlo.interpreter import evaluate
 from stablehlo.ir.types import F32, I8, I32, UI8, IntegerType, TensorType, tensor
 from xla_core.quantization.weight_only_dot import WEIGHT_ONLY_DOT
-from xla_core.quantization.tests.test_weight_only_dot import torch_int4_program
+from xla_core.quantization.tests.programs import torch_int4_program
 
 RNG = np.random.default_rng(5)
 
