@@ -109,11 +109,14 @@ def lowered(build, seed: int = 0) -> tuple[str, list]:
     return text, [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
 
 
-def compile_step(client, text: str, memory_limit: int = 0, wait: bool = True):
+def compile_step(client, text: str, memory_limit: int = 0, wait: bool = True,
+                 fused_attention: bool = True):
     """The step compiled, with a memory limit when one is given; ``wait``: with its
     generated kernels in place (both tiers give the same bits)."""
     from pjrt.api import CompileOptions
     overrides = {"memory_limit": memory_limit} if memory_limit else {}
+    if not fused_attention:
+        overrides["fused_attention"] = False
     exe = client.compile(text, CompileOptions(env_option_overrides=overrides))
     if wait:
         exe.wait_optimized()

@@ -45,7 +45,9 @@ def test_metrics_dump_and_trace_of_a_run(tmp_path, monkeypatch):
 
     folder = tmp_path / "dump" / "softplus_rows"
     files = sorted(p.name for p in folder.iterdir())
-    assert files[0] == "000.input.mlir" and "001.cpu.inline.mlir" in files
+    # the input, then one file per pass of the cpu pipeline in order
+    assert files[0] == "000.input.mlir" and "001.cpu.weight-only-dot.mlir" in files
+    assert "002.cpu.inline.mlir" in files
     assert any(f.endswith(".fusion.explain.txt") for f in files)
     [kernels] = [f for f in files if f.endswith(".kernels.cc")]
     assert "ohk_" in (folder / kernels).read_text()
