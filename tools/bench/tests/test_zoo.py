@@ -26,6 +26,9 @@ SLICE = [pytest.param("tv_resnet18", 32, marks=needs_torchvision),
          pytest.param("hf_gpt2", None, marks=needs_transformers)]
 
 
+# slow: the README's pytest command runs it; Bazel's runner deselects it (a minute of
+# compiles, and CI would pay it twice)
+@pytest.mark.slow
 @pytest.mark.parametrize("train", [False, True], ids=["forward", "train"])
 @pytest.mark.parametrize("name, side", SLICE)
 def test_zoo_slice_matches_float64_eager_without_fallbacks(name, side, train, tmp_path,
