@@ -17,6 +17,18 @@ prior ``reaches`` check:
 * ``merge(a, b)``: multi-output fusion; ``a`` is absorbed by ``b`` and the
   values still read outside stay outputs. The caller checks ``reaches``.
 
+Note [pruning reaches by position]
+The block is in topological order, so a value's provider has an op before the op reading it:
+on an edge ``x -> y``, ``x.first < y.last``. That bounds only one step back: a merged node
+may hold ops far apart (a multi-output fusion of ops 324 and 387), a path may enter it at
+its late op and leave at its early one, and a node all of whose ops come after ``target``'s
+may still feed it. So the bound follows the spans: the node before ``target`` starts before
+``b = target.last``; any node starting before ``b`` ends by ``max(last of the nodes starting
+before b)``, and the node before it starts before that. At the fixed point of this, every
+node on a path to ``target`` starts before ``b``; ``_spans`` answers the maximum from a
+prefix-maximum tree, updated as merges widen nodes (entries of nodes merged away stay:
+they only make the bound larger, never wrong).
+
 Note [duplicated ops]
 An op fused into several consumers is listed in each of them; the ops are
 shared references, cloned only when a fusion is outlined. No value of a
@@ -107,6 +119,7 @@ class FusionGraph:
         self.provider: dict[Value, FusionNode] = {}
         self.terminator: Operation | None = None
         self.async_bounds: dict | None = None  # legality.async_bounds, once asked
+        self._spans = _PrefixMax(len(block.operations))  # first -> last of every node
         for i, op in enumerate(block.operations):
             self.index[op] = i
             is_terminator = i == len(block.operations) - 1 and op.name.endswith("return")
@@ -120,6 +133,7 @@ class FusionGraph:
                 self.users.setdefault(v, {})[node] = None
             for r in op.results:
                 self.provider[r] = node
+            self._spans.raise_to(i, i)
         for node in self.nodes.values():
             node.outputs = {r: None for r in node.ops[0].results if r in self.users}
 
@@ -142,21 +156,31 @@ class FusionGraph:
                 seen[p] = None
         return list(seen)
 
-    def reaches(self, start: FusionNode, target: FusionNode) -> bool:
-        """Whether a path of one edge or more leads from ``start`` to ``target``.
-
-        Pruned by position: a node all of whose ops come after ``target``'s last op
-        cannot feed it.
-        """
-        stack, seen = [start], {start}
+    def reaches(self, starts: list[FusionNode], target: FusionNode) -> bool:
+        """Whether a path (of no edges when ``target`` is among them) leads from a node of
+        ``starts`` to ``target``. See Note [pruning reaches by position]."""
+        bound = self._feeding_bound(target)
+        stack, seen = list(starts), set(starts)
         while stack:
-            for c in self.consumers(stack.pop()):
-                if c is target:
-                    return True
-                if c not in seen and c.first < target.last:
+            node = stack.pop()
+            if node is target:
+                return True
+            for c in self.consumers(node):
+                if c not in seen and (c is target or c.first < bound):
                     seen.add(c)
                     stack.append(c)
         return False
+
+    def _feeding_bound(self, target: FusionNode) -> int:
+        """A block position that the first op of every node on a path to ``target`` comes
+        before: the fixed point of ``b -> max(last of the nodes starting before b)``, from
+        ``target.last`` on."""
+        bound = target.last
+        while True:
+            further = self._spans.max_before(bound)
+            if further <= bound:
+                return bound
+            bound = further
 
     def flops(self, node: FusionNode) -> float:
         if node.flops is None:
@@ -228,12 +252,35 @@ class FusionGraph:
             node.ops = sorted(node.ops + new, key=self.index.__getitem__)
         node.first = min(node.first, other.first)
         node.last = max(node.last, other.last)
+        self._spans.raise_to(node.first, node.last)
         node.version += 1
         node.summary = node.tainted = None
 
     def _remove(self, node: FusionNode) -> None:
         del self.nodes[node.id]
         node.version += 1
+
+
+class _PrefixMax:
+    """Maxima of values at positions ``0..n-1`` that only ever rise: a Fenwick tree whose
+    queries are "the largest value at a position before ``i``" (-1 when none)."""
+
+    def __init__(self, n: int):
+        self.tree = [-1] * (n + 1)
+
+    def raise_to(self, position: int, value: int) -> None:
+        i = position + 1
+        while i < len(self.tree):
+            if self.tree[i] < value:
+                self.tree[i] = value
+            i += i & -i
+
+    def max_before(self, position: int) -> int:
+        best, i = -1, position
+        while i > 0:
+            best = max(best, self.tree[i])
+            i -= i & -i
+        return best
 
 
 def values_read(op: Operation) -> list[Value]:

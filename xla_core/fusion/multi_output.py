@@ -54,9 +54,8 @@ def why_not_merge(graph: FusionGraph, a: FusionNode, b: FusionNode,
 def _creates_cycle(graph: FusionGraph, a: FusionNode, b: FusionNode) -> bool:
     """A path a -> x -> ... -> b (or b -> ... -> a) through some other node x."""
     for start, target in ((a, b), (b, a)):
-        for c in graph.consumers(start):
-            if c is not target and graph.reaches(c, target):
-                return True
+        if graph.reaches([c for c in graph.consumers(start) if c is not target], target):
+            return True
     return False
 
 

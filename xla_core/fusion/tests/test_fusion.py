@@ -189,6 +189,52 @@ def test_multi_output_never_creates_a_cycle():
                      "func.return"]
 
 
+def test_sibling_merge_through_a_wide_fusion_is_refused():
+    # Reduced from ShuffleNet v2's training forward (two batch norms' statistics). The
+    # splat constants make siblings: first %15's fusion (divide, add) merges with the
+    # rsqrt's, one node holding %0 and %15, which feeds %3 -> conv -> reduce -> %7 and
+    # reads %12 <- %8. Merging %8 with %7 would close a cycle; the path from %8 to %7
+    # enters that node at its late op (%13) and leaves at its early one (%1), so a search
+    # pruned by "a node whose ops all come after %7 cannot feed it" missed it, and
+    # outlining failed on a cyclic block.
+    text = """
+    func.func public @main(%var: tensor<1x8x1x1xf32>, %x: tensor<2x8x4x4xf32>,
+                           %w: tensor<8x1x3x3xf32>, %sum: tensor<1x8x1x1xf32>,
+                           %y: tensor<2x8x4x4xf32>) -> (tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>) {
+      %eps = stablehlo.constant dense<1.0e-5> : tensor<1x8x1x1xf32>
+      %n = stablehlo.constant dense<32.0> : tensor<1x8x1x1xf32>
+      %zero = stablehlo.constant dense<0.0> : tensor<f32>
+      %0 = stablehlo.add %var, %eps : tensor<1x8x1x1xf32>
+      %1 = stablehlo.rsqrt %0 : tensor<1x8x1x1xf32>
+      %2 = stablehlo.broadcast_in_dim %1, dims = [0, 1, 2, 3] : (tensor<1x8x1x1xf32>) -> tensor<2x8x4x4xf32>
+      %3 = stablehlo.multiply %x, %2 : tensor<2x8x4x4xf32>
+      %4 = stablehlo.convolution(%3, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1],
+          window = {stride = [1, 1], pad = [[1, 1], [1, 1]], rhs_dilate = [1, 1]}
+          {batch_group_count = 1 : i64, feature_group_count = 8 : i64}
+          : (tensor<2x8x4x4xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x4x4xf32>
+      %5 = stablehlo.reduce(%4 init: %zero) applies stablehlo.add across dimensions = [0, 2, 3] : (tensor<2x8x4x4xf32>, tensor<f32>) -> tensor<8xf32>
+      %6 = stablehlo.reshape %5 : (tensor<8xf32>) -> tensor<1x8x1x1xf32>
+      %7 = stablehlo.divide %6, %n : tensor<1x8x1x1xf32>
+      %8 = stablehlo.divide %sum, %n : tensor<1x8x1x1xf32>
+      %9 = stablehlo.broadcast_in_dim %8, dims = [0, 1, 2, 3] : (tensor<1x8x1x1xf32>) -> tensor<2x8x4x4xf32>
+      %10 = stablehlo.subtract %y, %9 : tensor<2x8x4x4xf32>
+      %11 = stablehlo.multiply %10, %10 : tensor<2x8x4x4xf32>
+      %12 = stablehlo.reduce(%11 init: %zero) applies stablehlo.add across dimensions = [0, 2, 3] : (tensor<2x8x4x4xf32>, tensor<f32>) -> tensor<8xf32>
+      %13 = stablehlo.reshape %12 : (tensor<8xf32>) -> tensor<1x8x1x1xf32>
+      %14 = stablehlo.divide %13, %n : tensor<1x8x1x1xf32>
+      %15 = stablehlo.add %14, %eps : tensor<1x8x1x1xf32>
+      func.return %7, %15 : tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>
+    }"""
+    before = stablehlo.parse(text, "test.mlir")
+    args = random_args(before)
+    expected = stablehlo.evaluate(before, args)
+    module, explain = fuse_text(text)
+    assert "merged %15 (stablehlo.add @ test.mlir:26, 3 ops) with %1 (stablehlo.rsqrt " \
+           "@ test.mlir:9, 2 ops) (sibling multi-output)" in "\n".join(explain.lines)
+    for want, got in zip(expected, stablehlo.evaluate(module, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_dot_epilogues_keep_shape_and_dots_stay_apart():
     text = """
     func.func public @main(%x: tensor<4x8xf32>, %w: tensor<8x4xf32>) -> (tensor<4x2xf32>, tensor<4x4xf32>) {
