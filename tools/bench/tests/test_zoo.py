@@ -38,9 +38,9 @@ def test_zoo_slice_matches_float64_eager_without_fallbacks(name, side, train, tm
     model, inputs = build_zoo_model(name)
     if side is not None:
         inputs = (inputs[0][:, :, :side, :side].contiguous(),)
-    reference, eager = zoo.references(model, inputs, train)
+    reference, eager_errors = zoo.references(model, inputs, train)
     torch._dynamo.reset()
-    entry, _ = zoo.run_backend("openhlo", model, inputs, train, eager, reference,
+    entry, _ = zoo.run_backend("openhlo", model, inputs, train, eager_errors, reference,
                                log=lambda line: None)
     assert entry["status"] == "ok", entry
     assert entry["interpreter_fallbacks"] == [] and entry["eager_fallbacks"] == {}
@@ -54,14 +54,44 @@ def test_judge_uses_eager_error_as_the_bar():
     eager = {"out": (want + torch.tensor([0.0, 0.0, 4e-3], dtype=torch.float64)).float()}
     close = {"out": (want + torch.tensor([0.0, 2e-2, 0.0], dtype=torch.float64)).float()}
     far = {"out": (want + torch.tensor([0.0, 5e-2, 0.0], dtype=torch.float64)).float()}
-    assert zoo.relative_error(eager["out"], want) == pytest.approx(1e-3, rel=1e-3)
+    eager_errors = {"out": zoo.relative_error(eager["out"], want)}
+    assert eager_errors["out"] == pytest.approx(1e-3, rel=1e-3)
     # eager is 1e-3 off: up to 10x that (+ 1e-5) passes, 1.25e-2 does not
-    assert zoo.judge(close, eager, {"out": want})["ok"]
-    verdict = zoo.judge(far, eager, {"out": want})
+    assert zoo.judge(close, eager_errors, {"out": want})["ok"]
+    verdict = zoo.judge(far, eager_errors, {"out": want})
     assert not verdict["ok"] and verdict["worst"] == "out"
-    assert not zoo.judge({"out": torch.zeros(2)}, eager, {"out": want})["ok"]  # shape
+    assert not zoo.judge({"out": torch.zeros(2)}, eager_errors, {"out": want})["ok"]  # shape
     nan = {"out": torch.tensor([float("nan"), -2.0, 4.0])}
-    assert not zoo.judge(nan, eager, {"out": want})["ok"]
+    assert not zoo.judge(nan, eager_errors, {"out": want})["ok"]
+
+
+def _kink_model():
+    """relu(x W^T) summed by a second layer; with inputs (c, c) the first unit's input
+    x0 - x1 is exactly 0: on the ReLU's kink."""
+    first = torch.nn.Linear(2, 2, bias=False)
+    second = torch.nn.Linear(2, 1, bias=False)
+    with torch.no_grad():
+        first.weight.copy_(torch.tensor([[1.0, -1.0], [1.0, 1.0]]))
+        second.weight.fill_(1.0)
+    return torch.nn.Sequential(first, torch.nn.ReLU(), second)
+
+
+def test_eager_error_covers_a_kink_that_rounding_decides():
+    # float32 eager and float64 both compute the first unit's input as exactly 0 (the
+    # masked side), so eager alone would allow 1e-5 on the first weight's gradient; a run
+    # that rounds differently lands above the kink and gets a whole row of it
+    inputs = (torch.full((8, 2), 0.3),)
+    reference, eager_errors = zoo.references(_kink_model(), inputs, train=True)
+    above = _kink_model().double()
+    with torch.no_grad():
+        above[0].weight[0, 1] = -(1 - 2.0 ** -30)
+    above = zoo._Mode(True, (inputs[0].double(),)).prepare(above)()
+    assert zoo.relative_error(above["grad 0.weight"], reference["grad 0.weight"]) > 0.5
+    assert eager_errors["grad 0.weight"] > 0.1  # a nudged run crossed the kink too
+    assert zoo.judge(above, eager_errors, reference)["ok"]
+    # what does not depend on the kink keeps float32's bar: the loss 1e-3 off fails
+    assert eager_errors["loss"] < 1e-6
+    assert not zoo.judge(dict(above, loss=above["loss"] * 1.001), eager_errors, reference)["ok"]
 
 
 def test_compile_logs_collect_interpreter_ops_and_abandoned_pipelines():
