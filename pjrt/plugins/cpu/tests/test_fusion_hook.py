@@ -16,6 +16,10 @@ from tools.conformance.slice import choose_testdata
 from xla_core.fusion import fuse_module
 from xla_core.testing.conformance import conformance_dir
 
+# slow: the README's pytest runs this file; Bazel's runner leaves it out (among the
+# costliest targets, and CI would pay for it twice)
+pytestmark = pytest.mark.slow
+
 TESTDATA = conformance_dir("testdata")
 SYNC = CompileOptions(env_option_overrides={"async_codegen": False})
 
