@@ -8,7 +8,7 @@ same kinds that it was not: the suite's workloads at other shapes, and other com
 over stacked layers, a causal attention with fewer heads, a GELU MLP training step with
 momentum, cumulative sums). Each program is lowered once with ``jax.jit``; openhlo compiles
 that StableHLO (and waits for its generated kernels), XLA compiles the same lowering; the
-outputs must agree with XLA's (rtol/atol 2e-3, float32), then both are timed in alternating
+outputs must agree with XLA's (the suite's check, tools/bench/suite.py), then both are timed in alternating
 rounds (tools/bench/timing.py). Compile times are cold (empty caches in a fresh temporary
 folder): openhlo's until its generated kernels are in place. The report gives each program's openhlo/XLA time ratio, the
 geometric mean and the worst program, and the machine's load average. Exit status 1 if any
@@ -28,9 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from tools.bench.workloads import WORKLOADS, Instance, _dense_init, _normal
-
-TOLERANCE = 2e-3
-
 
 @dataclass(frozen=True)
 class HeldOut:
@@ -191,25 +188,12 @@ PROGRAMS: dict[str, HeldOut] = {p.name: p for p in (
 )}
 
 
-def _agree(ours, theirs) -> str | None:
-    """None when every output agrees with XLA's, else what differs."""
-    if len(ours) != len(theirs):
-        return f"{len(ours)} outputs, XLA gives {len(theirs)}"
-    for i, (a, b) in enumerate(zip(ours, theirs)):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape:
-            return f"output {i}: shape {a.shape}, XLA's {b.shape}"
-        if not np.allclose(a, b, rtol=TOLERANCE, atol=TOLERANCE):
-            worst = float(np.max(np.abs(a.astype(np.float64) - b)))
-            return f"output {i}: differs from XLA's by up to {worst:.3g}"
-    return None
-
-
 def run(names: list[str], quick: bool, budget: float, progress=print,
         cache_root: str | None = None) -> dict:
     """Compile, check and time each named program; the figures as a dict. ``cache_root``: an
     empty folder for every compilation cache, so compile times are cold ones."""
     from tools.bench.runners import OpenHLORunner, XlaRunner, lower, use_cache_root
+    from tools.bench.suite import check_outputs
     from tools.bench.timing import interleaved_medians
     if cache_root is not None:
         use_cache_root(cache_root)
@@ -222,7 +206,7 @@ def run(names: list[str], quick: bool, budget: float, progress=print,
         instance = program.build(np.random.default_rng(0), quick)
         lowered = lower(instance)
         mine, theirs = ours.prepare(instance, lowered), xla.prepare(instance, lowered)
-        problem = _agree(mine.call(), theirs.call())
+        problem = check_outputs(mine.call(), [np.asarray(o) for o in theirs.call()])
         row = {"name": name, "description": program.description,
                "compile_s": {"openhlo": mine.optimized_s, "xla": theirs.compile_s},
                "agrees": problem is None, "problem": problem}

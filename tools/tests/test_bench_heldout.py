@@ -40,7 +40,7 @@ def test_a_wrong_result_is_reported(monkeypatch):
     monkeypatch.setattr(runners.OpenHLORunner, "prepare", perturbed)
     figures = bench_heldout.run(["cumulative"], quick=True, budget=0.01, progress=lambda l: None)
     assert figures["summary"]["wrong"] == ["cumulative"]
-    assert "WRONG: output 0: differs from XLA's" in bench_heldout.format_report(figures)
+    assert "WRONG: output 0: " in bench_heldout.format_report(figures)
 
 
 def test_unknown_program_is_refused(capsys):
