@@ -113,12 +113,12 @@ def _xla_compile(lowered) -> tuple[object, dict]:
 def measure(names: list[str], quick: bool, check: bool) -> list[dict]:
     """Compile every workload on both sides (caches as the environment left them)."""
     import pjrt
-    from tools.bench.runners import _warm_up_program, lower
+    from tools.bench.runners import warm_up_program, lower
     from tools.bench.suite import check_outputs, workload_sizes
     from tools.bench.workloads import WORKLOADS
     client = pjrt.make_client("cpu")
-    client.compile(_warm_up_program().as_text()).wait_optimized()
-    _warm_up_program().compile()
+    client.compile(warm_up_program().as_text()).wait_optimized()
+    warm_up_program().compile()
     rows = []
     for name in names:
         workload = WORKLOADS[name]

@@ -117,7 +117,9 @@ def _warm_up_instance() -> Instance:
     return Instance((np.zeros(7, np.float32),), lambda x: (jnp.sin(x) * 2,), None)
 
 
-def _warm_up_program():
+def warm_up_program():
+    """An unrelated tiny program: compiling it first pays a compiler's one-time costs (shared by
+    the runners and tools/bench_compile.py)."""
     return lower(_warm_up_instance())
 
 
@@ -130,7 +132,7 @@ class OpenHLORunner:
     def setup(self) -> None:
         import pjrt
         self.client = pjrt.make_client("cpu")
-        self.client.compile(_warm_up_program().as_text())
+        self.client.compile(warm_up_program().as_text())
 
     def prepare(self, instance: Instance, lowered) -> Prepared:
         text = lowered.as_text()
@@ -153,7 +155,7 @@ class XlaRunner:
                    "(n/a where jax gives none)")
 
     def setup(self) -> None:
-        _warm_up_program().compile()
+        warm_up_program().compile()
 
     def prepare(self, instance: Instance, lowered) -> Prepared:
         import jax
@@ -263,7 +265,7 @@ class _TorchRunner:
     def setup(self) -> None:
         import torch
         self.torch = torch
-        if self.compiles:  # as _warm_up_program, for torch.compile
+        if self.compiles:  # as warm_up_program, for torch.compile
             torch.compile(lambda x: (torch.sin(x) * 2,))(torch.zeros(7))
 
     def prepare(self, instance: Instance, lowered) -> Prepared:
