@@ -48,6 +48,7 @@ from stablehlo.ir.core import Func, Module
 from stablehlo.ir.types import I64, TensorType
 from xla_core.buffers.assignment import assign_buffers
 from xla_core.buffers.liveness import BlockGraph, NestedPeaks, is_fusion
+from xla_core.buffers.scheduler import hoist
 from xla_core.cost import hardware, op_cost, roofline_seconds
 from xla_core.ir_utils import clone_operation
 from xla_core.passes.base import Pass, PassContext
@@ -147,6 +148,7 @@ class _FunctionRemat:
         before = assign_buffers(self.func)
         if before.peak_bytes <= self.limit:
             return False
+        hoisted = self._hoist()
         # Each round plans from the original program for fewer live bytes than the last,
         # while the packed heap overshoots (fragmentation); the best round is kept.
         target = self.limit - before.argument_bytes
@@ -164,7 +166,7 @@ class _FunctionRemat:
         if target is None:
             LOG.warning("remat: @%s needs %d bytes, over the limit of %d, and no "
                         "recomputation lowers it", self.func.name, peak, self.limit)
-            return False
+            return hoisted
         _, recomputed = self._plan(target)
         self._log.clear()
         if peak > self.limit:
@@ -179,6 +181,17 @@ class _FunctionRemat:
             ("peak_before", IntegerAttr(first, I64)),
             ("peak_after", IntegerAttr(peak, I64)),
             ("recomputed", IntegerAttr(done + recomputed, I64))))
+        return True
+
+    def _hoist(self) -> bool:
+        """Move the ops that free more than they define up (``scheduler.hoist``: a weight
+        update right after its gradient): the order's other stretches get lower, which
+        recomputation needs once the peak is lowered to them. Returns whether any moved."""
+        graph = BlockGraph(self.func.body, NestedPeaks(self.module))
+        order = hoist(graph, list(range(len(graph.ops))))
+        if order == sorted(order):
+            return False
+        self.func.body.operations[:] = [graph.ops[i] for i in order]
         return True
 
     def _plan(self, target: int) -> tuple[int, int]:

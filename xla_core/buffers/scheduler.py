@@ -134,9 +134,7 @@ def sink(graph: BlockGraph, order: list[int]) -> list[int]:
     than it lengthens its operands'. Held ops are emitted, in their order,
     just before the first op that needs them.
     """
-    pos = [0] * len(graph.ops)
-    for k, i in enumerate(order):
-        pos[i] = k
+    pos = _positions(order)
     last_use = [max((pos[u] for u in users), default=-1) for users in graph.users]
     held: set[int] = set()
     out: list[int] = []
@@ -167,6 +165,59 @@ def _expands(graph: BlockGraph, i: int, at: int, last_use: list[int]) -> bool:
         return False
     sizes = graph.sizes
     return defined > sum([sizes[v] for v in graph.uses[i] if last_use[v] == at])
+
+
+def hoist(graph: BlockGraph, order: list[int]) -> list[int]:
+    """``order`` with shrinking ops moved up, each to just after the last op it must follow.
+
+    The dual of ``sink``: an op is moved when it is pure, holds no nested computation, and
+    frees more bytes (the operands it is the last reader of) than it defines: a training
+    step's weight update, which reads an activation and its gradient and writes a small
+    output. Run right after its operands' other readers, instead of wherever the order put
+    it, it frees them across the whole stretch in between, where it only adds its results.
+    The peak of a stretch does not matter to ``best_schedule`` unless it is the peak, but it
+    does to recomputation (``remat``), which lowers the peak until another stretch is the
+    highest. A move that would raise the order's peak is not made.
+    """
+    order = list(order)
+    pos = _positions(order)
+    peak = graph.peak(order)
+    for k in range(len(order)):
+        to = _hoisted_position(graph, order, pos, k)
+        if to is None:
+            continue
+        moved = order[:to] + [order[k]] + order[to:k] + order[k + 1:]
+        moved_peak = graph.peak(moved)
+        if moved_peak <= peak:
+            order, peak, pos = moved, moved_peak, _positions(moved)
+    return order
+
+
+def _positions(order: list[int]) -> list[int]:
+    pos = [0] * len(order)
+    for k, i in enumerate(order):
+        pos[i] = k
+    return pos
+
+
+def _hoisted_position(graph: BlockGraph, order: list[int], pos: list[int],
+                      k: int) -> int | None:
+    """Where ``hoist`` moves the op at position ``k`` of ``order`` (``pos``: op index ->
+    position), or None to leave it."""
+    i = order[k]
+    if graph.ordered[i] or graph.scratch[i] or i == graph.terminator or graph.ops[i].regions:
+        return None
+    after = max((pos[p] for p in graph.preds[i]), default=-1)
+    freed = 0
+    for v in graph.uses[i]:
+        others = [pos[u] for u in graph.users[v] if u != i]
+        if graph.is_output(v) or max(others, default=-1) > k:
+            continue
+        freed += graph.sizes[v]
+        after = max([after] + others)
+    if freed <= graph.def_bytes[i] or after + 1 >= k:
+        return None
+    return after + 1
 
 
 def best_schedule(graph: BlockGraph) -> tuple[list[int], int]:
