@@ -17,13 +17,13 @@ def client():
     return pjrt.make_client("cpu")
 
 
-# The transformer with its attention materialized: fused (forward and backward kernels), the
-# step's peak is already 22% lower and half of that is under what recomputation reaches (the
-# blocks' attention inputs and outputs stay live for the backward kernel); the next test.
-@pytest.mark.parametrize("name", ["mlp", "transformer"])
-def test_half_the_peak_with_the_same_bits(name, client):
+# The transformer twice: with its attention fused (forward and backward kernels, which keep
+# no L x L scores: the lower peak, next test) and materialized.
+@pytest.mark.parametrize("name, fused", [("mlp", True), ("transformer", True),
+                                         ("transformer", False)],
+                         ids=["mlp", "transformer", "transformer-materialized-attention"])
+def test_half_the_peak_with_the_same_bits(name, fused, client):
     text, args = bench_remat.lowered(bench_remat.STEPS[name].build)
-    fused = name != "transformer"
     plain = bench_remat.compile_step(client, text, wait=False, fused_attention=fused)
     peak = plain.memory_stats()["peak_bytes"]
     limit = peak // 2
@@ -36,17 +36,11 @@ def test_half_the_peak_with_the_same_bits(name, client):
         assert np.asarray(want).tobytes() == np.asarray(got).tobytes()
 
 
-def test_fused_attention_step_under_a_limit_gets_as_low_as_it_can(client):
-    text, args = bench_remat.lowered(bench_remat.STEPS["transformer"].build)
-    plain = bench_remat.compile_step(client, text, wait=False)
+def test_the_fused_attention_step_has_the_lower_peak(client):
+    text, _ = bench_remat.lowered(bench_remat.STEPS["transformer"].build)
+    fused = bench_remat.compile_step(client, text, wait=False)
     unfused = bench_remat.compile_step(client, text, wait=False, fused_attention=False)
-    peak = plain.memory_stats()["peak_bytes"]
-    assert peak < unfused.memory_stats()["peak_bytes"]  # no L x L scores kept
-    limited = bench_remat.compile_step(client, text, peak // 2, wait=False)
-    stats = limited.memory_stats()
-    assert stats["recomputed_ops"] > 0 and stats["peak_bytes"] < 0.75 * peak
-    for want, got in zip(plain(*args), limited(*args)):
-        assert np.asarray(want).tobytes() == np.asarray(got).tobytes()
+    assert fused.memory_stats()["peak_bytes"] < unfused.memory_stats()["peak_bytes"]
 
 
 def test_opt_and_run_take_a_memory_limit(tmp_path, capsys):
