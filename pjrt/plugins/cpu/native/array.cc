@@ -14,6 +14,7 @@ namespace openhlo::cpu {
 namespace {
 std::atomic<int64_t> g_live_count{0};
 std::atomic<int64_t> g_live_bytes{0};
+std::atomic<int64_t> g_peak_bytes{0};
 constexpr size_t kAlignment = 64;
 // Large arrays go on transparent huge pages (as numpy does): first-touch page faults of
 // 4 KiB pages otherwise dominate kernels that write fresh multi-megabyte results.
@@ -197,7 +198,13 @@ Storage::Storage(size_t bytes) : nbytes(bytes) {
     if (alignment == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);  // a hint; may fail
   }
   g_live_count.fetch_add(1, std::memory_order_relaxed);
-  g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  const int64_t live =
+      g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
+      static_cast<int64_t>(bytes);
+  int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
+  while (live > peak &&
+         !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
 }
 
 Storage::~Storage() {
@@ -214,6 +221,8 @@ Storage::~Storage() {
 
 int64_t live_storage_count() { return g_live_count.load(); }
 int64_t live_storage_bytes() { return g_live_bytes.load(); }
+int64_t peak_storage_bytes() { return g_peak_bytes.load(); }
+void reset_peak_storage_bytes() { g_peak_bytes.store(g_live_bytes.load()); }
 
 Array allocate(DType dtype, const Shape& shape) {
   Array a;

@@ -88,6 +88,10 @@ struct Storage {
 // Live Storage count and bytes, for leak tests and memory statistics.
 int64_t live_storage_count();
 int64_t live_storage_bytes();
+// The most bytes live at once since the last reset (which sets it to the bytes live then): what
+// a program run really held, to check the compiler's peak-memory figure against.
+int64_t peak_storage_bytes();
+void reset_peak_storage_bytes();
 
 struct Array {
   DType dtype = DType::F32;

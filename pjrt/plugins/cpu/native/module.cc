@@ -82,6 +82,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("kernel_attr_schemas", &kernel_attr_schemas);
   m.def("live_storage_count", &live_storage_count);
   m.def("live_storage_bytes", &live_storage_bytes);
+  m.def("peak_storage_bytes", &peak_storage_bytes);
+  m.def("reset_peak_storage_bytes", &reset_peak_storage_bytes);
   m.def("parallel_width", &parallel_width);
   m.def("set_profiling", &set_profiling, py::arg("on"), py::arg("timeline") = false);
   m.def("profile_snapshot", &profile_snapshot);
