@@ -3,8 +3,12 @@ under a limit (the role of XLA's HloRematerialization).
 
 ``remat{memory-limit=64MiB}`` works on each public function's body in its present order, so
 it runs last: after fusion and the memory (or latency-hiding) schedule, with no ``cse`` after
-it. It sweeps the order; at each position whose live bytes exceed the target it rewrites one
-value at a time until they do not or nothing helps, then moves on:
+it. First it moves the ops that free more than they define up to just after the ops they
+must follow (``scheduler.hoist``: a training step's weight update right after its gradient,
+not at the end with the others), which never raises the peak: the schedule minimized the
+peak only, and once recomputation has lowered it, the other stretches of the order matter.
+Then it sweeps the order; at each position whose live bytes exceed the target it rewrites
+one value at a time until they do not or nothing helps, then moves on:
 
 * a candidate is a value ``v`` defined before the position and read after it (not at it): its
   uses after the position read a copy recomputed right before the first of them, so ``v`` is

@@ -28,6 +28,27 @@ func.func public @main(%arg0: tensor<512xf32>) -> tensor<512xf32> {
 
 // -----
 
+// A weight-update-like dot reads the 768 KiB %0 and writes 24 KiB: written last, it keeps %0
+// live across the chain of transposes (heap 3 x 768 KiB). Hoisted to right after %0
+// (ops that free more than they define move up first), it frees %0 there: the heap needs
+// 2 x 768 KiB + 24 KiB, under the limit with nothing recomputed.
+// CHECK-LABEL: @main
+// CHECK-SAME: openhlo.remat_summary = {limit = 2621440 : i64, peak_after = 2416640 : i64, peak_before = 3178496 : i64, recomputed = 0 : i64}
+// CHECK: %[[E:[^ ]+]] = stablehlo.exponential %arg0
+// CHECK-NEXT: stablehlo.dot_general %[[E]], %arg1
+// CHECK-NEXT: stablehlo.transpose %arg0
+// CHECK-NOT: openhlo.remat}
+func.func public @main(%arg0: tensor<384x512xf32>, %arg1: tensor<512x16xf32>) -> (tensor<384x16xf32>, tensor<512x384xf32>) {
+  %0 = stablehlo.exponential %arg0 : tensor<384x512xf32>
+  %1 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<384x512xf32>) -> tensor<512x384xf32>
+  %2 = stablehlo.transpose %1, dims = [1, 0] : (tensor<512x384xf32>) -> tensor<384x512xf32>
+  %3 = stablehlo.transpose %2, dims = [1, 0] : (tensor<384x512xf32>) -> tensor<512x384xf32>
+  %4 = stablehlo.dot_general %0, %arg1, contracting_dims = [1] x [0] : (tensor<384x512xf32>, tensor<512x16xf32>) -> tensor<384x16xf32>
+  return %4, %3 : tensor<384x16xf32>, tensor<512x384xf32>
+}
+
+// -----
+
 // Under the limit already: nothing changes, no summary.
 // CHECK-LABEL: @main
 // CHECK-NOT: openhlo.remat
