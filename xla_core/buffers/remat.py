@@ -152,8 +152,9 @@ class _FunctionRemat:
         before = assign_buffers(self.func)
         if before.peak_bytes <= self.limit:
             return False
-        hoisted = self._hoist()
-        # Each round plans from the original program for fewer live bytes than the last,
+        scheduled = list(self.func.body.operations)
+        self._hoist()
+        # Each round plans from the hoisted program for fewer live bytes than the last,
         # while the packed heap overshoots (fragmentation); the best round is kept.
         target = self.limit - before.argument_bytes
         best = (before.peak_bytes, None)
@@ -170,7 +171,8 @@ class _FunctionRemat:
         if target is None:
             LOG.warning("remat: @%s needs %d bytes, over the limit of %d, and no "
                         "recomputation lowers it", self.func.name, peak, self.limit)
-            return hoisted
+            self.func.body.operations[:] = scheduled  # the hoist alone did not lower it
+            return False
         _, recomputed = self._plan(target)
         self._log.clear()
         if peak > self.limit:
@@ -187,16 +189,13 @@ class _FunctionRemat:
             ("recomputed", IntegerAttr(done + recomputed, I64))))
         return True
 
-    def _hoist(self) -> bool:
+    def _hoist(self) -> None:
         """Move the ops that free more than they define up (``scheduler.hoist``: a weight
         update right after its gradient): the order's other stretches get lower, which
-        recomputation needs once the peak is lowered to them. Returns whether any moved."""
+        recomputation needs once the peak is lowered to them."""
         graph = BlockGraph(self.func.body, NestedPeaks(self.module))
         order = hoist(graph, list(range(len(graph.ops))))
-        if order == sorted(order):
-            return False
         self.func.body.operations[:] = [graph.ops[i] for i in order]
-        return True
 
     def _plan(self, target: int) -> tuple[int, int]:
         """Sweep the schedule: at each position whose live bytes exceed ``target``, recompute
