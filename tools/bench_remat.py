@@ -11,10 +11,11 @@ lowered once (``jax.jit(f).lower(...)``) and compiled twice by ``pjrt.make_clien
 runs) and, measured, what one run held (``run_peak_bytes``: the arguments plus the cpu
 runtime's high-water mark of live arrays during the run, "(ran)" in the report); the limited
 one also gives its peak before recomputation (its fusion forms no multi-output fusions) and
-the ops it recomputed. Under the limit means both its peaks are. Both run on the same inputs, their results
-are compared bit for bit, and they are timed in alternating rounds (tools/bench/timing.py).
-The report gives both peaks, the limit, the time ratio limited / as is (issue 21's target:
-at most 1.4) and the machine's load average, since times mean little on a loaded machine.
+the ops it recomputed. Under the limit means both its peaks are. Both run on the same
+inputs, their results are compared bit for bit, and they are timed in alternating rounds
+(tools/bench/timing.py). The report gives the peaks, the limit, the time ratio limited / as
+is (issue 21's target: at most 1.4) and the machine's load average, since times mean little
+on a loaded machine.
 
 The steps: ``mlp``, 16 tanh layers of width 128 on a batch of 2,048 (activations dominate);
 ``transformer``, 2 pre-norm blocks (4 attention heads of 32, a GELU MLP of 512) on 8

@@ -12,9 +12,9 @@ still lacks kernels.
 
 Turned off (compile waits for the compiler, as before) with ``OPENHLO_CPU_ASYNC_CODEGEN=0``
 or ``CompileOptions(env_option_overrides={"async_codegen": False})``, and under a
-``memory_limit`` (the first tier's fusions, op by op, hold values the limit does not count). One worker thread
-compiles in the background, one program at a time, in order (more compilers beside a running
-program would take its cores).
+``memory_limit`` (the first tier's fusions, op by op, hold values the limit does not count).
+One worker thread compiles in the background, one program at a time, in order (more
+compilers beside a running program would take its cores).
 At interpreter exit, compiles still running get a few seconds to finish (a compiler killed
 half way leaves only a temporary folder behind: libraries appear atomically).
 """

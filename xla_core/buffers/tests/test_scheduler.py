@@ -53,7 +53,8 @@ def test_a_weight_update_is_hoisted_to_right_after_its_activation():
   %b = stablehlo.sine %x : tensor<128x128xf32>
   %c = stablehlo.cosine %b : tensor<128x128xf32>
   %d = stablehlo.tanh %c : tensor<128x128xf32>
-  %update = stablehlo.dot_general %a, %w, contracting_dims = [1] x [0] : (tensor<128x128xf32>, tensor<128x16xf32>) -> tensor<128x16xf32>
+  %update = stablehlo.dot_general %a, %w, contracting_dims = [1] x [0]
+      : (tensor<128x128xf32>, tensor<128x16xf32>) -> tensor<128x16xf32>
   return %update, %d : tensor<128x16xf32>, tensor<128x128xf32>
 }"""
     graph = _main_graph(stablehlo.parse(text))
