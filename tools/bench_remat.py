@@ -130,8 +130,11 @@ def run_peak_bytes(exe, args: list) -> tuple[int, list]:
     """``(bytes, results)`` of one run of ``exe`` on the numpy ``args``: the arguments' bytes
     plus how far the run raised the cpu runtime's high-water mark of live arrays over what
     was live before it (numpy arguments are borrowed, not copied: had they been copied, they
-    would count twice, never too little)."""
+    would count twice, never too little). Background compiles are waited for first: their
+    lowering allocates too."""
+    from pjrt.plugins.cpu import tiering
     from pjrt.plugins.cpu.native_module import native
+    tiering.wait_all()
     runtime = native()
     before = runtime.live_storage_bytes()
     runtime.reset_peak_storage_bytes()
