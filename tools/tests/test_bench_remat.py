@@ -45,6 +45,34 @@ def test_the_fused_attention_step_has_the_lower_peak(client):
     assert fused.memory_stats()["peak_bytes"] < unfused.memory_stats()["peak_bytes"]
 
 
+def test_a_copy_read_again_later_is_kept_where_it_fits(monkeypatch):
+    # The sweep frees a value for one position at a time, so a deep MLP's step has some
+    # layers recomputed twice: a copy read at one position and again later. Where keeping
+    # the first copy live until then fits the limit, the second is not made.
+    import stablehlo
+    from pjrt.plugins.cpu.optimize import cpu_pipeline
+    from xla_core.buffers import assign_buffers
+    from xla_core.buffers.remat import _FunctionRemat, remat_summary
+    from xla_core.passes import PassContext
+    text, args = bench_remat.lowered(
+        lambda rng: bench_remat.mlp_step(rng, depth=16, width=16, batch=256))
+
+    def compiled(limit: int = 0):
+        m = stablehlo.parse(text)
+        cpu_pipeline(memory_limit=limit).run(m, PassContext())
+        return m
+    plain = compiled()
+    limit = assign_buffers(plain.lookup("main")).peak_bytes // 2
+    kept = compiled(limit)
+    monkeypatch.setattr(_FunctionRemat, "_reuse_a_copy", lambda *_: False)
+    recomputed_twice = compiled(limit)
+    summary = remat_summary(kept.lookup("main"))
+    assert summary["peak_after"] <= limit
+    assert summary["recomputed"] < remat_summary(recomputed_twice.lookup("main"))["recomputed"]
+    for want, got in zip(stablehlo.evaluate(plain, args), stablehlo.evaluate(kept, args)):
+        assert np.asarray(want).tobytes() == np.asarray(got).tobytes()
+
+
 def test_opt_and_run_take_a_memory_limit(tmp_path, capsys):
     text, args = bench_remat.lowered(bench_remat.STEPS["mlp"].build)
     path = tmp_path / "step.mlir"

@@ -21,12 +21,17 @@ one value at a time until they do not or nothing helps, then moves on:
   the positions of the gap over the target, so a value freed across a long stretch of excess
   counts for all of it), ties to the most bytes;
 * a copy is not moved on again (it sits where its value is needed: moving it would move the
-  excess with it), though a later chain may compute it once more, as XLA denylists its copies.
+  excess with it), though a later chain may compute it once more, as XLA denylists its copies;
+* after the sweep, a copy that computes what an earlier op computes (a copy of the same op on
+  the same operands, or the op itself) is dropped, its readers reading the earlier results,
+  where keeping those live until then puts no position over the target: the sweep freed the
+  value for one position at a time, and the excess a second copy was made for may have gone
+  since (the 16-layer MLP of tools/bench_remat recomputes 10 ops instead of 17).
 
 Plans are made on the live bytes of the schedule (``BlockGraph.peak``, no in-place sharing:
 what a runtime that frees each value after its last use holds) and checked against the
 packed heap of ``assign_buffers``, what ``exe.memory_stats()`` reports (arguments + heap):
-when the packing overshoots the limit, the pass plans again, from the original order, for
+when the packing overshoots the limit, the pass plans again, from the hoisted order, for
 fewer live bytes, and keeps the best plan; a plan that does not lower the peak is undone.
 
 Only pure ops without regions or nested computations are recomputed (``dce``'s purity;
@@ -147,6 +152,7 @@ class _FunctionRemat:
         self.func, self.module, self.limit = func, module, limit
         self.seconds, self.block_size = seconds, block_size
         self._log: list = []  # what _apply did, for _undo: copies, (op, operands before)
+        self._origin: dict = {}  # copy -> the op of the program it recomputes
 
     def run(self) -> bool:
         before = assign_buffers(self.func)
@@ -215,7 +221,51 @@ class _FunctionRemat:
             recomputed += len(step.ops)
             graph = BlockGraph(self.func.body, NestedPeaks(self.module))
             live = _live_bytes(graph)
+        while self._reuse_a_copy(graph, live, target):
+            recomputed -= 1
+            graph = BlockGraph(self.func.body, NestedPeaks(self.module))
+            live = _live_bytes(graph)
         return (int(live.max()) if len(live) else 0), recomputed
+
+    def _reuse_a_copy(self, graph: BlockGraph, live: np.ndarray, target: int) -> bool:
+        """Drop one copy that computes what an earlier op computes (the same op of the
+        program, on the same operands): its readers read the earlier results, kept live
+        until then, where that puts no position over ``target``. The sweep frees a value
+        for one position at a time, so a later position may have it recomputed again
+        while the first copy, kept on, would have fitted. Returns whether one was dropped."""
+        n = len(graph.ops)
+        ranges = graph.live_ranges(range(n))
+        latest: dict = {}  # (op of the program, operands) -> index of its latest computation
+        for b, op in enumerate(graph.ops):
+            if not op.results:
+                continue
+            key = (self._origin.get(op, op), tuple(op.operands))
+            a = latest.get(key)
+            latest[key] = b
+            if a is None or CLONE_ATTR not in op.attributes:
+                continue
+            end = max(ranges[v][1] for v in graph.defs[b])
+            changed = live.astype(np.int64)
+            for va, vb in zip(graph.defs[a], graph.defs[b]):
+                changed[ranges[va][1] + 1:end + 1] += graph.sizes[va]
+                changed[ranges[vb][0]:ranges[vb][1] + 1] -= graph.sizes[vb]
+            grown = changed > live
+            if np.any(changed[grown] > target):
+                continue
+            self._redirect(graph, b, dict(zip(op.results, graph.ops[a].results)))
+            del self.func.body.operations[b]  # a copy: _undo forgets it like the others
+            op.parent = None
+            return True
+        return False
+
+    def _redirect(self, graph: BlockGraph, b: int, to: dict) -> None:
+        """Make the readers of op ``b``'s results (inside regions too) read ``to``'s values."""
+        for v in graph.defs[b]:
+            for k in graph.users[v]:
+                for op in graph.ops[k].walk():
+                    if any(o in to for o in op.operands):
+                        self._log.append((op, list(op.operands)))
+                        op.operands = [to.get(o, o) for o in op.operands]
 
     def _best_step(self, graph: BlockGraph, live: np.ndarray, target: int, k: int):
         """The cheapest recomputation per byte it frees at position ``k`` (times the positions
@@ -283,6 +333,7 @@ class _FunctionRemat:
         for j in step.ops:
             copy = clone_operation(graph.ops[j], mapping)
             copy.attributes[CLONE_ATTR] = UnitAttr()
+            self._origin[copy] = self._origin.get(graph.ops[j], graph.ops[j])
             copies.append(copy)
         old = graph.values[step.value]
         new = mapping[old]
@@ -311,6 +362,7 @@ class _FunctionRemat:
         block = self.func.body
         block.operations[:] = [op for op in block.operations if op not in copies]
         self._log.clear()
+        self._origin.clear()
 
 
 def _live_bytes(graph: BlockGraph) -> np.ndarray:
