@@ -84,7 +84,7 @@ def test_opt_and_run_take_a_memory_limit(tmp_path, capsys):
                 "-o", tmp_path / "limited.mlir")
     assert r.code == 0, r.err
     assert _peak(tmp_path / "limited.mlir") <= limit
-    assert "{openhlo.remat}" in (tmp_path / "limited.mlir").read_text()
+    assert "openhlo.remat}" in (tmp_path / "limited.mlir").read_text()  # a marked copy
     np.savez(tmp_path / "args.npz", **{f"arg{i}": a for i, a in enumerate(args)})
     r = run_cli(capsys, "run", path, "--inputs", tmp_path / "args.npz", "--memory-limit",
                 f"{limit / 2**20:.4f}MiB", "-o", tmp_path / "out.npz")
