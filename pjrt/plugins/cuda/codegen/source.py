@@ -1,0 +1,87 @@
+"""The kernels of one program as one CUDA C translation unit.
+
+``kernel_of(op, module)`` writes the kernel of a top-level op the executable launches: a
+fusion composite (its kind's template, xla_core/codegen/templates.py) or a lone fusible op
+that fusion left alone (a transpose, one exp: on a GPU every such op is a kernel), rendered
+by the same templates as a fusion of that one op. ``translation_unit`` puts the kernels
+after the renderer's helpers; identical kernels share one symbol (``KernelSet``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stablehlo.ir.core import Func, Module, Operation, make_func
+from stablehlo.ir.types import FunctionType
+from xla_core.codegen import SYMBOL, TEMPLATES, NotGeneratable, fusion_kernel
+from xla_core.codegen.cuda import CUDA
+from xla_core.codegen.kernel import Kernel
+from xla_core.fusion.kinds import LOOP, REDUCTION, kind_of_fusion
+from xla_core.fusion.legality import why_not_fusible
+from xla_core.ir_utils import clone_operation
+
+from pjrt.plugins.cuda.codegen.hook import CUDA_CODEGEN, KINDS
+from pjrt.plugins.cuda.codegen.target import CUDA_TARGET, launch
+
+PRELUDE = "#include <cstdint>\n" + CUDA.HELPERS
+
+
+@dataclass(frozen=True)
+class KernelText:
+    kind: str            # "elementwise" or "reduction" (hook.KINDS)
+    text: str            # definitions and kernel, ``SYMBOL`` for its name
+    grid: tuple
+    block: tuple
+
+
+def is_fusion(op: Operation) -> bool:
+    return kind_of_fusion(op) is not None
+
+
+def why_not_lone(op: Operation) -> str | None:
+    """None when ``op`` outside any fusion is a kernel of its own, else why not."""
+    return why_not_fusible(op) or CUDA_CODEGEN.why_not_op(op)
+
+
+def kernel_of(op: Operation, module: Module) -> KernelText:
+    """The kernel of a fusion composite or of a lone op (``why_not_lone`` is None);
+    NotGeneratable when the templates cannot write it."""
+    if is_fusion(op):
+        kind = kind_of_fusion(op).name
+        if kind not in KINDS:
+            raise NotGeneratable(f"no template for {kind} fusions")
+        text, _, defs = fusion_kernel(op, module, CUDA_TARGET)
+    else:
+        kind = REDUCTION.name if op.name == "stablehlo.reduce" else LOOP.name
+        func = make_func(f"lone_{op.name[10:]}",
+                         FunctionType(tuple(v.type for v in op.operands),
+                                      tuple(r.type for r in op.results)), visibility="private")
+        body = func.regions[0].blocks[0]
+        clone = clone_operation(op, dict(zip(op.operands, body.arguments)))
+        body.append(clone)
+        body.append(Operation("func.return", list(clone.results), ()))
+        kernel = Kernel(op, Func(func), CUDA_TARGET)
+        text, defs = TEMPLATES.get(kind)(kernel), kernel.globals
+    # file-scope constant arrays are read by device code: they live in device memory
+    defs = [d.replace("static const ", "static __device__ const ", 1) for d in defs]
+    grid, block = launch(text)
+    return KernelText(KINDS[kind], "\n".join(defs) + "\n" + text, tuple(grid), tuple(block))
+
+
+class KernelSet:
+    """The kernels of one translation unit, named ``k0``, ``k1``, ... in order of first use;
+    the same text twice is one kernel."""
+
+    def __init__(self):
+        self.symbols: dict[str, str] = {}   # text -> symbol
+        self.kinds: dict[str, str] = {}     # symbol -> kind
+
+    def add(self, kernel: KernelText) -> str:
+        if kernel.text not in self.symbols:
+            symbol = f"k{len(self.symbols)}"
+            self.symbols[kernel.text] = symbol
+            self.kinds[symbol] = kernel.kind
+        return self.symbols[kernel.text]
+
+    def translation_unit(self) -> str:
+        return PRELUDE + "".join(text.replace(SYMBOL, symbol)
+                                 for text, symbol in self.symbols.items())

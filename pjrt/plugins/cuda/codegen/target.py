@@ -1,0 +1,87 @@
+"""The cuda backend's ``KernelTarget``: how the shared templates' parts run on a GPU.
+
+A part (xla_core/codegen/target.py) becomes ``extern "C" __global__ void name(in0..., out0...)``
+whose parameters are device pointers, inputs then results, in the fusion's order (the order
+of an executable's launch ``args``), and whose body runs the part on one task ``[b, b + 1)``
+per thread in a grid-stride loop: the grid is sized by the runtime from the launch shape
+(``launch``), and any grid computes every task once.
+
+The sizes make consecutive threads touch consecutive elements, so global memory accesses
+coalesce: a loop's task is one element (``block`` 1), a column reduction's one column
+(``columns`` 1), a row reduction's one row with a single accumulator (``lanes`` 1: registers,
+not vector lanes, are what a GPU thread has). A row buffer of a reduction (softmax's exp)
+lives in the thread's local memory, so it is bounded (``_ROW_BUFFER_BYTES``); a longer row's
+fusion is not generated. There is no ``gemm``: dots are library calls of the executable
+(``stablehlo.dot_general`` stays out of fusions, hook.py).
+"""
+from __future__ import annotations
+
+import re
+
+from xla_core.codegen.cuda import CUDA
+from xla_core.codegen.scalar import NotGeneratable
+from xla_core.codegen.target import SYMBOL, KernelTarget
+
+THREADS = 256  # threads per block of every kernel (its __launch_bounds__)
+# Blocks of a grid at most: 132 SMs (H100 SXM) x 8 resident blocks of THREADS threads; a
+# grid-stride loop covers the tasks beyond.
+MAX_BLOCKS = 132 * 8
+_ROW_BUFFER_BYTES = 256  # per thread, in local memory
+# Marks ``bind``'s lines: they are the kernel's parameters, which ``kernel`` moves into its
+# signature (the templates put bindings at the top of a part).
+_PARAMETER = "@PARAMETER@ "
+_TASKS = re.compile(r"^// tasks (\d+)$", re.MULTILINE)
+
+
+class CudaKernelTarget(KernelTarget):
+    renderer = CUDA
+    block = 1
+    task = 1
+    columns = 1
+    tile_m = tile_n = 0  # no output fusions: dots are library calls
+    task_macs = 1
+
+    def lanes(self, elem: str) -> int:
+        return 1
+
+    def bind(self, in_types: list[str], out_types: list[str]) -> list[str]:
+        return ([f"{_PARAMETER}const {t}* in{k}" for k, t in enumerate(in_types)] +
+                [f"{_PARAMETER}{t}* out{k}" for k, t in enumerate(out_types)])
+
+    def kernel(self, part: list[str], tasks: int, min_chunk: int) -> str:
+        # No __restrict__: the buffer assignment may give a result its operand's storage
+        # (xla_core/buffers in-place pairs), so a kernel's input and output can alias.
+        params = [line[len(_PARAMETER):] for line in part if line.startswith(_PARAMETER)]
+        body = "\n    ".join(line for line in part if not line.startswith(_PARAMETER))
+        return (f"// tasks {tasks}\n"
+                f'extern "C" __global__ void __launch_bounds__({THREADS}) '
+                f"{SYMBOL}({', '.join(params)}) {{\n"
+                f"  const int64_t stride = (int64_t)gridDim.x * blockDim.x;\n"
+                f"  for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
+                f"b < {tasks}; b += stride) {{\n"
+                f"    const int64_t e = b + 1;\n    {body}\n  }}\n}}\n")
+
+    def scratch(self, name: str, ctype: str, n: int) -> tuple[str, str | None]:
+        if n * 8 > _ROW_BUFFER_BYTES:  # 8: the widest element type
+            raise NotGeneratable(f"a row buffer of {n} elements (local memory holds "
+                                 f"{_ROW_BUFFER_BYTES // 8})")
+        return f"{ctype} {name}[{n}];", None
+
+    def gemm(self, elem, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc) -> str:
+        raise NotGeneratable("a GEMM inside a kernel (dots are library calls here)")
+
+    def loop_kernel(self, symbol: str) -> str:
+        raise NotGeneratable("a while loop as one kernel")
+
+
+def launch(kernel_text: str) -> tuple[list[int], list[int]]:
+    """(grid, block) of a kernel ``CudaKernelTarget.kernel`` wrote: a thread per task, up to
+    MAX_BLOCKS blocks."""
+    found = _TASKS.search(kernel_text)
+    if found is None:
+        raise ValueError("not a kernel of CudaKernelTarget (no '// tasks' line)")
+    tasks = int(found.group(1))
+    return [max(1, min(MAX_BLOCKS, -(-tasks // THREADS))), 1, 1], [THREADS, 1, 1]
+
+
+CUDA_TARGET = CudaKernelTarget()
