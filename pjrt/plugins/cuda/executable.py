@@ -96,7 +96,8 @@ class Description:
         elif is_fusion(op) or why_not_lone(op) is None:
             self._launch(op)
         else:
-            raise not_claimed(op, why_not_lone(op) or "no lowering")
+            raise not_claimed(op, f"no kernel, library call or copy does it "
+                                  f"({why_not_lone(op)})")
 
     def _launch(self, op: Operation) -> None:
         try:
