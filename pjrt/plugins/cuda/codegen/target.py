@@ -26,7 +26,11 @@ THREADS = 256  # threads per block of every kernel (its __launch_bounds__)
 # Blocks of a grid at most: 132 SMs (H100 SXM) x 8 resident blocks of THREADS threads; a
 # grid-stride loop covers the tasks beyond.
 MAX_BLOCKS = 132 * 8
-_ROW_BUFFER_BYTES = 256  # per thread, in local memory
+# Per thread, in local memory: the driver reserves it for every resident thread (~270k on an
+# H100), so 1 KiB costs ~280 MB of device memory while such a kernel runs.
+_ROW_BUFFER_BYTES = 1024
+_BYTES = {"double": 8, "int64_t": 8, "uint64_t": 8, "float": 4, "int32_t": 4, "uint32_t": 4,
+          "__half": 2, "__nv_bfloat16": 2, "int16_t": 2, "uint16_t": 2}  # others: 1
 # Marks ``bind``'s lines: they are the kernel's parameters, which ``kernel`` moves into its
 # signature (the templates put bindings at the top of a part).
 _PARAMETER = "@PARAMETER@ "
@@ -62,9 +66,9 @@ class CudaKernelTarget(KernelTarget):
                 f"    const int64_t e = b + 1;\n    {body}\n  }}\n}}\n")
 
     def scratch(self, name: str, ctype: str, n: int) -> tuple[str, str | None]:
-        if n * 8 > _ROW_BUFFER_BYTES:  # 8: the widest element type
-            raise NotGeneratable(f"a row buffer of {n} elements (local memory holds "
-                                 f"{_ROW_BUFFER_BYTES // 8})")
+        if n * _BYTES.get(ctype, 1) > _ROW_BUFFER_BYTES:
+            raise NotGeneratable(f"a row buffer of {n} x {ctype} (local memory holds "
+                                 f"{_ROW_BUFFER_BYTES} bytes per thread)")
         return f"{ctype} {name}[{n}];", None
 
     def gemm(self, elem, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc) -> str:
