@@ -20,7 +20,7 @@ from xla_core.fusion.legality import why_not_fusible
 from xla_core.ir_utils import clone_operation
 
 from pjrt.plugins.cuda.codegen.hook import CUDA_CODEGEN, KINDS
-from pjrt.plugins.cuda.codegen.target import CUDA_TARGET, launch
+from pjrt.plugins.cuda.codegen.target import CudaKernelTarget
 
 PRELUDE = "#include <cstdint>\n" + CUDA.HELPERS
 
@@ -45,11 +45,12 @@ def why_not_lone(op: Operation) -> str | None:
 def kernel_of(op: Operation, module: Module) -> KernelText:
     """The kernel of a fusion composite or of a lone op (``why_not_lone`` is None);
     NotGeneratable when the templates cannot write it."""
+    target = CudaKernelTarget()
     if is_fusion(op):
         kind = kind_of_fusion(op).name
         if kind not in KINDS:
             raise NotGeneratable(f"no template for {kind} fusions")
-        text, _, defs = fusion_kernel(op, module, CUDA_TARGET)
+        text, _, defs = fusion_kernel(op, module, target)
     else:
         kind = REDUCTION.name if op.name == "stablehlo.reduce" else LOOP.name
         func = make_func(f"lone_{op.name[10:]}",
@@ -59,11 +60,11 @@ def kernel_of(op: Operation, module: Module) -> KernelText:
         clone = clone_operation(op, dict(zip(op.operands, body.arguments)))
         body.append(clone)
         body.append(Operation("func.return", list(clone.results), ()))
-        kernel = Kernel(op, Func(func), CUDA_TARGET)
+        kernel = Kernel(op, Func(func), target)
         text, defs = TEMPLATES.get(kind)(kernel), kernel.globals
     # file-scope constant arrays are read by device code: they live in device memory
     defs = [d.replace("static const ", "static __device__ const ", 1) for d in defs]
-    grid, block = launch(text)
+    grid, block = target.launch()
     return KernelText(KINDS[kind], "\n".join(defs) + "\n" + text, tuple(grid), tuple(block))
 
 

@@ -3,8 +3,8 @@
 A part (xla_core/codegen/target.py) becomes ``extern "C" __global__ void name(in0..., out0...)``
 whose parameters are device pointers, inputs then results, in the fusion's order (the order
 of an executable's launch ``args``), and whose body runs the part on one task ``[b, b + 1)``
-per thread in a grid-stride loop: the grid is sized by the runtime from the launch shape
-(``launch``), and any grid computes every task once.
+per thread in a grid-stride loop: any grid computes every task once; ``launch`` gives the
+one the executable records.
 
 The sizes make consecutive threads touch consecutive elements, so global memory accesses
 coalesce: a loop's task is one element (``block`` 1), a column reduction's one column
@@ -15,8 +15,6 @@ fusion is not generated. There is no ``gemm``: dots are library calls of the exe
 (``stablehlo.dot_general`` stays out of fusions, hook.py).
 """
 from __future__ import annotations
-
-import re
 
 from xla_core.codegen.cuda import CUDA
 from xla_core.codegen.scalar import NotGeneratable
@@ -34,16 +32,18 @@ _BYTES = {"double": 8, "int64_t": 8, "uint64_t": 8, "float": 4, "int32_t": 4, "u
 # Marks ``bind``'s lines: they are the kernel's parameters, which ``kernel`` moves into its
 # signature (the templates put bindings at the top of a part).
 _PARAMETER = "@PARAMETER@ "
-_TASKS = re.compile(r"^// tasks (\d+)$", re.MULTILINE)
 
 
 class CudaKernelTarget(KernelTarget):
+    """One kernel's target: ``launch`` gives the launch shape of the kernel it wrote last
+    (a fresh target per kernel)."""
     renderer = CUDA
     block = 1
     task = 1
     columns = 1
     tile_m = tile_n = 0  # no output fusions: dots are library calls
     task_macs = 1
+    tasks = 0  # of the kernel written last (launch)
 
     def lanes(self, elem: str) -> int:
         return 1
@@ -57,8 +57,8 @@ class CudaKernelTarget(KernelTarget):
         # (xla_core/buffers in-place pairs), so a kernel's input and output can alias.
         params = [line[len(_PARAMETER):] for line in part if line.startswith(_PARAMETER)]
         body = "\n    ".join(line for line in part if not line.startswith(_PARAMETER))
-        return (f"// tasks {tasks}\n"
-                f'extern "C" __global__ void __launch_bounds__({THREADS}) '
+        self.tasks = tasks
+        return (f'extern "C" __global__ void __launch_bounds__({THREADS}) '
                 f"{SYMBOL}({', '.join(params)}) {{\n"
                 f"  const int64_t stride = (int64_t)gridDim.x * blockDim.x;\n"
                 f"  for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
@@ -77,15 +77,10 @@ class CudaKernelTarget(KernelTarget):
     def loop_kernel(self, symbol: str) -> str:
         raise NotGeneratable("a while loop as one kernel")
 
-
-def launch(kernel_text: str) -> tuple[list[int], list[int]]:
-    """(grid, block) of a kernel ``CudaKernelTarget.kernel`` wrote: a thread per task, up to
-    MAX_BLOCKS blocks."""
-    found = _TASKS.search(kernel_text)
-    if found is None:
-        raise ValueError("not a kernel of CudaKernelTarget (no '// tasks' line)")
-    tasks = int(found.group(1))
-    return [max(1, min(MAX_BLOCKS, -(-tasks // THREADS))), 1, 1], [THREADS, 1, 1]
+    def launch(self) -> tuple[list[int], list[int]]:
+        """(grid, block) of the kernel written last: a thread per task, up to MAX_BLOCKS
+        blocks."""
+        return [max(1, min(MAX_BLOCKS, -(-self.tasks // THREADS))), 1, 1], [THREADS, 1, 1]
 
 
-CUDA_TARGET = CudaKernelTarget()
+CUDA_TARGET = CudaKernelTarget()  # for what does not depend on a kernel (the hook)
