@@ -83,10 +83,13 @@ def compile_module(module: Module, *, target: str = "sm_90a", out_dir) -> pathli
              for name, kind in description.kernels.kinds.items()}
     (out / "ptxas.json").write_text(json.dumps(ptxas, indent=1) + "\n")
     func = optimized.lookup(ENTRY)
-    params = [{"shape": list(t.shape), "dtype": str(t.element_type)} for t in func.type.inputs]
-    (out / "executable.json").write_text(
-        json.dumps(description.json(target, cubin, params), indent=1) + "\n")
+    (out / "executable.json").write_text(json.dumps(description.json(
+        target, cubin, _types(func.type.inputs), _types(func.type.results)), indent=1) + "\n")
     return out
+
+
+def _types(types) -> list[dict]:
+    return [{"shape": list(t.shape), "dtype": str(t.element_type)} for t in types]
 
 
 def spills(ptxas: dict) -> list[str]:

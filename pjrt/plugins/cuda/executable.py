@@ -141,9 +141,11 @@ class Description:
             mine.add(own)
             self.results.append(own)
 
-    def json(self, target: str, cubin: str, params: list[dict]) -> dict:
+    def json(self, target: str, cubin: str | None, params: list[dict],
+             result_types: list[dict]) -> dict:
         return {"format": FORMAT, "target": target, "cubin": cubin, "params": params,
-                "results": self.results, "buffers": self.buffers, "steps": self.steps}
+                "results": self.results, "result_types": result_types,
+                "buffers": self.buffers, "steps": self.steps}
 
 
 def _returned(func: Func) -> set:

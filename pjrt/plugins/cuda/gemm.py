@@ -28,7 +28,8 @@ def gemm_step(dot: Operation, a, b, c) -> dict:
     if elem not in GEMM_TYPES or CUDA.elem(lhs.type) != elem or CUDA.elem(rhs.type) != elem:
         raise NotGeneratable(f"a GEMM of {lhs.type} x {rhs.type} -> {dot.results[0].type}")
     dn = attr(dot, "dot_dimension_numbers")
-    lb, rb = list(dn.get("lhs_batching_dimensions", [])), list(dn.get("rhs_batching_dimensions", []))
+    lb = list(dn.get("lhs_batching_dimensions", []))
+    rb = list(dn.get("rhs_batching_dimensions", []))
     lcd = list(dn["lhs_contracting_dimensions"])
     rcd = list(dn["rhs_contracting_dimensions"])
     lshape, rshape = list(lhs.type.shape), list(rhs.type.shape)

@@ -3,16 +3,20 @@
 ``kernel_of(op, module)`` writes the kernel of a top-level op the executable launches: a
 fusion composite (its kind's template, xla_core/codegen/templates.py) or a lone fusible op
 that fusion left alone (a transpose, one exp: on a GPU every such op is a kernel), rendered
-by the same templates as a fusion of that one op. ``translation_unit`` puts the kernels
-after the renderer's helpers; identical kernels share one symbol (``KernelSet``).
+by the same templates as a fusion of that one op; a reduce over inner dims (which fusion and
+the reduction template refuse) as a row reduction of its operand transposed.
+``KernelSet.translation_unit`` puts the kernels after the renderer's helpers; identical
+kernels share one symbol.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from stablehlo.ir.core import Func, Module, Operation, make_func
-from stablehlo.ir.types import FunctionType
+from stablehlo.ir.attributes import i64_array
+from stablehlo.ir.types import FunctionType, TensorType
 from xla_core.codegen import SYMBOL, TEMPLATES, NotGeneratable, fusion_kernel
+from xla_core.codegen.attrs import attr
 from xla_core.codegen.cuda import CUDA
 from xla_core.codegen.kernel import Kernel
 from xla_core.fusion.kinds import LOOP, REDUCTION, kind_of_fusion
@@ -39,7 +43,19 @@ def is_fusion(op: Operation) -> bool:
 
 def why_not_lone(op: Operation) -> str | None:
     """None when ``op`` outside any fusion is a kernel of its own, else why not."""
+    if _inner_dims_reduce(op):  # its kernel reads the operand transposed (kernel_of)
+        return CUDA_CODEGEN.why_not_op(op)
     return why_not_fusible(op) or CUDA_CODEGEN.why_not_op(op)
+
+
+def _inner_dims_reduce(op: Operation) -> bool:
+    """A single-operand reduce whose dims are neither a prefix nor a suffix of its operand's
+    (fusion refuses those; the reduction template takes suffixes)."""
+    if op.name != "stablehlo.reduce" or len(op.operands) != 2:
+        return False
+    dims = sorted(attr(op, "dimensions"))
+    rank = len(op.operands[0].type.shape)
+    return dims not in (list(range(len(dims))), list(range(rank - len(dims), rank)))
 
 
 def kernel_of(op: Operation, module: Module) -> KernelText:
@@ -57,7 +73,14 @@ def kernel_of(op: Operation, module: Module) -> KernelText:
                          FunctionType(tuple(v.type for v in op.operands),
                                       tuple(r.type for r in op.results)), visibility="private")
         body = func.regions[0].blocks[0]
-        clone = clone_operation(op, dict(zip(op.operands, body.arguments)))
+        mapping = dict(zip(op.operands, body.arguments))
+        if _inner_dims_reduce(op):
+            _transposed_operand(op, body, mapping)
+        clone = clone_operation(op, mapping)
+        if _inner_dims_reduce(op):
+            rank = len(op.operands[0].type.shape)
+            count = len(attr(op, "dimensions"))
+            clone.attributes["dimensions"] = i64_array(range(rank - count, rank))
         body.append(clone)
         body.append(Operation("func.return", list(clone.results), ()))
         kernel = Kernel(op, Func(func), target)
@@ -66,6 +89,21 @@ def kernel_of(op: Operation, module: Module) -> KernelText:
     defs = [d.replace("static const ", "static __device__ const ", 1) for d in defs]
     grid, block = target.launch()
     return KernelText(KINDS[kind], "\n".join(defs) + "\n" + text, tuple(grid), tuple(block))
+
+
+def _transposed_operand(reduce: Operation, body, mapping: dict) -> None:
+    """Append to ``body`` the transpose of the reduce's operand that moves its reduced dims
+    last, in order; ``mapping`` then maps the operand to it. The template reads it through
+    an index expression: nothing is written."""
+    operand = reduce.operands[0]
+    shape = list(operand.type.shape)
+    dims = sorted(attr(reduce, "dimensions"))
+    order = [d for d in range(len(shape)) if d not in dims] + dims
+    result = TensorType(tuple(shape[d] for d in order), operand.type.element_type)
+    transpose = Operation("stablehlo.transpose", [mapping[operand]], [result],
+                          {"permutation": i64_array(order)})
+    body.append(transpose)
+    mapping[operand] = transpose.results[0]
 
 
 class KernelSet:
