@@ -7,8 +7,6 @@ from the CUDA renderer itself (``why_not``) and the reduction template's ``why_n
 """
 from __future__ import annotations
 
-import numpy as np
-
 from stablehlo.ir.core import Operation
 from stablehlo.ir.ops.base import ELEMENTWISE
 from xla_core.codegen import NotGeneratable
@@ -16,6 +14,7 @@ from xla_core.codegen.body import MAX_CONSTANT
 from xla_core.codegen.reduction import why_not_reduce
 from xla_core.fusion.codegen_hook import CodegenHook
 from xla_core.fusion.kinds import FusionKind
+from xla_core.fusion.outline import is_small_constant
 
 from pjrt.plugins.cuda.codegen.target import CUDA_TARGET
 
@@ -38,11 +37,9 @@ class CudaCodegen(CodegenHook):
             return None if reason is None else f"the cuda code generator has no {reason}"
         if op.name == "stablehlo.dot_general":
             return "dots are cuBLAS calls on the cuda backend"
-        if op.name == "stablehlo.constant" and op.results[0].type.num_elements > MAX_CONSTANT:
-            flat = np.asarray(op.attributes["value"].array).reshape(-1)
-            if not np.array_equal(flat, np.full_like(flat, flat[0]),
-                                  equal_nan=flat.dtype.kind in "fc"):
-                return f"a constant of more than {MAX_CONSTANT} elements stays out of fusions"
+        if op.name == "stablehlo.constant" and not is_small_constant(op) and \
+                op.results[0].type.num_elements > MAX_CONSTANT:
+            return f"a constant of more than {MAX_CONSTANT} elements stays out of fusions"
         return None
 
     def why_not_kind(self, kind: FusionKind, summary) -> str | None:

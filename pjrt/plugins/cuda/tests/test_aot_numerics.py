@@ -11,7 +11,7 @@ import stablehlo
 from stablehlo.interpreter import evaluate
 from pjrt.plugins.cuda import aot, nvcc
 from pjrt.plugins.cuda.tests import host_emulation
-from pjrt.plugins.cuda.tests.test_aot import ELEMENTWISE, MIXED, REPO, SOFTMAX
+from pjrt.plugins.cuda.tests.programs import ELEMENTWISE, MIXED, REPO, SOFTMAX
 
 NVCC = nvcc.find_tool("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None or host_emulation.host_compiler() is None,
