@@ -1,6 +1,6 @@
 """``openhlo compile``: compile a program ahead of time for a backend, into a directory.
 
-    openhlo compile FILE.mlir --backend cuda [--target sm_90a] -o DIR [--entry main]
+    openhlo compile FILE.mlir --backend cuda [--target sm_90a] -o DIR
 
 The cuda backend (pjrt/plugins/cuda/aot.py) writes its kernels (``kernels.cu``, the
 ``kernels.cubin`` nvcc built), ``ptxas.json`` and ``executable.json`` into DIR on a machine
