@@ -1,12 +1,13 @@
 """Which programs the cuda backend claims, and whether they compile to sm_90a without spills.
 
-    python -m tools.cuda_aot_report [--testdata DIR] [--sample N] [--no-bench] [--no-testdata]
-                                    [--full-sizes] [--json OUT]
+    python -m tools.cuda_aot_report [--testdata DIR] [--sample N | --spread N] [--no-bench]
+                                    [--no-testdata] [--full-sizes] [--json OUT]
 
 Sweeps the bench suite's JAX workloads (tools/bench/workloads.py, lowered to StableHLO as the
 bench lowers them; quick sizes unless --full-sizes) and the StableHLO conformance testdata
-(a sample of ``--sample`` files spread over the op families by
-``tools.conformance.slice.choose_testdata``; 0: every file). A testdata file's ``@main``
+(the smallest file of ``--sample`` op families spread evenly by
+``tools.conformance.slice.choose_testdata``, or ``--spread`` files at even spacing over all
+of them; 0: every file). A testdata file's ``@main``
 computes its inputs by calling ``@inputs`` and checks against ``@expected``: only the
 program is compiled, with the inputs as its parameters (``program_of_testdata``), since
 constant inputs would be folded away. Each program is compiled ahead of time
@@ -67,12 +68,15 @@ def bench_programs(full_sizes: bool) -> list[tuple[str, str]]:
     return programs
 
 
-def testdata_files(folder: str, sample: int) -> list[pathlib.Path]:
-    from tools.conformance.slice import choose_testdata
+def testdata_files(folder: str, sample: int, spread: int) -> list[pathlib.Path]:
+    """``spread`` files at even spacing over all enabled ones, else ``sample`` op families'
+    smallest files (0: every enabled file)."""
+    from tools.conformance.slice import choose_testdata, evenly
     root = pathlib.Path(folder)
-    if sample:
+    if sample and not spread:
         return choose_testdata(root, sample)
-    return [p for p in sorted(root.glob("*.mlir")) if "RUN-DISABLED" not in p.read_text()]
+    enabled = [p for p in sorted(root.glob("*.mlir")) if "RUN-DISABLED" not in p.read_text()]
+    return evenly(enabled, spread) if spread else enabled
 
 
 def compile_one(name: str, text: str, testdata: bool, out_dir: str) -> dict:
@@ -104,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--testdata", default=DEFAULT_TESTDATA, metavar="DIR")
     p.add_argument("--sample", type=int, default=60,
-                   help="testdata files to take, spread over op families (0: all)")
+                   help="testdata op families to take, the smallest file of each (0: all files)")
+    p.add_argument("--spread", type=int, default=0,
+                   help="instead, this many testdata files at even spacing over all of them")
     p.add_argument("--no-bench", action="store_true", help="leave out the bench workloads")
     p.add_argument("--no-testdata", action="store_true", help="leave out the testdata")
     p.add_argument("--full-sizes", action="store_true", help="bench workloads at full size")
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     programs = [] if args.no_bench else [(n, t, False) for n, t in bench_programs(args.full_sizes)]
     if not args.no_testdata:
         programs += [(f"testdata/{f.name}", f.read_text(), True)
-                     for f in testdata_files(args.testdata, args.sample)]
+                     for f in testdata_files(args.testdata, args.sample, args.spread)]
     records = []
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="openhlo-cuda-aot-") as scratch:
