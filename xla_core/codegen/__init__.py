@@ -4,7 +4,7 @@
 |---|---|
 | `scalar.py` | the scalar-op protocol: what each elementwise op computes, once (`ScalarRenderer`) |
 | `cpp.py` | `CppRenderer`: its C++ spelling; `cpp_mathlib.py`: the C++ target's float math |
-| `cuda.py` | `CudaRenderer`: its CUDA C spelling (the device math library, `__half`/`__nv_bfloat16`) |
+| `cuda.py` | `CudaRenderer`: its CUDA C spelling (device math, `__half`/`__nv_bfloat16`) |
 | `index.py` | index expressions of row-major tensors |
 | `body.py` | `Body`: fusion values as scalar expressions at index expressions |
 | `target.py` | `KernelTarget`: what a backend decides (calling convention, threads, widths, GEMM) |

@@ -24,9 +24,20 @@ from xla_core.fusion.legality import why_not_fusible
 from xla_core.ir_utils import clone_operation
 
 from pjrt.plugins.cuda.codegen.hook import CUDA_CODEGEN, KINDS
-from pjrt.plugins.cuda.codegen.target import CudaKernelTarget
+from pjrt.plugins.cuda.codegen.target import WARP, CudaKernelTarget
 
-PRELUDE = "#include <cstdint>\n" + CUDA.HELPERS
+# OHC_WARP: the lanes of a warp-per-row reduction (target.py; a host emulation of the
+# kernels sets 1); ohc_shfl_xor: a warp shuffle of any element type (the narrow integers and
+# bool through int).
+PRELUDE = "#include <cstdint>\n" + CUDA.HELPERS + f"""#ifndef OHC_WARP
+#define OHC_WARP {WARP}
+#endif
+template <class T> __device__ __forceinline__ T ohc_shfl_xor(T v, int off) {{
+  return __shfl_xor_sync(0xffffffffu, v, off);
+}}
+""" + "".join(f"__device__ __forceinline__ {t} ohc_shfl_xor({t} v, int off) "
+              f"{{ return ({t})__shfl_xor_sync(0xffffffffu, (int)v, off); }}\n"
+              for t in ("bool", "int8_t", "uint8_t", "int16_t", "uint16_t"))
 
 
 @dataclass(frozen=True)

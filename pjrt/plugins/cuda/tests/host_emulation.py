@@ -1,12 +1,12 @@
 """Runs a cuda executable directory on the CPU, for numerics checks without a GPU.
 
 The generated kernels are grid-stride loops, so one thread (a grid and block of 1) computes
-every task: ``kernels.cu`` is compiled by the host C++ compiler with ``HOST_PRELUDE`` (the
-CUDA keywords as nothing, the thread indices as constants, the CUDA headers' host half/bf16
-types) and its kernels are called through ctypes. The steps run as the description says:
-launches on byte arrays per buffer at their offsets, copies, and GEMMs by numpy on strided
-views (what the GPU runtime asks cuBLAS for). So the whole description, not only the
-kernels, is checked against the reference interpreter.
+every task: ``kernels.cu`` is compiled by the host C++ compiler with ``HOST_PRELUDE`` (the CUDA
+keywords as nothing, the thread indices as constants, a warp of one lane, the CUDA headers' host
+half/bf16 types) and its kernels are called through ctypes. The steps run as the description
+says: launches on byte arrays per buffer at their offsets, copies, and GEMMs by numpy on strided
+views (what the GPU runtime asks cuBLAS for). So the whole description, not only the kernels, is
+checked against the reference interpreter.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import subprocess
 import numpy as np
 
 HOST_PRELUDE = """
+#define OHC_WARP 1
 #include <cmath>
 #include <cstdint>
 #include <cuda_fp16.h>
@@ -30,6 +31,7 @@ struct OhcDim { int64_t x, y, z; };
 static const OhcDim gridDim{1, 1, 1}, blockDim{1, 1, 1}, blockIdx{0, 0, 0}, threadIdx{0, 0, 0};
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
 """
 
 

@@ -68,3 +68,6 @@ SORT = """module @m {
   }
 }
 """
+
+# Rows of 200: a warp per row (codegen/target.py's WARP_ROWS_FROM).
+SOFTMAX_LONG_ROWS = SOFTMAX.replace("32x16", "32x200")

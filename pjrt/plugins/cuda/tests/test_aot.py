@@ -13,7 +13,8 @@ import pytest
 import stablehlo
 from pjrt.errors import UnimplementedError
 from pjrt.plugins.cuda import aot, nvcc
-from pjrt.plugins.cuda.tests.programs import ELEMENTWISE, MIXED, REPO, SOFTMAX, SORT
+from pjrt.plugins.cuda.tests.programs import (ELEMENTWISE, MIXED, REPO, SOFTMAX,
+                                              SOFTMAX_LONG_ROWS, SORT)
 
 needs_nvcc = pytest.mark.skipif(nvcc.find_tool("nvcc") is None,
                                 reason="nvcc (CUDA toolkit) not found on PATH or /usr/local/cuda*")
@@ -45,6 +46,15 @@ def test_softmax_row_reduction_compiles_without_spills(tmp_path):
     assert aot.spills(ptxas) == []
     launches = [s for s in exe["steps"] if s["op"] == "launch"]
     assert {s["kernel"] for s in launches} == set(ptxas)
+
+
+@needs_nvcc
+def test_long_rows_take_a_warp_each(tmp_path):
+    out, ptxas, exe = _compile(SOFTMAX_LONG_ROWS, tmp_path)
+    assert aot.spills(ptxas) == []
+    (launch,) = [s for s in exe["steps"] if s["op"] == "launch"]
+    assert launch["grid"][0] * launch["block"][0] >= 32 * 32  # 32 rows, 32 lanes each
+    assert "__shfl_xor_sync" in (out / "kernels.cu").read_text()
 
 
 @needs_nvcc

@@ -1,8 +1,8 @@
-"""Numerics of the cuda backend's executables without a GPU: each compiled directory runs on
-the CPU (host_emulation.py: the same kernels.cu through the host compiler, one thread doing
-every task of the grid-stride loops; the steps as executable.json says) and its results are
-compared with the reference interpreter on random inputs. This checks the generated CUDA C's
-arithmetic and the description (buffers, offsets, copies, GEMM fields) end to end; the
+"""Numerics of the cuda backend's executables without a GPU: each compiled directory runs on the
+CPU (host_emulation.py: the same kernels.cu through the host compiler, one thread doing every
+task of the grid-stride loops, a warp of one lane; the steps as executable.json says) and its
+results are compared with the reference interpreter on random inputs. This checks the generated
+CUDA C's arithmetic and the description (buffers, offsets, copies, GEMM fields) end to end; the
 device's own math library and cuBLAS are checked on the GPU."""
 import numpy as np
 import pytest
@@ -11,7 +11,8 @@ import stablehlo
 from stablehlo.interpreter import evaluate
 from pjrt.plugins.cuda import aot, nvcc
 from pjrt.plugins.cuda.tests import host_emulation
-from pjrt.plugins.cuda.tests.programs import ELEMENTWISE, MIXED, REPO, SOFTMAX
+from pjrt.plugins.cuda.tests.programs import (ELEMENTWISE, MIXED, REPO, SOFTMAX,
+                                              SOFTMAX_LONG_ROWS)
 
 NVCC = nvcc.find_tool("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None or host_emulation.host_compiler() is None,
@@ -60,7 +61,7 @@ def _inputs(module, rng) -> list:
 @pytest.mark.parametrize("name, text, rtol", [
     ("hello", HELLO, 1e-5), ("elementwise", ELEMENTWISE, 1e-2), ("softmax", SOFTMAX, 1e-5),
     ("mixed", MIXED, 1e-5), ("inner_dims_reduce", INNER_DIMS_REDUCE, 1e-5),
-    ("narrow_constants", NARROW_CONSTANTS, 1e-2)])
+    ("narrow_constants", NARROW_CONSTANTS, 1e-2), ("softmax_long_rows", SOFTMAX_LONG_ROWS, 1e-5)])
 def test_results_match_the_interpreter(name, text, rtol, tmp_path):
     module = stablehlo.parse(text)
     args = _inputs(module, np.random.default_rng(0))
