@@ -12,8 +12,8 @@ executable launches into one translation unit (codegen/source.py), compiles it w
 * ``const_<n>.bin``: the bytes of each constant buffer.
 
 ``claims(module)`` says whether the backend takes a program, without compiling its kernels:
-every op of the entry, after the pipeline, is a kernel, a GEMM, a reshape/copy, a constant
-or the return (else the reason names the op and its place).
+every op of the entry, after the pipeline, is a kernel, a GEMM, a byte copy (reshape, copy,
+bitcast_convert), a constant or the return (else the reason names the op and its place).
 """
 from __future__ import annotations
 

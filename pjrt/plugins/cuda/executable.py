@@ -11,7 +11,8 @@ writes ``executable.json``'s content (format ``openhlo-cuda-executable/1``, READ
   constant returned as it is);
 * steps in program order: a kernel ``launch`` per fusion or lone fusible op (args: device
   pointers to its operands then its results, a buffer id or ``{"id", "offset"}``), a
-  ``gemm`` per dot_general (gemm.py), a ``copy`` per reshape (row-major: the same bytes).
+  ``gemm`` per dot_general (gemm.py), a ``copy`` per reshape, copy or bitcast_convert
+  (row-major: the same bytes).
 
 An op it cannot express raises NotClaimed with the op and its location.
 """
@@ -31,8 +32,9 @@ from pjrt.plugins.cuda.codegen.source import KernelSet, is_fusion, kernel_of, wh
 from pjrt.plugins.cuda.gemm import gemm_step
 
 FORMAT = "openhlo-cuda-executable/1"
-# Ops whose result has its operand's bytes (row-major everywhere).
-_SAME_BYTES = ("stablehlo.reshape", "stablehlo.copy")
+# Ops whose result has its operand's bytes (row-major everywhere; a bitcast_convert's bytes
+# are its operand's, whatever its element types, when both have as many).
+_SAME_BYTES = ("stablehlo.reshape", "stablehlo.copy", "stablehlo.bitcast_convert")
 
 
 class NotClaimed(UnimplementedError):
@@ -91,8 +93,10 @@ class Description:
                 raise not_claimed(op, f"no cuBLAS GEMM for it: {exc}") from None
             self.steps.append(step)
         elif op.name in _SAME_BYTES:
-            self._copy(self.where[op.operands[0]], self._place(op.results[0], op),
-                       value_bytes(op.results[0], op))
+            nbytes = value_bytes(op.results[0], op)
+            if value_bytes(op.operands[0], op) != nbytes:
+                raise not_claimed(op, "its operand and result have different byte sizes")
+            self._copy(self.where[op.operands[0]], self._place(op.results[0], op), nbytes)
         elif is_fusion(op) or why_not_lone(op) is None:
             self._launch(op)
         else:

@@ -49,6 +49,17 @@ module @m {
 }
 """
 
+BITCASTS = """
+module @m {
+  func.func public @main(%x: tensor<4x8xf32>) -> (tensor<4x8xui32>, tensor<4x8x4xui8>) {
+    %a = stablehlo.add %x, %x : tensor<4x8xf32>
+    %b = stablehlo.bitcast_convert %a : (tensor<4x8xf32>) -> tensor<4x8xui32>
+    %c = stablehlo.bitcast_convert %a : (tensor<4x8xf32>) -> tensor<4x8x4xui8>
+    return %b, %c : tensor<4x8xui32>, tensor<4x8x4xui8>
+  }
+}
+"""
+
 HELLO = (REPO / "examples" / "hello.mlir").read_text()
 
 
@@ -61,7 +72,8 @@ def _inputs(module, rng) -> list:
 @pytest.mark.parametrize("name, text, rtol", [
     ("hello", HELLO, 1e-5), ("elementwise", ELEMENTWISE, 1e-2), ("softmax", SOFTMAX, 1e-5),
     ("mixed", MIXED, 1e-5), ("inner_dims_reduce", INNER_DIMS_REDUCE, 1e-5),
-    ("narrow_constants", NARROW_CONSTANTS, 1e-2), ("softmax_long_rows", SOFTMAX_LONG_ROWS, 1e-5)])
+    ("narrow_constants", NARROW_CONSTANTS, 1e-2), ("softmax_long_rows", SOFTMAX_LONG_ROWS, 1e-5),
+    ("bitcasts", BITCASTS, 0)])
 def test_results_match_the_interpreter(name, text, rtol, tmp_path):
     module = stablehlo.parse(text)
     args = _inputs(module, np.random.default_rng(0))
