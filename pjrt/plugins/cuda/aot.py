@@ -25,23 +25,25 @@ from stablehlo.ir.types import TensorType
 from stablehlo.verify import verify_module
 from xla_core.compile import Backend, CompileRequest, compile_module as drive
 
+from pjrt.arguments import resolve_entry
 from pjrt.errors import UnimplementedError
 from pjrt.plugins.cuda import nvcc
 from pjrt.plugins.cuda.executable import Description
 from pjrt.plugins.cuda.pipeline import cuda_pipeline
 
 TARGETS = ("sm_90a",)
-ENTRY = "main"
 
 
-def optimize(module: Module, entry: str = ENTRY) -> Module:
-    """``module`` (left as given) after the cuda pipeline, through the compile driver."""
+def optimize(module: Module) -> tuple[Module, str]:
+    """``module`` (left as given) after the cuda pipeline, through the compile driver, and
+    the name of its entry (``main``, else its only function or only public one)."""
     verify_module(module)
+    entry = resolve_entry(module, None)
     backend = Backend(identity="cuda aot", pipeline=lambda request: cuda_pipeline())
-    return drive(module, CompileRequest(None, entry), backend).optimized
+    return drive(module, CompileRequest(None, entry), backend).optimized, entry
 
 
-def describe(module: Module, out_dir: str | None = None, entry: str = ENTRY) -> Description:
+def describe(module: Module, entry: str, out_dir: str | None = None) -> Description:
     """The executable description of the optimized ``module`` (constants written into
     ``out_dir`` when given); raises NotClaimed for an op it cannot express."""
     func = module.lookup(entry)
@@ -58,7 +60,7 @@ def describe(module: Module, out_dir: str | None = None, entry: str = ENTRY) -> 
 def claims(module: Module) -> tuple[bool, str]:
     """(True, "") when the cuda backend compiles ``module``, else (False, why)."""
     try:
-        describe(optimize(module))
+        describe(*optimize(module))
     except UnimplementedError as exc:
         return False, str(exc)
     return True, ""
@@ -72,8 +74,8 @@ def compile_module(module: Module, *, target: str = "sm_90a", out_dir) -> pathli
                                  f"(known: {', '.join(TARGETS)})")
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    optimized = optimize(module)
-    description = describe(optimized, str(out))
+    optimized, entry = optimize(module)
+    description = describe(optimized, entry, str(out))
     (out / "kernels.cu").write_text(description.kernels.translation_unit())
     report, cubin = {}, None  # no kernels (a program of GEMMs and copies): no cubin
     if description.kernels.kinds:
@@ -82,7 +84,7 @@ def compile_module(module: Module, *, target: str = "sm_90a", out_dir) -> pathli
     ptxas = {name: {"kind": kind, **report.get(name, {})}
              for name, kind in description.kernels.kinds.items()}
     (out / "ptxas.json").write_text(json.dumps(ptxas, indent=1) + "\n")
-    func = optimized.lookup(ENTRY)
+    func = optimized.lookup(entry)
     (out / "executable.json").write_text(json.dumps(description.json(
         target, cubin, _types(func.type.inputs), _types(func.type.results)), indent=1) + "\n")
     return out
