@@ -11,7 +11,7 @@ writes ``executable.json``'s content (format ``openhlo-cuda-executable/1``, READ
   constant returned as it is);
 * steps in program order: a kernel ``launch`` per fusion or lone fusible op (args: device
   pointers to its operands then its results, a buffer id or ``{"id", "offset"}``), a
-  ``gemm`` per dot_general (gemm.py), a ``copy`` per reshape, copy or bitcast_convert
+  ``gemm`` (or a few) per dot_general (gemm.py), a ``copy`` per reshape, copy or bitcast_convert
   (row-major: the same bytes).
 
 An op it cannot express raises NotClaimed with the op and its location.
@@ -29,7 +29,7 @@ from xla_core.codegen import NotGeneratable
 
 from pjrt.errors import UnimplementedError
 from pjrt.plugins.cuda.codegen.source import KernelSet, is_fusion, kernel_of, why_not_lone
-from pjrt.plugins.cuda.gemm import gemm_step
+from pjrt.plugins.cuda.gemm import gemm_steps
 
 FORMAT = "openhlo-cuda-executable/1"
 # Ops whose result has its operand's bytes (row-major everywhere; a bitcast_convert's bytes
@@ -87,11 +87,11 @@ class Description:
             self._constant(op)
         elif op.name == "stablehlo.dot_general":
             try:
-                step = gemm_step(op, self.where[op.operands[0]], self.where[op.operands[1]],
-                                 self._place(op.results[0], op))
+                steps = gemm_steps(op, self.where[op.operands[0]], self.where[op.operands[1]],
+                                   self._place(op.results[0], op))
             except NotGeneratable as exc:
                 raise not_claimed(op, f"no cuBLAS GEMM for it: {exc}") from None
-            self.steps.append(step)
+            self.steps += steps
         elif op.name in _SAME_BYTES:
             nbytes = value_bytes(op.results[0], op)
             if value_bytes(op.operands[0], op) != nbytes:

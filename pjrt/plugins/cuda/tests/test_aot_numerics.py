@@ -60,6 +60,19 @@ module @m {
 }
 """
 
+# attention's q.k: batch dims (B, H) of [B, S, H, D] are no one strided run: a step per B
+ATTENTION_SCORES = """
+module @m {
+  func.func public @main(%q: tensor<2x5x3x4xf32>, %k: tensor<2x6x3x4xf32>)
+      -> tensor<2x3x5x6xf32> {
+    %s = stablehlo.dot_general %q, %k, batching_dims = [0, 2] x [0, 2],
+        contracting_dims = [3] x [3]
+        : (tensor<2x5x3x4xf32>, tensor<2x6x3x4xf32>) -> tensor<2x3x5x6xf32>
+    return %s : tensor<2x3x5x6xf32>
+  }
+}
+"""
+
 HELLO = (REPO / "examples" / "hello.mlir").read_text()
 
 
@@ -73,7 +86,7 @@ def _inputs(module, rng) -> list:
     ("hello", HELLO, 1e-5), ("elementwise", ELEMENTWISE, 1e-2), ("softmax", SOFTMAX, 1e-5),
     ("mixed", MIXED, 1e-5), ("inner_dims_reduce", INNER_DIMS_REDUCE, 1e-5),
     ("narrow_constants", NARROW_CONSTANTS, 1e-2), ("softmax_long_rows", SOFTMAX_LONG_ROWS, 1e-5),
-    ("bitcasts", BITCASTS, 0)])
+    ("bitcasts", BITCASTS, 0), ("attention_scores", ATTENTION_SCORES, 1e-5)])
 def test_results_match_the_interpreter(name, text, rtol, tmp_path):
     module = stablehlo.parse(text)
     args = _inputs(module, np.random.default_rng(0))
