@@ -2,6 +2,7 @@
 
     openhlo run FILE.mlir [--backend NAME] [--inputs ARGS.npz] [--output OUT.npz]
     openhlo opt FILE.mlir [--passes=a,b] [--pipeline=NAME] [--generic] [-o OUT]
+    openhlo compile FILE.mlir --backend cuda [--target sm_90a] -o DIR
     openhlo sharding FILE.mlir --num-devices N [--png DIR] [--ranges]
     openhlo conformance PATH... [--backend NAME] [--json OUT] [--jobs N] [--timeout S]
     openhlo backend-check NAME [--option KEY=VALUE] [--conformance DIR] [--no-conformance]
@@ -36,8 +37,8 @@ from tools.diagnostics import CliError, format_error
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tools import (backend_check, bench_runtime, bench_text, calibrate, kernel_check, opt,
-                       quantize, run, sharding_view)
+    from tools import (backend_check, bench_runtime, bench_text, calibrate, compile, kernel_check,
+                       opt, quantize, run, sharding_view)
     from tools.bench import command as bench
     from tools.conformance import command as conformance
     from tools.fuzz import command as fuzz
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="OpenHLO: run, transform, test and benchmark StableHLO programs.")
     _add_traceback_flag(parser, default=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (run, opt, sharding_view, conformance, backend_check, bench_text,
+    for module in (run, opt, compile, sharding_view, conformance, backend_check, bench_text,
                    bench_runtime, bench, jax_suite, fuzz, calibrate, quantize, kernel_check):
         module.add_parser(subparsers)
     for subparser in set(subparsers.choices.values()):

@@ -26,6 +26,7 @@ MAY_USE_RE = {
     "stablehlo/builder_ops.py": "reads a user's convolution spec ('[b, 0, f]x[0, i, o]->...')",
     "stablehlo/instrument/dump.py": "makes a program name safe as a file name",
     "xla_core/cost/calibrate.py": "makes a host key safe as a file name",
+    "pjrt/plugins/cuda/nvcc.py": "reads ptxas's verbose report (registers, spills per kernel)",
     "xla_core/testing/filecheck.py": "FileCheck: matching patterns against output is its job",
     "xla_core/ir_utils.py": "symbol uses inside foreign opaque attributes, a grammar we do not "
                             "know (Note [symbols in foreign attributes])",

@@ -4,6 +4,7 @@
 |---|---|
 | `scalar.py` | the scalar-op protocol: what each elementwise op computes, once (`ScalarRenderer`) |
 | `cpp.py` | `CppRenderer`: its C++ spelling; `cpp_mathlib.py`: the C++ target's float math |
+| `cuda.py` | `CudaRenderer`: its CUDA C spelling (device math, `__half`/`__nv_bfloat16`) |
 | `index.py` | index expressions of row-major tensors |
 | `body.py` | `Body`: fusion values as scalar expressions at index expressions |
 | `target.py` | `KernelTarget`: what a backend decides (calling convention, threads, widths, GEMM) |
@@ -13,7 +14,7 @@
 
 A backend brings a renderer for its language (one subclass of ``ScalarRenderer``) and a
 ``KernelTarget``; it compiles and loads the text itself (the cpu backend:
-pjrt/plugins/cpu/codegen/).
+pjrt/plugins/cpu/codegen/; the cuda backend: pjrt/plugins/cuda/codegen/).
 """
 from xla_core.codegen.scalar import NotGeneratable, ScalarRenderer
 from xla_core.codegen.target import SYMBOL, KernelTarget

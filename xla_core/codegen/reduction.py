@@ -5,7 +5,10 @@
   the end: the compiler vectorizes the lanes, IEEE semantics stay otherwise), then the
   row-shaped and element results are written. Per-row scalars computed from the reductions
   (a log of the sum, a reciprocal) are computed once per row, ahead of the loops; a costly
-  reduced operand that later loops use too (softmax's exp) is kept in a row buffer.
+  reduced operand that later loops use too (softmax's exp) is kept in a row buffer. A target
+  may split a row over threads (``KernelTarget.row_split``, a GPU's warp): each then takes
+  every count-th element in every loop over the row (so a row buffer's elements are its
+  own), and ``row_combine`` joins their accumulators (warp shuffles).
 * column (reduced dims are a prefix): the range is blocks of columns; each reduction
   accumulates a block of columns over all rows, from the init value, then the results are
   written.
@@ -192,6 +195,7 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
     n = size(red)
     rows, elems = _classify(k, shape, kept)
     keep = _buffered(k, reduces, shape)
+    split = k.target.row_split(n)
     first, last = [], []
     for bi, (op, v) in enumerate(keep.items()):
         name = f"rowbuf{bi}"
@@ -224,7 +228,7 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         # Lanes only pay off on rows of at least that many elements; a loop that runs zero
         # times (the main one on a short row, the tail on a multiple of LANES) is not emitted:
         # GCC would spend time on it all the same.
-        lanes = k.target.lanes(elem) if n >= k.target.lanes(elem) else 1
+        lanes = k.target.lanes(elem) if n >= k.target.lanes(elem) and split is None else 1
         acc = f"acc{ri}"
         body.lines.append(f"{t} {acc}[{lanes}];")
         body.lines.append(f"for (int l = 0; l < {lanes}; ++l) {acc}[l] = "
@@ -241,16 +245,23 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         if buf is not None:
             # Later loops over the row read the operand back (j: the flat position in the row).
             row_memo[(op.operands[0], tuple(kidx + ridx))] = f"{buf}[j]"
-        main = n // lanes * lanes
-        body.lines.append(f"for (int64_t j0 = 0; j0 < {main}; j0 += {lanes}) {{")
-        body.lines.append(f"  for (int64_t l = 0; l < {lanes}; ++l) {{")
-        body.lines.append("    const int64_t j = j0 + l;")
-        body.lines += ["    " + x for x in step]
-        body.lines += ["  }", "}"]
-        if main < n:
-            body.lines.append(f"for (int64_t j = {main}; j < {n}; ++j) {{")
+        if split is not None:  # this thread's elements of the row, then the row's threads
+            body.lines.append(f"for (int64_t j = {split[0]}; j < {n}; j += {split[1]}) {{")
             body.lines += ["  " + x for x in tail]
             body.lines.append("}")
+            body.lines += k.target.row_combine(
+                f"{acc}[0]", lambda a, b: k.renderer.expression(comb, [a, b], k.math))
+        else:
+            main = n // lanes * lanes
+            body.lines.append(f"for (int64_t j0 = 0; j0 < {main}; j0 += {lanes}) {{")
+            body.lines.append(f"  for (int64_t l = 0; l < {lanes}; ++l) {{")
+            body.lines.append("    const int64_t j = j0 + l;")
+            body.lines += ["    " + x for x in step]
+            body.lines += ["  }", "}"]
+            if main < n:
+                body.lines.append(f"for (int64_t j = {main}; j < {n}; ++j) {{")
+                body.lines += ["  " + x for x in tail]
+                body.lines.append("}")
         w = lanes // 2
         while w:
             pair = k.renderer.expression(comb, [f"{acc}[l]", f"{acc}[l + {w}]"], k.math)
@@ -268,7 +279,8 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         ridx = loop_vars(body, red, "j")
         stores = [k.store(i, r, kidx + ridx, shape) for i, r in elems]
         inner = body.close(outer)
-        body.lines.append(f"for (int64_t j = 0; j < {n}; ++j) {{")
+        body.lines.append(f"for (int64_t j = 0; j < {n}; ++j) {{" if split is None else
+                          f"for (int64_t j = {split[0]}; j < {n}; j += {split[1]}) {{")
         body.lines += ["  " + x for x in inner + stores]
         body.lines.append("}")
     lines = body.close(saved)

@@ -25,6 +25,17 @@ class KernelTarget:
     tile_n: int
     task_macs: int      # multiply-adds per task of an output fusion at least
 
+    def row_split(self, n: int) -> tuple[str, str] | None:
+        """How the threads of a row reduction over rows of ``n`` elements share a row: None,
+        a thread per row (the default), or (this thread's index among the row's threads, their
+        count), as expressions; ``row_combine`` then joins their accumulators."""
+        return None
+
+    def row_combine(self, acc: str, combine) -> list[str]:
+        """Statements leaving in ``acc`` of every thread of a row (``row_split``) the
+        combination of all their ``acc``; ``combine(a, b)`` is the expression of one step."""
+        raise NotImplementedError
+
     def lanes(self, elem: str) -> int:
         """Independent accumulators per reduction row (the vector width of ``elem``)."""
         raise NotImplementedError

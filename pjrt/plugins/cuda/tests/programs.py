@@ -1,0 +1,73 @@
+"""Programs the cuda AOT tests compile (test_aot.py, test_aot_numerics.py)."""
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[4]
+
+ELEMENTWISE = """
+module @m {
+  func.func public @main(%x: tensor<64x128xf32>, %y: tensor<64x128xbf16>)
+      -> (tensor<64x128xf32>, tensor<64x128xbf16>) {
+    %a = stablehlo.exponential %x : tensor<64x128xf32>
+    %b = stablehlo.tanh %a : tensor<64x128xf32>
+    %c = stablehlo.logistic %b : tensor<64x128xf32>
+    %d = stablehlo.convert %y : (tensor<64x128xbf16>) -> tensor<64x128xf32>
+    %e = stablehlo.multiply %c, %d : tensor<64x128xf32>
+    %f = stablehlo.convert %e : (tensor<64x128xf32>) -> tensor<64x128xbf16>
+    %g = stablehlo.maximum %f, %y : tensor<64x128xbf16>
+    return %e, %g : tensor<64x128xf32>, tensor<64x128xbf16>
+  }
+}
+"""
+
+SOFTMAX = """
+module @m {
+  func.func public @main(%x: tensor<32x16xf32>) -> tensor<32x16xf32> {
+    %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+    %zero = stablehlo.constant dense<0.0> : tensor<f32>
+    %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1]
+        : (tensor<32x16xf32>, tensor<f32>) -> tensor<32xf32>
+    %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<32xf32>) -> tensor<32x16xf32>
+    %s = stablehlo.subtract %x, %mb : tensor<32x16xf32>
+    %e = stablehlo.exponential %s : tensor<32x16xf32>
+    %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1]
+        : (tensor<32x16xf32>, tensor<f32>) -> tensor<32xf32>
+    %sb = stablehlo.broadcast_in_dim %sum, dims = [0] : (tensor<32xf32>) -> tensor<32x16xf32>
+    %p = stablehlo.divide %e, %sb : tensor<32x16xf32>
+    return %p : tensor<32x16xf32>
+  }
+}
+"""
+
+# A batched dot, a reshape, a transpose alone, a column reduction, a parameter returned as
+# it is: every kind of step.
+MIXED = """
+module @m {
+  func.func public @main(%a: tensor<4x8x16xf32>, %b: tensor<4x16x32xf32>, %c: tensor<24x5xf32>)
+      -> (tensor<4x8x32xf32>, tensor<1024xf32>, tensor<5x24xf32>, tensor<5xf32>, tensor<24x5xf32>) {
+    %d = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+        : (tensor<4x8x16xf32>, tensor<4x16x32xf32>) -> tensor<4x8x32xf32>
+    %r = stablehlo.reshape %d : (tensor<4x8x32xf32>) -> tensor<1024xf32>
+    %t = stablehlo.transpose %c, dims = [1, 0] : (tensor<24x5xf32>) -> tensor<5x24xf32>
+    %zero = stablehlo.constant dense<0.0> : tensor<f32>
+    %s = stablehlo.reduce(%c init: %zero) applies stablehlo.add across dimensions = [0]
+        : (tensor<24x5xf32>, tensor<f32>) -> tensor<5xf32>
+    return %d, %r, %t, %s, %c
+        : tensor<4x8x32xf32>, tensor<1024xf32>, tensor<5x24xf32>, tensor<5xf32>, tensor<24x5xf32>
+  }
+}
+"""
+
+SORT = """module @m {
+  func.func public @main(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %s = "stablehlo.sort"(%x) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }) {dimension = 0 : i64, is_stable = false} : (tensor<16xf32>) -> tensor<16xf32>
+    return %s : tensor<16xf32>
+  }
+}
+"""
+
+# Rows of 200: a warp per row (codegen/target.py's WARP_ROWS_FROM).
+SOFTMAX_LONG_ROWS = SOFTMAX.replace("32x16", "32x200")
