@@ -1,0 +1,1 @@
+"""The cuda backend: a C++ runtime over the CUDA driver API, loaded at run time (README.md)."""
