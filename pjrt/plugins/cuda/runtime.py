@@ -110,9 +110,9 @@ def open_driver():
     try:
         return ext.open_driver(path)
     except ext.DriverNotFound as exc:
-        raise NoCudaDriverError(
-            f"no CUDA driver: {exc}; install the NVIDIA driver or set {DRIVER_ENV} to the "
-            f"driver library's path") from None
+        # The message starts "no CUDA driver: <path> not found ..." (driver_api.cc).
+        raise NoCudaDriverError(f"{exc}; install the NVIDIA driver or set {DRIVER_ENV} to "
+                                f"the driver library's path") from None
     except ext.CudaError as exc:
         raise NoCudaDriverError(f"no usable CUDA device: {exc}") from None
 
