@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from typing import Optional
 
 import numpy as np
 
-from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, DeadlineExceededError,
-                      Device, Event, LoadedExecutable, UnimplementedError)
+from stablehlo.ir.types import numpy_dtype
+
+from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
+                      DeadlineExceededError, Device, Event, Executable, LoadedExecutable,
+                      UnimplementedError)
 from pjrt.arguments import check_transfer
-from pjrt.plugins.compile_driver import Backend, CompileDriverMixin
+from pjrt.plugins.compile_driver import Backend, CompileDriverMixin, compile_program
 from pjrt.plugins.cuda import runtime
 
 PLATFORM = "cuda"
@@ -38,7 +42,6 @@ class CudaEvent(Event):
     def wait(self, timeout: Optional[float] = None) -> None:
         if timeout is not None and not self.is_ready():
             # The driver's wait has no timeout: poll until the deadline.
-            import time
             deadline = time.monotonic() + timeout
             while not self.is_ready():
                 if time.monotonic() > deadline:
@@ -140,15 +143,11 @@ class CudaLoadedExecutable(LoadedExecutable):
                                                                   flags)
             event = CudaEvent(native_event)
             outputs.append([
-                CudaBuffer(self.client, device, native, type.shape, _result_dtype(type), event)
+                CudaBuffer(self.client, device, native, type.shape,
+                           numpy_dtype(type.element_type), event)
                 for native, type in zip(results, self.result_types)])
             events.append(event)
         return outputs, events
-
-
-def _result_dtype(type) -> np.dtype:
-    from stablehlo.ir.types import numpy_dtype
-    return numpy_dtype(type.element_type)
 
 
 class CudaClient(CompileDriverMixin, Client):
@@ -225,9 +224,6 @@ class CudaClient(CompileDriverMixin, Client):
         description = runtime.read_description(directory)
         backend = Backend(identity=f"{PLATFORM} aot {directory}",
                           generate=lambda module, request: description)
-        from pjrt.api import CompileOptions
-        from pjrt.api import Executable
-        from pjrt.plugins.compile_driver import compile_program
         options = CompileOptions()
         compiled = compile_program(module_text, options, backend)
         executable = Executable(compiled.module, options, compiled)

@@ -221,7 +221,11 @@ int cuGetErrorName(int code, const char** name) {
 }
 
 int cuDeviceGetCount(int* count) { FAKE_ENTRY("cuDeviceGetCount"); *count = 1; return 0; }
-int cuDeviceGet(int* device, int ordinal) { FAKE_ENTRY("cuDeviceGet"); *device = ordinal; return 0; }
+int cuDeviceGet(int* device, int ordinal) {
+  FAKE_ENTRY("cuDeviceGet");
+  *device = ordinal;
+  return 0;
+}
 
 int cuDeviceGetName(char* name, int length, int) {
   FAKE_ENTRY("cuDeviceGetName");
