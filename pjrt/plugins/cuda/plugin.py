@@ -51,8 +51,9 @@ class CudaEvent(Event):
             self._native.synchronize()
 
     def error(self) -> Optional[BaseException]:
+        # Without waiting: a failed kernel makes the driver's query return the error.
         try:
-            self.wait()
+            self.is_ready()
         except runtime.CudaDriverError as exc:
             return exc
         return None

@@ -3,6 +3,8 @@ executables (launch arguments, gemm operand mapping against numpy, copies), CUDA
 donation and the errors of failing driver calls and of bad executable descriptions."""
 import ctypes
 import json
+import os
+import re
 
 import ml_dtypes
 import numpy as np
@@ -246,3 +248,17 @@ def test_gemm_operands_are_bounds_checked(tmp_path, change, message):
     write_executable(tmp_path, doc)
     with pytest.raises(runtime.ExecutableFormatError, match=message):
         runtime.read_description(tmp_path)
+
+
+def test_the_readme_example_loads_and_runs(cuda_device, fake_cuda, tmp_path):
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
+    doc = json.loads(re.search(r"```\n(\{\"format\".*?)```", readme, re.S).group(1))
+    write_executable(tmp_path, doc, {"k0": 3}, {"const_0.bin": CONST.tobytes()})
+    executable = load(cuda_device, tmp_path)
+    x = np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)
+    (product, copied), event = executable.run([cuda_device.upload(x)], [False])
+    event.synchronize()
+    np.testing.assert_allclose(download(cuda_device, product, np.float32, (4, 4)), x @ x.T,
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(download(cuda_device, copied, np.float32, (4, 8)), x)
+    assert [l["kernel"] for l in fake_cuda.log()["launches"]] == ["k0"]
