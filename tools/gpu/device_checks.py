@@ -46,11 +46,11 @@ class Step:
 
 STEPS = (
     Step("probe", 30, "nvidia-smi, driver and library versions, the runtime's device facts"),
-    Step("runtime_tests", 60, "pytest pjrt/plugins/cuda/tests (fake driver and real GPU)"),
+    Step("runtime_tests", 45, "pytest pjrt/plugins/cuda/tests (fake driver and real GPU)"),
     Step("backend_check", 45, "openhlo backend-check cuda (runtime contract + conformance)"),
-    Step("conformance", 75, "a sample of testdata on cpu and cuda, pass counts compared"),
-    Step("bench", 60, "bench workloads: openhlo cuda vs jax.jit and torch.compile on the GPU"),
-    Step("roofline", 30, "elementwise GB/s vs a device copy; bf16 GEMM TFLOP/s vs torch"),
+    Step("conformance", 60, "a sample of testdata on cpu and cuda, pass counts compared"),
+    Step("bench", 80, "bench workloads: openhlo cuda vs jax.jit and torch.compile on the GPU"),
+    Step("roofline", 40, "elementwise GB/s vs a device copy; bf16 GEMM TFLOP/s vs torch"),
 )
 
 
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
                         help=f"seconds for all steps (default {DEFAULT_BUDGET_S})")
     parser.add_argument("--only", default=",".join(s.name for s in STEPS),
                         help="comma-separated steps (default: all, in order)")
-    parser.add_argument("--sample", type=int, default=300,
+    parser.add_argument("--sample", type=int, default=150,
                         help="conformance: at most this many testdata files (every k-th)")
     parser.add_argument("--dry-run", action="store_true",
                         help="plan and validate the steps, run none (no GPU needed)")
