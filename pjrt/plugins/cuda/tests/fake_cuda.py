@@ -20,6 +20,7 @@ class FakeCuda:
         self.lib = ctypes.CDLL(path)  # the same handle the runtime's dlopen gets
         self.lib.fake_cuda_log_json.restype = ctypes.c_char_p
         self.lib.fake_cuda_fail.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        self.lib.fake_cuda_set_memory_limit.argtypes = [ctypes.c_size_t]
 
     def log(self) -> dict:
         return json.loads(self.lib.fake_cuda_log_json().decode())
@@ -27,6 +28,10 @@ class FakeCuda:
     def fail(self, entry_point: str, code: int) -> None:
         """Every later call of ``entry_point`` returns ``code``."""
         self.lib.fake_cuda_fail(entry_point.encode(), code)
+
+    def set_memory_limit(self, nbytes: int) -> None:
+        """cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY beyond ``nbytes`` allocated."""
+        self.lib.fake_cuda_set_memory_limit(nbytes)
 
     def reset(self) -> None:
         self.lib.fake_cuda_reset()

@@ -11,7 +11,8 @@
 // finds only those names, and a launch reads that many 8-byte arguments (device pointers).
 //
 // Test hooks (extern "C"): fake_cuda_fail(name, code) makes every later call of the entry
-// point `name` return `code`; fake_cuda_reset() clears failures and the log;
+// point `name` return `code`; fake_cuda_set_memory_limit(bytes) caps the device memory;
+// fake_cuda_reset() clears failures, the cap and the log;
 // fake_cuda_log_json() returns the log as JSON.
 #include <cmath>
 #include <cstdint>
@@ -58,6 +59,8 @@ struct State {
   std::vector<Gemm> gemms;
   std::map<std::string, long> counts;
   std::map<void*, size_t> live;  // device allocations
+  size_t live_bytes = 0;
+  size_t memory_limit = ~size_t(0);  // cuMemAlloc beyond it: CUDA_ERROR_OUT_OF_MEMORY
 };
 
 State& state() {
@@ -162,9 +165,15 @@ void fake_cuda_fail(const char* name, int code) {
   state().failures[name] = code;
 }
 
+void fake_cuda_set_memory_limit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().memory_limit = bytes;
+}
+
 void fake_cuda_reset() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  s.memory_limit = ~size_t(0);
   s.failures.clear();
   s.launches.clear();
   s.gemms.clear();
@@ -251,13 +260,14 @@ int cuCtxSetCurrent(void*) { FAKE_ENTRY("cuCtxSetCurrent"); return 0; }
 
 int cuMemAlloc_v2(unsigned long long* ptr, size_t bytes) {
   FAKE_ENTRY("cuMemAlloc_v2");
-  void* p = std::malloc(bytes);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  void* p = state().live_bytes + bytes > state().memory_limit ? nullptr : std::malloc(bytes);
   if (p == nullptr) {
     return 2;
   }
   std::memset(p, 0xA5, bytes);  // never zeros: a result not written shows
-  std::lock_guard<std::mutex> lock(state().mutex);
   state().live[p] = bytes;
+  state().live_bytes += bytes;
   *ptr = reinterpret_cast<uintptr_t>(p);
   return 0;
 }
@@ -266,9 +276,12 @@ int cuMemFree_v2(unsigned long long ptr) {
   FAKE_ENTRY("cuMemFree_v2");
   void* p = reinterpret_cast<void*>(static_cast<uintptr_t>(ptr));
   std::lock_guard<std::mutex> lock(state().mutex);
-  if (state().live.erase(p) == 0) {
+  auto it = state().live.find(p);
+  if (it == state().live.end()) {
     return 1;
   }
+  state().live_bytes -= it->second;
+  state().live.erase(it);
   std::free(p);
   return 0;
 }

@@ -78,6 +78,17 @@ def test_allocator_reuses_freed_blocks_and_reports_peak(cuda_device, fake_cuda):
     assert fake_cuda.log()["calls"]["cuMemFree_v2"] == 1
 
 
+def test_out_of_memory_releases_the_cache_and_retries(cuda_device, fake_cuda):
+    fake_cuda.set_memory_limit(5 << 20)
+    cuda_device.allocate(2 << 20).release()  # a cached 2 MiB block
+    block = cuda_device.allocate(3 << 20)    # 4 MiB: fits only once the cache is released
+    assert block.nbytes == 3 << 20
+    stats = cuda_device.allocator_stats()
+    assert (stats["driver_frees"], stats["bytes_cached"]) == (1, 0)
+    with pytest.raises(runtime.native().CudaError, match="CUDA_ERROR_OUT_OF_MEMORY"):
+        cuda_device.allocate(2 << 20)  # 4 + 2 MiB: nothing left to release
+
+
 THREE_STEPS = {
     "params": [{"shape": [4, 8], "dtype": "f32"}],
     "results": [2, 3],
