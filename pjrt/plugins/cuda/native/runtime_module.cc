@@ -107,8 +107,9 @@ std::shared_ptr<Executable> load_executable(std::shared_ptr<Device> device, py::
       throw std::invalid_argument("unknown step op " + op);
     }
   }
+  std::string image = cubin;  // copied with the GIL held
   py::gil_scoped_release release;
-  return std::make_shared<Executable>(std::move(device), std::string(cubin), kernels,
+  return std::make_shared<Executable>(std::move(device), image, kernels,
                                       std::move(buffers), std::move(steps), std::move(launches),
                                       std::move(gemms), std::move(copies), std::move(results),
                                       num_params, use_graph);
