@@ -12,6 +12,7 @@ completely before anything reaches the device (an error names the file and the f
 turns buffer ids into dense indices. Format ``openhlo-cuda-executable/1``::
 
     {"format", "target", "cubin", "params": [{"shape", "dtype"}], "results": [buffer ids],
+     "written_params"?: [argument indices],
      "buffers": [{"id", "bytes", "kind": param|temp|const, "param"?, "const"?,
                   "alias_param"?}],
      "steps": [{"op": "launch", "kernel", "grid", "block", "shared", "args"},
@@ -21,7 +22,10 @@ turns buffer ids into dense indices. Format ``openhlo-cuda-executable/1``::
 
 An operand is a buffer id or ``{"id", "offset"}`` (bytes). ``alias_param`` on a temp that
 is a result: the compiler allows it to be written in argument ``alias_param``'s storage when
-that argument is donated (the runtime does so only if no other buffer shares it).
+that argument is donated (the runtime does so only if no other buffer shares it). Optional
+``"written_params": [i, ...]``: arguments whose buffers the steps write into (a donated
+parameter's storage reused by the buffer assignment); the runtime runs such a program on a
+copy of the argument unless it is donated and unshared.
 """
 from __future__ import annotations
 
@@ -125,6 +129,7 @@ class Description:
     """A checked executable description, ready for ``_cuda_runtime.load_executable``."""
     params: list            # (shape tuple, numpy dtype) per argument
     results: list           # dense buffer index per result
+    written_params: list    # arguments whose buffers the steps write into
     buffers: list           # dicts: bytes, kind, param, alias_param, data
     steps: list             # dicts with dense operands
     kernels: list           # names, in order of first use
@@ -198,7 +203,12 @@ class _Reader:
                 cubin = (self.directory / name).read_bytes()
             except OSError as exc:
                 self.fail("cubin", f"cannot read {name} ({exc.strerror})")
-        return Description(params, results, buffers, steps, kernels, cubin)
+        written = self.get(doc, "written_params", "executable", list, default=[])
+        for i, p in enumerate(written):
+            if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < len(params):
+                self.fail(f"written_params[{i}]", f"expected an argument index below "
+                          f"{len(params)}, got {p!r}")
+        return Description(params, results, written, buffers, steps, kernels, cubin)
 
     def param(self, p, where: str) -> tuple:
         shape = self.get(p, "shape", where, list)
@@ -322,4 +332,5 @@ def load_executable(device, description: Description, *, use_graph: bool):
     with driver_errors("loading a CUDA executable"):
         return native().load_executable(
             device, description.cubin, description.kernels, description.buffers,
-            description.steps, description.results, len(description.params), use_graph)
+            description.steps, description.results, len(description.params),
+            description.written_params, use_graph)

@@ -15,10 +15,15 @@ Executable::Executable(std::shared_ptr<Device> device, const std::string& cubin,
                        const std::vector<std::string>& kernels, std::vector<BufferSpec> buffers,
                        std::vector<Step> steps, std::vector<LaunchStep> launches,
                        std::vector<GemmStep> gemms, std::vector<CopyStep> copies,
-                       std::vector<int> results, int num_params, bool use_graph)
+                       std::vector<int> results, int num_params,
+                       std::vector<int> written_params, bool use_graph)
     : device_(std::move(device)), buffers_(std::move(buffers)), steps_(std::move(steps)),
       launches_(std::move(launches)), gemms_(std::move(gemms)), copies_(std::move(copies)),
-      results_(std::move(results)), num_params_(num_params), use_graph_(use_graph) {
+      results_(std::move(results)), num_params_(num_params), written_(num_params, false),
+      use_graph_(use_graph) {
+  for (int p : written_params) {
+    written_.at(p) = true;
+  }
   const DriverApi& driver = *device_->driver();
   device_->make_current();
   if (!launches_.empty()) {
@@ -88,7 +93,16 @@ std::pair<std::vector<DeviceBuffer>, std::shared_ptr<Event>> Executable::run(
                                     std::to_string(arg.bytes) + " bytes, the executable reads " +
                                     std::to_string(spec.bytes));
       }
-      held[i] = arg;
+      if (!written_[spec.param]) {
+        held[i] = arg;
+      } else if (reusable[spec.param]) {
+        held[i] = arg;  // donated: the program's writes land in the caller's storage
+        reusable[spec.param] = false;
+      } else {
+        // Not ours to write: the program runs on a copy (queued before its steps).
+        held[i] = device_->allocate(arg.bytes);
+        device_->copy_async(held[i].address(), arg.address(), arg.bytes);
+      }
     } else if (spec.kind == BufferKind::kConst) {
       held[i] = constants_[i];
     } else if (kept_temps_[i].block) {

@@ -80,13 +80,16 @@ class Executable {
              const std::vector<std::string>& kernels, std::vector<BufferSpec> buffers,
              std::vector<Step> steps, std::vector<LaunchStep> launches,
              std::vector<GemmStep> gemms, std::vector<CopyStep> copies,
-             std::vector<int> results, int num_params, bool use_graph);
+             std::vector<int> results, int num_params, std::vector<int> written_params,
+             bool use_graph);
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
 
   // Queues one run; returns the results (defined once the returned event fires). `donated`
-  // [i]: argument i may be reused for a result marked alias_param == i.
+  // [i]: argument i may be reused for a result marked alias_param == i, and a written
+  // argument (written_params) is written in place; a written argument that is not donated,
+  // or shares its storage with another buffer, is copied first.
   std::pair<std::vector<DeviceBuffer>, std::shared_ptr<Event>> run(
       const std::vector<std::shared_ptr<DeviceBuffer>>& args, const std::vector<bool>& donated);
 
@@ -111,6 +114,7 @@ class Executable {
   std::vector<CopyStep> copies_;
   std::vector<int> results_;
   int num_params_;
+  std::vector<bool> written_;  // per argument: the steps write into its buffer
   bool use_graph_;
   std::vector<DeviceBuffer> constants_;   // per buffer; empty unless kConst
   std::vector<DeviceBuffer> kept_temps_;  // graph mode: per buffer; empty unless a kept temp

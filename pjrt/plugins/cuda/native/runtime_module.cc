@@ -47,7 +47,7 @@ std::shared_ptr<Executable> load_executable(std::shared_ptr<Device> device, py::
                                             std::vector<std::string> kernels,
                                             py::list buffer_dicts, py::list step_dicts,
                                             std::vector<int> results, int num_params,
-                                            bool use_graph) {
+                                            std::vector<int> written_params, bool use_graph) {
   std::vector<BufferSpec> buffers;
   for (py::handle item : buffer_dicts) {
     py::dict d = py::reinterpret_borrow<py::dict>(item);
@@ -112,7 +112,7 @@ std::shared_ptr<Executable> load_executable(std::shared_ptr<Device> device, py::
   return std::make_shared<Executable>(std::move(device), image, kernels,
                                       std::move(buffers), std::move(steps), std::move(launches),
                                       std::move(gemms), std::move(copies), std::move(results),
-                                      num_params, use_graph);
+                                      num_params, std::move(written_params), use_graph);
 }
 
 py::dict allocator_stats(Device& device) {
@@ -236,5 +236,5 @@ PYBIND11_MODULE(_cuda_runtime, m) {
       });
   m.def("load_executable", &load_executable, py::arg("device"), py::arg("cubin"),
         py::arg("kernels"), py::arg("buffers"), py::arg("steps"), py::arg("results"),
-        py::arg("num_params"), py::arg("use_graph"));
+        py::arg("num_params"), py::arg("written_params"), py::arg("use_graph"));
 }

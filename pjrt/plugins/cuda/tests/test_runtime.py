@@ -273,3 +273,35 @@ def test_the_readme_example_loads_and_runs(cuda_device, fake_cuda, tmp_path):
                                rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(download(cuda_device, copied, np.float32, (4, 8)), x)
     assert [l["kernel"] for l in fake_cuda.log()["launches"]] == ["k0"]
+
+
+def test_a_written_argument_is_copied_unless_donated(cuda_device, tmp_path):
+    """written_params: the steps write into argument 0's buffer (here a copy of a constant
+    into it, then a copy out as the result); the caller's buffer changes only if donated."""
+    doc = {"params": [{"shape": [4], "dtype": "f32"}], "results": [2], "written_params": [0],
+           "buffers": [{"id": 0, "bytes": 16, "kind": "param", "param": 0},
+                       {"id": 1, "bytes": 16, "kind": "const", "const": "const_0.bin"},
+                       {"id": 2, "bytes": 16, "kind": "temp"}],
+           "steps": [{"op": "copy", "src": 1, "dst": 0, "bytes": 16},
+                     {"op": "copy", "src": 0, "dst": 2, "bytes": 16}]}
+    executable = load(cuda_device, write_executable(tmp_path, doc, consts={
+        "const_0.bin": CONST.tobytes()}))
+    x = np.arange(4, dtype=np.float32) + 10
+    for donate in (False, True):
+        arg = cuda_device.upload(x)
+        (result,), event = executable.run([arg], [donate])
+        event.synchronize()
+        np.testing.assert_array_equal(download(cuda_device, result, np.float32, (4,)), CONST)
+        expected = CONST if donate else x
+        np.testing.assert_array_equal(download(cuda_device, arg, np.float32, (4,)), expected)
+    # Donated but shared with another live buffer (a copy's source of truth): copied.
+    arg = cuda_device.upload(x)
+    (tmp_path / "passthrough").mkdir()
+    passthrough = write_executable(tmp_path / "passthrough", {
+        "params": [{"shape": [4], "dtype": "f32"}], "results": [0],
+        "buffers": [{"id": 0, "bytes": 16, "kind": "param", "param": 0}], "steps": []})
+    (same,), _ = load(cuda_device, passthrough).run([arg], [False])
+    assert same.shares_storage_with(arg)
+    (result,), event = executable.run([arg], [True])
+    event.synchronize()
+    np.testing.assert_array_equal(download(cuda_device, same, np.float32, (4,)), x)
