@@ -120,7 +120,7 @@ def test_importing_needs_no_driver(tmp_path):
     code = ("import pjrt, pjrt.plugins.cuda.plugin, pjrt.plugins.cuda.runtime; "
             "print(pjrt.available_backends())")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env={"OPENHLO_CUDA_DRIVER": "/nonexistent", "PATH": "/usr/bin",
+                            env={**os.environ, "OPENHLO_CUDA_DRIVER": "/nonexistent",
                                  "HOME": str(tmp_path)}, cwd=REPOSITORY)
     assert result.returncode == 0, result.stderr
     assert "cuda" in result.stdout
