@@ -142,15 +142,17 @@ void Executable::enqueue_steps(const std::vector<CUdeviceptr>& addresses) {
       case StepKind::kLaunch: {
         const LaunchStep& launch = launches_[step.index];
         values.resize(launch.args.size());
-        params.resize(launch.args.size());
+        // One entry more than the arguments, null: the driver reads as many as the kernel
+        // takes; the fake driver, which cannot read a real cubin's signatures, stops there.
+        params.assign(launch.args.size() + 1, nullptr);
         for (size_t j = 0; j < launch.args.size(); ++j) {
           values[j] = addresses[launch.args[j].buffer] + launch.args[j].offset;
           params[j] = &values[j];
         }
         CUresult result = driver.cuLaunchKernel(
             launch.function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
-            launch.block[1], launch.block[2], launch.shared, device_->stream(),
-            params.empty() ? nullptr : params.data(), nullptr);
+            launch.block[1], launch.block[2], launch.shared, device_->stream(), params.data(),
+            nullptr);
         if (result != kCudaSuccess) {
           throw CudaError("cuLaunchKernel(" + launch.kernel + ") failed: " +
                           driver.error_name(result));

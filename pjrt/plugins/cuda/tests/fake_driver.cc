@@ -9,6 +9,8 @@
 // host memory, so the runtime's row-major operand mapping is checked against numpy.
 // A fake "cubin" is text, one kernel a line, "name argument-count": cuModuleGetFunction
 // finds only those names, and a launch reads that many 8-byte arguments (device pointers).
+// A real cubin (an ELF image) is accepted too, with any kernel name; its launches read
+// arguments up to the null entry the runtime ends its argument array with.
 //
 // Test hooks (extern "C"): fake_cuda_fail(name, code) makes every later call of the entry
 // point `name` return `code`; fake_cuda_set_memory_limit(bytes) caps the device memory;
@@ -352,11 +354,12 @@ int cuEventElapsedTime_v2(float* ms, void*, void*) {
 
 struct Module {
   std::map<std::string, int> arity;  // kernel name -> number of arguments
+  bool elf = false;                  // a real cubin: any name, arguments up to a null
 };
 
 struct Function {
   std::string name;
-  int arity;
+  int arity;  // -1: a kernel of a real cubin, arguments up to a null entry
 };
 
 int cuModuleLoadData(void** module, const void* image) {
@@ -365,6 +368,11 @@ int cuModuleLoadData(void** module, const void* image) {
     return 200;
   }
   Module* loaded = new Module();
+  if (std::memcmp(image, "\x7f" "ELF", 4) == 0) {
+    loaded->elf = true;
+    *module = loaded;
+    return 0;
+  }
   std::istringstream lines(static_cast<const char*>(image));
   std::string name;
   int arity;
@@ -387,9 +395,13 @@ int cuModuleUnload(void* module) {
 // Function handles are leaked with the module: a test process is short.
 int cuModuleGetFunction(void** function, void* module, const char* name) {
   FAKE_ENTRY("cuModuleGetFunction");
-  auto& arity = static_cast<Module*>(module)->arity;
-  auto it = arity.find(name);
-  if (it == arity.end()) {
+  const Module* loaded = static_cast<Module*>(module);
+  if (loaded->elf) {
+    *function = new Function{name, -1};
+    return 0;
+  }
+  auto it = loaded->arity.find(name);
+  if (it == loaded->arity.end()) {
     return 500;  // CUDA_ERROR_NOT_FOUND
   }
   *function = new Function{name, it->second};
@@ -401,12 +413,12 @@ int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsign
                    void** extra) {
   FAKE_ENTRY("cuLaunchKernel");
   const Function* f = static_cast<const Function*>(function);
-  if (extra != nullptr || (f->arity > 0 && params == nullptr)) {
+  if (extra != nullptr || (f->arity != 0 && params == nullptr)) {
     return 1;
   }
   Launch launch{f->name, {gx, gy, gz, bx, by, bz}, shared, {}, false};
   // Arguments are read when the launch is made, as the driver does (in a capture too).
-  for (int i = 0; i < f->arity; ++i) {
+  for (int i = 0; f->arity < 0 ? params[i] != nullptr : i < f->arity; ++i) {
     launch.args.push_back(*static_cast<const unsigned long long*>(params[i]));
   }
   submit(stream, [launch](bool via_graph) {

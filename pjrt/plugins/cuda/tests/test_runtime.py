@@ -5,6 +5,8 @@ import ctypes
 import json
 import os
 import re
+import shutil
+import subprocess
 
 import ml_dtypes
 import numpy as np
@@ -305,3 +307,26 @@ def test_a_written_argument_is_copied_unless_donated(cuda_device, tmp_path):
     (result,), event = executable.run([arg], [True])
     event.synchronize()
     np.testing.assert_array_equal(download(cuda_device, same, np.float32, (4,)), x)
+
+
+def test_a_real_cubin_loads_and_its_launches_are_recorded(cuda_device, fake_cuda, tmp_path):
+    """An nvcc-built sm_90a cubin through the fake (which takes any kernel of an ELF image):
+    what an executable directory of the code generator looks like to the runtime."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        pytest.skip("no nvcc")
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void scale(const float* x, '
+                                   'float* y) { y[threadIdx.x] = 2 * x[threadIdx.x]; }\n')
+    subprocess.run([nvcc, "-cubin", "-arch=sm_90a", "-o", str(tmp_path / "kernels.cubin"),
+                    str(tmp_path / "k.cu")], check=True, capture_output=True)
+    doc = {"params": [{"shape": [32], "dtype": "f32"}], "results": [1],
+           "buffers": [{"id": 0, "bytes": 128, "kind": "param", "param": 0},
+                       {"id": 1, "bytes": 128, "kind": "temp"}],
+           "steps": [{"op": "launch", "kernel": "scale", "grid": [1], "block": [32],
+                      "shared": 0, "args": [0, 1]}]}
+    executable = load(cuda_device, write_executable(tmp_path, doc))
+    arg = cuda_device.upload(np.zeros(32, np.float32))
+    (out,), event = executable.run([arg], [False])
+    event.synchronize()
+    (launch,) = fake_cuda.log()["launches"]
+    assert (launch["kernel"], launch["args"]) == ("scale", [arg.address, out.address])
