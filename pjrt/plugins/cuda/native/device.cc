@@ -35,12 +35,6 @@ void Event::synchronize() const {
   driver_->check(driver_->cuEventSynchronize(event_), "cuEventSynchronize");
 }
 
-float Event::elapsed_ms_since(const Event& start) const {
-  float ms = 0;
-  driver_->check(driver_->cuEventElapsedTime(&ms, start.event_, event_), "cuEventElapsedTime");
-  return ms;
-}
-
 Device::Device(std::shared_ptr<DriverApi> driver, int ordinal, std::string cublas_path)
     : driver_(std::move(driver)), ordinal_(ordinal), cublas_path_(std::move(cublas_path)) {
   driver_->check(driver_->cuDeviceGet(&device_, ordinal), "cuDeviceGet");

@@ -29,8 +29,6 @@ class Event {
   ~Event();
   bool is_ready() const;
   void synchronize() const;
-  // Milliseconds between `start` and this event (both recorded, both complete).
-  float elapsed_ms_since(const Event& start) const;
 
  private:
   std::shared_ptr<DriverApi> driver_;

@@ -65,7 +65,6 @@ DriverApi::DriverApi(const std::string& path_) : path(path_) {
     resolve(handle, path, cuEventRecord, {"cuEventRecord"});
     resolve(handle, path, cuEventQuery, {"cuEventQuery"});
     resolve(handle, path, cuEventSynchronize, {"cuEventSynchronize"});
-    resolve(handle, path, cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
     resolve(handle, path, cuModuleLoadData, {"cuModuleLoadData"});
     resolve(handle, path, cuModuleUnload, {"cuModuleUnload"});
     resolve(handle, path, cuModuleGetFunction, {"cuModuleGetFunction"});

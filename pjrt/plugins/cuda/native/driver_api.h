@@ -36,7 +36,6 @@ constexpr CUresult kCudaErrorOutOfMemory = 2;
 constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
 constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
 constexpr int kDeviceAttributeMultiprocessorCount = 16;
-constexpr unsigned kEventDisableTiming = 0x2;
 constexpr unsigned kStreamNonBlocking = 0x1;
 constexpr int kStreamCaptureModeThreadLocal = 1;
 
@@ -88,7 +87,6 @@ struct DriverApi {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventQuery)(CUevent);
   CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuModuleLoadData)(CUmodule*, const void*);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);

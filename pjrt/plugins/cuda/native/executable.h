@@ -97,8 +97,6 @@ class Executable {
     std::lock_guard<std::mutex> lock(mutex_);
     return stats_;
   }
-  int num_params() const { return num_params_; }
-  bool uses_graph() const { return use_graph_; }
 
  private:
   void enqueue_steps(const std::vector<CUdeviceptr>& addresses);

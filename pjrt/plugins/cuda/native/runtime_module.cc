@@ -161,8 +161,7 @@ PYBIND11_MODULE(_cuda_runtime, m) {
 
   py::class_<Event, std::shared_ptr<Event>>(m, "Event")
       .def("is_ready", &Event::is_ready)
-      .def("synchronize", &Event::synchronize, py::call_guard<py::gil_scoped_release>())
-      .def("elapsed_ms_since", &Event::elapsed_ms_since);
+      .def("synchronize", &Event::synchronize, py::call_guard<py::gil_scoped_release>());
 
   py::class_<Device, std::shared_ptr<Device>>(m, "Device")
       .def(py::init<std::shared_ptr<DriverApi>, int, std::string>(), py::arg("driver"),
@@ -210,8 +209,6 @@ PYBIND11_MODULE(_cuda_runtime, m) {
       .def("release_cached", [](Device& d) { d.allocator().release_cached(); });
 
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable")
-      .def_property_readonly("num_params", &Executable::num_params)
-      .def_property_readonly("uses_graph", &Executable::uses_graph)
       .def("run", [](Executable& e, const std::vector<std::shared_ptr<DeviceBuffer>>& args,
                      const std::vector<bool>& donated) {
         std::vector<DeviceBuffer> outputs;

@@ -346,12 +346,6 @@ int cuEventRecord(void*, void*) { FAKE_ENTRY("cuEventRecord"); return 0; }
 int cuEventQuery(void*) { FAKE_ENTRY("cuEventQuery"); return 0; }
 int cuEventSynchronize(void*) { FAKE_ENTRY("cuEventSynchronize"); return 0; }
 
-int cuEventElapsedTime_v2(float* ms, void*, void*) {
-  FAKE_ENTRY("cuEventElapsedTime_v2");
-  *ms = 0.0f;
-  return 0;
-}
-
 struct Module {
   std::map<std::string, int> arity;  // kernel name -> number of arguments
   bool elf = false;                  // a real cubin: any name, arguments up to a null
