@@ -215,6 +215,16 @@ EXTENSIONS = [
         extra_compile_args=["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"],
         extra_link_args=["-pthread"],
     ),
+    # The cuda backend's runtime: no CUDA header or library at build time; the driver and
+    # cuBLAS are dlopened when a client is made (pjrt/plugins/cuda/native/driver_api.h).
+    Pybind11Extension(
+        "pjrt.plugins.cuda._cuda_runtime",
+        sorted(glob.glob("pjrt/plugins/cuda/native/*.cc")),
+        include_dirs=["pjrt/plugins/cuda/native"],
+        libraries=["dl"],
+        cxx_std=17,
+        extra_compile_args=["-O2"],
+    ),
     # The PJRT C-API plugin: a plain C++ shared library (no Python symbols; Python installs
     # its callbacks through an exported C function), dlopened by jaxlib.
     Extension(

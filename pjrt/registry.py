@@ -22,6 +22,7 @@ BACKENDS: Registry[Callable[..., Client]] = Registry(
 # Built-in backends are lazy "module:factory" strings: importing pjrt stays cheap.
 BACKENDS.register("cpu", "pjrt.plugins.cpu.plugin:create_client")
 BACKENDS.register("interpreter", "pjrt.plugins.interpreter.plugin:create_client")
+BACKENDS.register("cuda", "pjrt.plugins.cuda.plugin:create_client")
 
 DEFAULT_BACKEND = "cpu"
 
