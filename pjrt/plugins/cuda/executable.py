@@ -62,6 +62,7 @@ class Description:
         self.arena = self._buffer("temp", arena) if arena else None
         self.returned = _returned(func)
         self.results: list[int] = []
+        self.written_params: set[int] = set()  # donated parameters the steps write into
 
     def _buffer(self, kind: str, nbytes: int, **extra) -> int:
         self.buffers.append({"id": len(self.buffers), "bytes": int(nbytes), "kind": kind,
@@ -76,6 +77,8 @@ class Description:
         elif value not in self.where:
             slot = self.assignment.slots[value]
             base = slot.parameter if slot.parameter is not None else self.arena
+            if slot.parameter is not None:
+                self.written_params.add(self.buffers[base]["param"])
             self.where[value] = base if slot.offset == 0 else {"id": base,
                                                                "offset": slot.offset}
         return self.where[value]
@@ -149,7 +152,8 @@ class Description:
              result_types: list[dict]) -> dict:
         return {"format": FORMAT, "target": target, "cubin": cubin, "params": params,
                 "results": self.results, "result_types": result_types,
-                "buffers": self.buffers, "steps": self.steps}
+                "buffers": self.buffers, "steps": self.steps,
+                "written_params": sorted(self.written_params)}
 
 
 def _returned(func: Func) -> set:

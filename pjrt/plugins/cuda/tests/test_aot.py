@@ -169,3 +169,28 @@ def test_cli_compile_refuses_other_backends(tmp_path, capsys):
     assert main(["compile", str(REPO / "examples" / "hello.mlir"), "--backend", "cpu",
                  "-o", str(tmp_path / "x")]) == 1
     assert "does not compile ahead of time" in capsys.readouterr().err
+
+
+DONATED_INPUT_REUSED = """
+func.func @main(%x: tensor<16x16xf32> {jax.buffer_donor = true}) -> tensor<16x16xf32> {
+  %0 = stablehlo.exponential %x : tensor<16x16xf32>
+  %1 = stablehlo.dot_general %0, %0, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %1 : tensor<16x16xf32>
+}
+"""
+
+
+def test_a_donated_parameter_written_in_place_is_named():
+    """The buffer assignment puts exp(x) in x's donated storage: the description must say
+    so (``written_params``), or a runtime would overwrite an argument the caller kept."""
+    doc = aot.describe(*aot.optimize(stablehlo.parse(DONATED_INPUT_REUSED))).json(
+        "sm_90a", None, [], [])
+    param = next(b["id"] for b in doc["buffers"] if b.get("param") == 0)
+    written = {ref if isinstance(ref, int) else ref["id"]
+               for step in doc["steps"] if step["op"] == "launch"
+               for ref in step["args"][-1:]}
+    assert param in written and doc["written_params"] == [0]
+    kept = aot.describe(*aot.optimize(stablehlo.parse(
+        DONATED_INPUT_REUSED.replace(" {jax.buffer_donor = true}", "")))).json(
+        "sm_90a", None, [], [])
+    assert kept["written_params"] == []

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pjrt.plugins.cuda import runtime
-from pjrt.plugins.cuda.tests.test_runtime import download, load, write_executable
+from pjrt.plugins.cuda.tests.runtime_support import download, load, write_executable
 
 N = 1 << 20
 KERNEL = r"""

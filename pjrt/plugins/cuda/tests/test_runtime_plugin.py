@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -79,34 +78,35 @@ def test_ahead_of_time_directory_runs_with_donation(fake_cuda, tmp_path):
     np.testing.assert_array_equal(result.to_numpy(), x)
 
 
-def test_compile_goes_through_the_code_generator(fake_cuda, tmp_path, monkeypatch):
-    """client.compile hands the optimized module to aot.compile_module (stubbed here: the
-    code generator is another part of the backend) and runs the directory it writes."""
-    calls = []
-
-    def compile_module(module, *, target, out_dir):
-        calls.append(target)
-        return directory_of(tmp_path, DOT_STEPS)
-
-    aot = types.SimpleNamespace(compile_module=compile_module,
-                                claims=lambda module: (True, ""))
-    monkeypatch.setitem(sys.modules, "pjrt.plugins.cuda.aot", aot)
+def test_compile_goes_through_the_code_generator(fake_cuda):
+    """client.compile runs the code generator (aot.py: a lone dot is one GEMM step, no
+    kernel, so no nvcc) and the directory it writes; the fake cuBLAS computes the product."""
     client = pjrt.make_client("cuda")
     executable = client.compile(DOT_PROGRAM)
     rng = np.random.default_rng(1)
     a = rng.standard_normal((2, 3)).astype(np.float32)
     b = rng.standard_normal((3, 4)).astype(np.float32)
     np.testing.assert_allclose(executable(a, b)[0], a @ b, rtol=1e-5, atol=1e-6)
-    assert calls == ["sm_90a"]
+    assert len(fake_cuda.log()["gemms"]) == 1  # one cuBLAS call (column-major: m, n swapped)
     assert executable._natives[client.devices()[0]].stats()["graph_captures"] == 1
 
 
-def test_unclaimed_program_is_refused_with_the_reason(fake_cuda, monkeypatch):
-    aot = types.SimpleNamespace(claims=lambda module: (False, "no rule for stablehlo.fft"))
-    monkeypatch.setitem(sys.modules, "pjrt.plugins.cuda.aot", aot)
+UNCLAIMED_PROGRAM = """
+func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = "stablehlo.sort"(%x) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %1 = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  }) {dimension = 0 : i64} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+"""
+
+
+def test_unclaimed_program_is_refused_with_the_reason(fake_cuda):
     client = pjrt.make_client("cuda")
-    with pytest.raises(UnimplementedError, match="no rule for stablehlo.fft"):
-        client.compile(DOT_PROGRAM)
+    with pytest.raises(UnimplementedError, match="stablehlo.sort"):
+        client.compile(UNCLAIMED_PROGRAM)
 
 
 def test_no_driver_is_a_clear_error(monkeypatch):
