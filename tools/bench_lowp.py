@@ -12,7 +12,7 @@
   weight bytes streamed per second against the machine's measured copy bandwidth (numpy
   copying a 256 MiB array: bytes read + written per second), and against numpy's f32 GEMV.
   The programs run twice: on one weight called again (16 MiB of int8 at 4096: it may stay
-  in the last-level cache between calls, while the copy's arrays cannot) and on 256 MiB of
+  in the last-level cache between calls, while the copy's arrays cannot) and on 512 MiB of
   distinct weights taken in turn, as a decode step goes through a model's layers (each
   call's weight comes from memory, as the copy's bytes do).
 
@@ -33,9 +33,10 @@ import numpy as np
 from tools.bench.timing import interleaved_medians
 
 MIB = 2 ** 20
-# the weights the streamed GEMVs go through in turn, as much as the copy's source array: a
-# layer's weight is not still cached from its last call (the copy's arrays are not either)
-_STREAMED_BYTES = 256 * MIB
+# the weights the streamed GEMVs go through in turn, as much as the copy's two arrays, more
+# than the last-level cache (300 MiB on the dev box): a layer's weight is not still cached
+# from its last call, as the copy's arrays are not
+_STREAMED_BYTES = 512 * MIB
 # (m, k, n): a square GEMM, and two narrow ones of the sizes a quantized convolution's per-tap
 # dots take (m = N*H*W = 1 x 56 x 56 pixels, k = C_in of 576 or 64, n = C_out = 64)
 DEFAULT_SHAPES = ((1024, 1024, 1024), (3136, 576, 64), (3136, 64, 64))
@@ -149,7 +150,7 @@ def gemv_figures(k: int, n: int, group: int, budget: float) -> dict:
     fns = {"int8 weight-only": lambda: int8.matmul(x), "int4 weight-only": lambda: int4.matmul(x)}
     nbytes = {"int8 weight-only": int8.nbytes, "int4 weight-only": int4.nbytes}
     for bits in (8, 4):
-        # one weight called again (cache-resident when it fits), and layers of 256 MiB in all
+        # one weight called again (cache-resident when it fits), and layers of 512 MiB in all
         layer_bytes = n * k * bits // 8
         for layers in (1, -(-_STREAMED_BYTES // layer_bytes)):
             name = f"int{bits} weight_only_dot (program" + (
