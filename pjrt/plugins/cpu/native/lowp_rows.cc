@@ -187,7 +187,7 @@ __attribute__((target("avx512f,avx512bw"))) void rows_fast(const float* x, int64
     const int64_t byte0 = g * w.group * Bits / 8;  // int4: group is even
     for (int64_t c = 0; c < full; c += 32) {
       const int64_t at = byte0 + c * Bits / 8;
-      if (at % kLineBytes < kStepBytes) prefetch_rows<W>(rows, bytes, at);
+      if (at % kLineBytes < kStepBytes) prefetch_rows<W>(rows, bytes, at);  // once a line
       for (int j = 0; j < W; ++j) wbytes[j] = rows + j * bytes + at;
       step32<R, W, Bits>(wbytes, xg + c, x_stride, values, 0xffff, 0xffff, part);
     }
