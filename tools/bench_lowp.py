@@ -11,6 +11,10 @@
   frameworks/torch's form, run as ``openhlo.weight_only_dot`` on the rows kernels), as
   weight bytes streamed per second against the machine's measured copy bandwidth (numpy
   copying a 256 MiB array: bytes read + written per second), and against numpy's f32 GEMV.
+  The programs run twice: on one weight called again (16 MiB of int8 at 4096: it may stay
+  in the last-level cache between calls, while the copy's arrays cannot) and on 512 MiB of
+  distinct weights taken in turn, as a decode step goes through a model's layers (each
+  call's weight comes from memory, as the copy's bytes do).
 
 Contenders are timed in alternating rounds (tools/bench/timing.py), so load from elsewhere
 slows all of them; the machine's CPU count and 1-minute load are printed with the figures.
@@ -29,6 +33,10 @@ import numpy as np
 from tools.bench.timing import interleaved_medians
 
 MIB = 2 ** 20
+# the weights the streamed GEMVs go through in turn, as much as the copy's two arrays, more
+# than the last-level cache (300 MiB on the dev box): a layer's weight is not still cached
+# from its last call, as the copy's arrays are not
+_STREAMED_BYTES = 512 * MIB
 # (m, k, n): a square GEMM, and two narrow ones of the sizes a quantized convolution's per-tap
 # dots take (m = N*H*W = 1 x 56 x 56 pixels, k = C_in of 576 or 64, n = C_out = 64)
 DEFAULT_SHAPES = ((1024, 1024, 1024), (3136, 576, 64), (3136, 64, 64))
@@ -87,24 +95,22 @@ def _bandwidth_gbs(budget: float) -> float:
     return 2 * src.nbytes / t / 1e9
 
 
-def _weight_only_program(k: int, n: int, bits: int, group: int, rng):
+def _weight_only_program(k: int, n: int, bits: int, group: int, rng, layers: int = 1):
     """``(call, weight bytes)``: the cpu backend's compiled ``x @ dequantize(w).T`` for one
     row of x as frameworks/torch's lowering writes it (int8 ``[n, k]`` with ``[n]`` scales;
     int4 packed ``[n, k/2]`` bytes with ``[n * k/group]`` scales), which runs as an
-    ``openhlo.weight_only_dot``, called on device buffers."""
+    ``openhlo.weight_only_dot``, called on device buffers. With ``layers`` > 1 each call
+    takes the next of that many distinct weights, as a decode step goes through a model's
+    layers, so no call finds its weight in a cache that the previous call filled."""
     import pjrt
     from stablehlo.builder import Builder
     from stablehlo.ir.types import F32, I8, UI8, IntegerType, TensorType, tensor
     b = Builder()
     rows = n * k // group
-    if bits == 8:
-        w = rng.integers(-127, 128, size=(n, k)).astype(np.int8)
-        s = rng.uniform(1e-3, 1e-2, n).astype(np.float32)
-    else:
-        w = rng.integers(0, 256, size=(n, k // 2)).astype(np.uint8)
-        s = rng.uniform(1e-3, 1e-2, rows).astype(np.float32)
-    with b.function("main", [tensor((1, k), F32), TensorType(w.shape, I8 if bits == 8 else UI8),
-                             tensor(s.shape, F32)]) as (_, (xv, wv, sv)):
+    w_shape = (n, k) if bits == 8 else (n, k // 2)
+    s_shape = (n,) if bits == 8 else (rows,)
+    with b.function("main", [tensor((1, k), F32), TensorType(w_shape, I8 if bits == 8 else UI8),
+                             tensor(s_shape, F32)]) as (_, (xv, wv, sv)):
         if bits == 8:
             deq = b.multiply(b.convert(wv, F32), b.broadcast_in_dim(sv, (n, k), [0]))
         else:
@@ -115,9 +121,19 @@ def _weight_only_program(k: int, n: int, bits: int, group: int, rng):
         b.return_(b.dot_general(xv, deq, contracting=((1,), (1,))))
     client = pjrt.make_client("cpu")
     exe = client.compile(b.module)
-    x = rng.standard_normal((1, k)).astype(np.float32)
-    buffers = [client.buffer_from_numpy(a) for a in (x, w, s)]
-    return (lambda: [r.block_until_ready() for r in exe.execute(buffers)]), w.nbytes + s.nbytes
+    x = client.buffer_from_numpy(rng.standard_normal((1, k)).astype(np.float32))
+    calls = []
+    for _ in range(layers):
+        if bits == 8:
+            w = rng.integers(-127, 128, size=w_shape, dtype=np.int8)
+        else:
+            w = rng.integers(0, 256, size=w_shape, dtype=np.uint8)
+        s = rng.uniform(1e-3, 1e-2, s_shape).astype(np.float32)
+        calls.append([x, client.buffer_from_numpy(w), client.buffer_from_numpy(s)])
+    turn = iter(range(2 ** 62))
+    return ((lambda: [r.block_until_ready()
+                      for r in exe.execute(calls[next(turn) % layers])]),
+            w.nbytes + s.nbytes)
 
 
 def gemv_figures(k: int, n: int, group: int, budget: float) -> dict:
@@ -131,17 +147,18 @@ def gemv_figures(k: int, n: int, group: int, budget: float) -> dict:
     int4 = lowp.QuantizedWeight(w4, rng.uniform(1e-3, 1e-2, (k // group, n)).astype(np.float32),
                                 4, group)
     wf = rng.standard_normal((k, n)).astype(np.float32)
-    program8, bytes8 = _weight_only_program(k, n, 8, k, rng)
-    program4, bytes4 = _weight_only_program(k, n, 4, group, rng)
-    times = interleaved_medians({"int8 weight-only": lambda: int8.matmul(x),
-                                 "int4 weight-only": lambda: int4.matmul(x),
-                                 "int8 weight_only_dot (program)": program8,
-                                 "int4 weight_only_dot (program)": program4,
-                                 "f32 numpy/OpenBLAS": lambda: x @ wf}, budget)
-    nbytes = {"int8 weight-only": int8.nbytes, "int4 weight-only": int4.nbytes,
-              "int8 weight_only_dot (program)": bytes8,
-              "int4 weight_only_dot (program)": bytes4,
-              "f32 numpy/OpenBLAS": wf.nbytes}
+    fns = {"int8 weight-only": lambda: int8.matmul(x), "int4 weight-only": lambda: int4.matmul(x)}
+    nbytes = {"int8 weight-only": int8.nbytes, "int4 weight-only": int4.nbytes}
+    for bits in (8, 4):
+        # one weight called again (cache-resident when it fits), and layers of 512 MiB in all
+        layer_bytes = n * k * bits // 8
+        for layers in (1, -(-_STREAMED_BYTES // layer_bytes)):
+            name = f"int{bits} weight_only_dot (program" + (
+                ")" if layers == 1 else f", {layers} layers in turn)")
+            fns[name], nbytes[name] = _weight_only_program(k, n, bits, k if bits == 8 else group,
+                                                           rng, layers)
+    fns["f32 numpy/OpenBLAS"], nbytes["f32 numpy/OpenBLAS"] = (lambda: x @ wf), wf.nbytes
+    times = interleaved_medians(fns, budget)
     copy = _bandwidth_gbs(budget)
     return {"k": k, "n": n, "group": group, "copy_gbs": copy, "times": times,
             "weight_gbs": {name: nbytes[name] / t["median_s"] / 1e9 for name, t in times.items()}}

@@ -140,3 +140,45 @@ def test_int8_dot_on_rows_is_exact(batch, lowp_path):
     w = RNG.integers(-128, 128, (n, k), dtype=np.int8)
     want = (a.astype(np.int64) @ w.astype(np.int64).T).astype(np.int32)
     np.testing.assert_array_equal(np.asarray(exe(a, w)[0]), want)
+
+
+def _assert_matches_float64(got, x, dequantized):
+    """Within f32 rounding of the product in float64 (numpy: an independent reference)."""
+    want = x.astype(np.float64) @ dequantized.astype(np.float64)
+    _assert_within_rounding(got, x, dequantized, want)
+
+
+# (n, k): n not a multiple of the 4 weight rows read side by side; k with a partial last 32
+# (or under 32); the last two over the size the rows kernel splits across threads
+INT8_ROW_SHAPES = [(37, 100), (5, 33), (4, 16), (130, 1030), (520, 2050)]
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5, 15])
+@pytest.mark.parametrize("n,k", INT8_ROW_SHAPES, ids=[f"{n}x{k}" for n, k in INT8_ROW_SHAPES])
+def test_int8_rows_kernel_against_float64(n, k, batch, lowp_path):
+    weight = RNG.integers(-127, 128, (n, k), dtype=np.int8)
+    scales = RNG.uniform(0.001, 0.02, n).astype(np.float32)
+    exe = _compiled(_int8_program(weight, scales, batch, rows_layout=True))
+    x = RNG.standard_normal((batch, k)).astype(np.float32)
+    got = np.asarray(exe(x, weight, scales)[0])
+    _assert_matches_float64(got, x, (weight.astype(np.float32) * scales[:, None]).T)
+
+
+# (n, k, group): groups of 32 k and more, with a partial last 32 per group (50, 80), under 32
+# (4), per channel; an odd group (3) runs the portable loop on every path
+INT4_ROW_SHAPES = [(37, 100, 50), (9, 96, 96), (6, 12, 4), (130, 1040, 80), (516, 2080, 160),
+                   (7, 30, 3)]
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5, 15])
+@pytest.mark.parametrize("n,k,group", INT4_ROW_SHAPES,
+                         ids=[f"{n}x{k}g{g}" for n, k, g in INT4_ROW_SHAPES])
+def test_int4_rows_kernel_against_float64(n, k, group, batch, lowp_path):
+    exe = _compiled(torch_int4_program(n, k, group, batch))
+    packed = RNG.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    scales = RNG.uniform(0.01, 0.1, (n, k // group)).astype(np.float32)
+    values = np.stack([packed & 15, packed >> 4], -1).reshape(n, k).astype(np.int8)
+    values = np.where(values > 7, values - 16, values)
+    x = RNG.standard_normal((batch, k)).astype(np.float32)
+    got = np.asarray(exe(x, packed, scales)[0])
+    _assert_matches_float64(got, x, (values * np.repeat(scales, group, axis=1)).T)
