@@ -21,7 +21,7 @@ scale the clip of ``max|w| / 7`` with the least squared rounding error of its gr
 transformers and frameworks/torch/models name it) at int8 unless ``int8_lm_head=False``, as
 llama.cpp's 4-bit formats keep their output layer at 6 bits: its rounding error reaches the
 logits undamped. On frameworks/torch/models/llama_nn.py (hidden 512, random weights) the int8
-head takes int4's greedy next-token agreement with f32 from 86% to 94.5% for about 15% more
+head takes int4's greedy next-token agreement with f32 from 86.5% to 94.6% for 15% more
 weight bytes (frameworks/torch/README.md, "Accuracy of weight-only modes"). Layers can be
 mixed further: ``quantize_(m, "weight-int4", filter_fn=...)`` then ``quantize_(m,
 "weight-int8")`` quantizes the layers the first call left.
