@@ -3,40 +3,57 @@
 ``torch.compile(backend="openhlo")``, with eager PyTorch f32 beside them.
 
     python -m tools.bench_quantized_decode [--hidden 512] [--layers 4] [--vocab 8192]
-                                           [--budget 2]
+                                           [--model llama|qwen2|mistral|nn] [--budget 2]
 
-The model is a transformers ``LlamaForCausalLM`` from a config with random weights when
-transformers is installed (``--model nn``: frameworks/torch/models/llama_nn.py), and the
+The model is a transformers ``LlamaForCausalLM`` (or ``--model`` another decoder of its
+kind) from a config with random weights when transformers is installed (``--model nn``:
+frameworks/torch/models/llama_nn.py), and the
 step is one token through it without a KV cache: the cost a decode step spends streaming
 every weight once, which is what quantized weights shrink (attention over a cache, small
 at these lengths, is left out). Contenders run in alternating rounds
 (tools/bench/timing.py), so load from elsewhere slows all of them; prints the median time
 per step (and the spread), the speed-up over our own f32, the weight bytes each step reads,
 the greedy next-token agreement with f32 (each variant's eager, dequantizing model on 8 x
-128 random tokens, every position) and the machine's load. ``weight-int4+int8-head`` is
-weight-int4 with the output projection (``lm_head``) kept at weight-int8.
+128 random tokens, every position) and the machine's load. ``weight-int4`` keeps the output
+projection (``lm_head``) at int8 (``quantize_``'s default), ``weight-int4+int4-head`` does
+not. tools/quantized_agreement.py measures agreement more thoroughly.
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import os
+from typing import Optional
 
 import torch
 
 
-def build_model(kind: str, hidden: int, layers: int, vocab: int) -> torch.nn.Module:
-    if kind == "transformers":
-        from frameworks.torch.models.vision import import_transformers
-        transformers = import_transformers()
-        config = transformers.LlamaConfig(
-            vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 8 // 3 // 64 * 64,
-            num_hidden_layers=layers, num_attention_heads=hidden // 64,
-            num_key_value_heads=hidden // 64, max_position_embeddings=256)
-        model = transformers.LlamaForCausalLM(config).eval()
-        return _Logits(model)
-    from frameworks.torch.models.llama_nn import LlamaNN
-    return LlamaNN(vocab, hidden, layers, hidden // 64, hidden * 8 // 3 // 64 * 64).eval()
+# transformers decoders of the Llama kind: (config class, model class, key/value heads)
+TRANSFORMERS_DECODERS = {"llama": ("LlamaConfig", "LlamaForCausalLM", None),
+                         "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", 2),
+                         "mistral": ("MistralConfig", "MistralForCausalLM", 2)}
+
+
+def build_model(kind: str, hidden: int, layers: int, vocab: int,
+                init_range: Optional[float] = None) -> torch.nn.Module:
+    """A random-weight decoder returning logits: ``kind`` one of ``TRANSFORMERS_DECODERS``
+    (weights N(0, ``init_range``), the config's default 0.02 when None) or ``nn``
+    (frameworks/torch/models/llama_nn.py, torch's default initialisation)."""
+    intermediate = hidden * 8 // 3 // 64 * 64
+    if kind == "nn":
+        from frameworks.torch.models.llama_nn import LlamaNN
+        return LlamaNN(vocab, hidden, layers, hidden // 64, intermediate).eval()
+    from frameworks.torch.models.vision import import_transformers
+    transformers = import_transformers()
+    config_name, model_name, kv_heads = TRANSFORMERS_DECODERS[kind]
+    extra = {} if init_range is None else {"initializer_range": init_range}
+    if kind != "llama":
+        extra["tie_word_embeddings"] = False
+    config = getattr(transformers, config_name)(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate,
+        num_hidden_layers=layers, num_attention_heads=hidden // 64,
+        num_key_value_heads=kv_heads or hidden // 64, max_position_embeddings=256, **extra)
+    return _Logits(getattr(transformers, model_name)(config).eval())
 
 
 class _Logits(torch.nn.Module):
@@ -61,12 +78,11 @@ def weight_bytes(model: torch.nn.Module) -> int:
 
 
 def quantized(model: torch.nn.Module, variant: str) -> torch.nn.Module:
-    """A quantized copy of ``model``: a ``quantize_`` mode, or ``weight-int4+int8-head``."""
+    """A quantized copy of ``model``: a ``quantize_`` mode, or ``weight-int4+int4-head``."""
     from frameworks.torch import quantize_
     copied = copy.deepcopy(model)
-    if variant == "weight-int4+int8-head":
-        quantize_(copied, "weight-int4", filter_fn=lambda _, name: not name.endswith("lm_head"))
-        return quantize_(copied, "weight-int8")
+    if variant == "weight-int4+int4-head":
+        return quantize_(copied, "weight-int4", int8_lm_head=False)
     return quantize_(copied, variant)
 
 
@@ -91,26 +107,26 @@ def main(argv=None) -> None:
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--budget", type=float, default=2.0,
                         help="seconds of steps per contender")
-    parser.add_argument("--model", choices=("transformers", "nn"), default=None)
+    parser.add_argument("--model", choices=(*TRANSFORMERS_DECODERS, "nn"), default=None)
     args = parser.parse_args(argv)
     kind = args.model
     if kind is None:
         try:
             import transformers  # noqa: F401
-            kind = "transformers"
+            kind = "llama"
         except ImportError:
             kind = "nn"
     from frameworks.torch import openhlo_backend
     torch.manual_seed(0)
     model = build_model(kind, args.hidden, args.layers, args.vocab)
     ids = torch.randint(0, args.vocab, (1, 1))
-    print(f"model: {kind} Llama, hidden {args.hidden}, {args.layers} layers, vocab "
+    print(f"model: {kind}, hidden {args.hidden}, {args.layers} layers, vocab "
           f"{args.vocab}; batch 1, one token; load average {os.getloadavg()[0]:.2f}")
     from tools.bench.timing import interleaved_medians
     steps = {"eager PyTorch f32": _no_grad(model, ids)}
     variants = {}
     torch._dynamo.reset()
-    for mode in ("f32", "weight-int8", "weight-int4", "weight-int4+int8-head", "dynamic-int8"):
+    for mode in ("f32", "weight-int8", "weight-int4", "weight-int4+int4-head", "dynamic-int8"):
         variants[mode] = model if mode == "f32" else quantized(model, mode)
         steps[f"openhlo {mode}"] = _no_grad(torch.compile(variants[mode],
                                                           backend=openhlo_backend), ids)

@@ -37,8 +37,8 @@ def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
 def pack_int4(values: torch.Tensor) -> torch.Tensor:
     """int8 ``[N, K]`` in [-8, 7] (``K`` even) -> uint8 ``[N, K / 2]`` (``unpack_int4``'s
     inverse)."""
-    nibbles = (values.to(torch.int16) & 0x0F).reshape(values.shape[0], -1, 2)
-    return (nibbles[..., 0] | (nibbles[..., 1] << 4)).to(torch.uint8)
+    nibbles = (values.to(torch.int8) & 0x0F).view(torch.uint8).reshape(values.shape[0], -1, 2)
+    return nibbles[..., 0] | (nibbles[..., 1] << 4)
 
 
 def dequantized_weight(weight: torch.Tensor, scales: torch.Tensor, bits: int) -> torch.Tensor:

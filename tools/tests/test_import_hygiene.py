@@ -25,10 +25,11 @@ FRAMEWORKS = ("jax", "jaxlib", "torch")
 ALLOWED = {
     "frameworks.jax": ("jax", "jaxlib"),
     "frameworks.torch": ("torch",),
-    # Measurement scripts whose whole job is to time PyTorch programs (against Inductor,
+    # Measurement scripts whose whole job is to time or measure PyTorch programs (against Inductor,
     # eager, or our own f32 build of the same model).
     "tools.torch_speed": ("torch",),
     "tools.bench_quantized_decode": ("torch",),
+    "tools.quantized_agreement": ("torch",),
     "tools.bench_generate": ("torch",),
 }
 

@@ -4,9 +4,12 @@ Weights are symmetric (zero point 0, as the spec requires of a quantized dot's r
 scale of a channel is ``max|w| / 127``, so every weight rounds to within half a step (``scale /
 2``) of its value. int4 has so few levels that covering the largest weight costs the rest
 precision: each channel's scale is ``r * max|w| / 7`` with the ratio ``r`` from a grid over
-[0.7, 8/7] (1 included) that minimises the channel's squared reconstruction error, so weights
+[0.6, 8/7] (1 included) that minimises the channel's squared reconstruction error, so weights
 beyond ``7 * scale`` clip and ``r > 1`` uses the level -8 of a channel whose largest
-magnitude is negative; never worse than ``max|w| / 7``. Activations are asymmetric int8:
+magnitude is negative; then alternating minimisation refines it (the integers for the
+scale, the least-squares scale for the integers), which the grid's spacing leaves room for in
+small groups. Never worse than ``max|w| / 7``: on Gaussian and uniform groups of 32 it removes
+about 21% of that scale's squared error. Activations are asymmetric int8:
 the range is widened to contain 0 (so that zero, e.g. padding, is exact), ``scale =
 (hi - lo) / 255`` and the zero point maps ``lo`` to -128.
 
@@ -38,27 +41,64 @@ def _positive_scales(amax: np.ndarray, qmax: int) -> np.ndarray:
     return np.where(scales > 0, scales, np.float32(1.0))
 
 
-# int4 clipping ratios searched (see the module docstring): steps of 1/50 from 0.7 to 1, of
-# 1/28 above (8/7 lets -8 reach the largest magnitude); a finer grid gains under 1% of error
-_INT4_CLIP_RATIOS = np.concatenate([np.arange(35, 51) / 50, 1 + np.arange(1, 5) / 28])
+# int4 clipping ratios searched (see the module docstring): steps of 1/50 from 0.6 to 1, of
+# 1/28 above (8/7 lets -8 reach the largest magnitude). Groups of 32 pick 0.75-1.14; groups of
+# 128 and whole channels reach below 0.7; a finer grid gains under 1% of error.
+_INT4_CLIP_RATIOS = np.concatenate([np.arange(30, 51) / 50, 1 + np.arange(1, 5) / 28])
+# weights searched at once: the working arrays (512 KiB each) stay in cache
+_SEARCH_BLOCK = 1 << 17
 
 
 def _least_error_scales(channels: np.ndarray, amax: np.ndarray, bits: int) -> np.ndarray:
-    """Per row of ``channels`` ([C, M], f32), the f32 scale among ``ratio * amax / qmax``
-    whose symmetric rounding (clamped to the storage range) has the least squared error."""
+    """Per row of ``channels`` ([C, M], f32), a f32 scale whose symmetric rounding (clamped
+    to the storage range) has a least squared error: the best ``ratio * amax / qmax`` of
+    the grid, refined by alternating minimisation (``_refine_steps``). The search runs on
+    each row divided by its ``amax`` (the same choice: a row's errors all scale by
+    ``amax**2``), in place, a block of rows at a time."""
     low, high = -(1 << (bits - 1)), symmetric_max(bits)
-    best_scales = _positive_scales(amax, high)
-    best_error = np.full(len(channels), np.inf)
-    for ratio in _INT4_CLIP_RATIOS:
-        scales = _positive_scales(amax * ratio, high)
-        residual = np.clip(np.rint(channels / scales[:, None]), low, high)
-        residual *= scales[:, None]
-        residual -= channels
-        error = np.einsum("cm,cm->c", residual, residual, dtype=np.float64)
-        better = error < best_error
-        best_scales = np.where(better, scales, best_scales)
-        best_error = np.where(better, error, best_error)
-    return best_scales
+    unit_steps = np.ones(len(channels), dtype=np.float32)
+    divisors = np.where(amax > 0, amax, 1.0).astype(np.float32)
+    block_rows = max(1, _SEARCH_BLOCK // max(1, channels.shape[1]))
+    for start in range(0, len(channels), block_rows):
+        rows = slice(start, start + block_rows)
+        unit = channels[rows] / divisors[rows, None]
+        work = np.empty_like(unit)
+        best_error = np.full(len(unit), np.inf, dtype=np.float32)
+        for ratio in _INT4_CLIP_RATIOS:
+            step = np.float32(ratio / high)
+            np.divide(unit, step, out=work)
+            np.rint(work, out=work)
+            np.clip(work, low, high, out=work)
+            work *= step
+            work -= unit
+            error = np.einsum("cm,cm->c", work, work)
+            better = error < best_error
+            best_error[better] = error[better]
+            unit_steps[rows][better] = step
+        unit_steps[rows] = _refine_steps(unit, unit_steps[rows], low, high, work)
+    return np.where(amax > 0, (amax * unit_steps).astype(np.float32), np.float32(1.0))
+
+
+# alternating-minimisation rounds after the grid: the first two remove most of what they can
+# (with groups of 16, up to 10% of a group's error that the grid's spacing misses)
+_REFINE_ROUNDS = 3
+
+
+def _refine_steps(unit: np.ndarray, steps: np.ndarray, low: int, high: int,
+                  work: np.ndarray) -> np.ndarray:
+    """Alternate the two exact minimisations of ``|clip(q) * step - unit|^2`` per row: the
+    integers ``q`` for a step (round to nearest, clamp), then the step for those integers
+    (least squares, ``<unit, q> / <q, q>``). Neither raises the error, so the result is
+    never worse than ``steps``."""
+    for _ in range(_REFINE_ROUNDS):
+        np.divide(unit, steps[:, None], out=work)
+        np.rint(work, out=work)
+        np.clip(work, low, high, out=work)
+        norms = np.einsum("cm,cm->c", work, work)
+        projections = np.einsum("cm,cm->c", work, unit)
+        fitted = projections / np.where(norms > 0, norms, 1)
+        steps = np.where((norms > 0) & (fitted > 0), fitted, steps).astype(np.float32)
+    return steps
 
 
 def weight_type(weights: np.ndarray, bits: int, axis) -> QuantizedType:

