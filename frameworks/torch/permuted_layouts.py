@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from frameworks.torch.lowering.dtypes import to_numpy
+from frameworks.torch.output_layout import row_major_strides
 
 
 def dense_order(size, stride, offset) -> tuple | None:
@@ -35,15 +36,7 @@ def dense_order(size, stride, offset) -> tuple | None:
         if size[d] != 1 and stride[d] != expected:
             return None
         expected *= size[d]
-    return None if tuple(stride) == _row_major(size) else order
-
-
-def _row_major(size) -> tuple:
-    strides, step = [], 1
-    for n in reversed(size):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
+    return None if tuple(stride) == row_major_strides(size) else order
 
 
 def to_physical_numpy(t: torch.Tensor, order: tuple):

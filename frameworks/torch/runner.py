@@ -56,7 +56,7 @@ from frameworks.torch.lowering import (LoweringFailed, Unsupported, can_lower, l
                                        op_name)
 from frameworks.torch.lowering.dtypes import from_numpy, to_numpy
 from frameworks.torch.lowering.graph import tensor_type
-from frameworks.torch.output_layout import OutputLayouts
+from frameworks.torch.output_layout import OutputLayouts, row_major_strides
 from frameworks.torch.permuted_layouts import dense_order, from_physical, to_physical_numpy
 
 logger = logging.getLogger("openhlo.torch")
@@ -161,15 +161,18 @@ class _Segment:
     counts its program returns after the outputs, and the bucketed size symbols whose real
     values it takes after the inputs. ``input_orders``: per input, None or the order of dims
     its program takes it in; ``output_layouts``: per output, None or the (size, stride) its
-    program's array, returned in that layout's order, gets (Note [Permuted layouts])."""
+    program's array, returned in that layout's order, gets (Note [Permuted layouts]);
+    ``output_strides``: per output, None or the numpy strides that make its array, as
+    ``from_numpy`` converts it, a tensor already in its traced layout (row-major)."""
 
     def __init__(self, inputs, outputs, executable, input_shapes=(), counts=(), sizes=(),
-                 input_orders=None, output_layouts=None):
+                 input_orders=None, output_layouts=None, output_strides=None):
         self.inputs, self.outputs, self.executable = inputs, outputs, executable
         self.input_shapes, self.counts = list(input_shapes), list(counts)
         self.sizes = list(sizes)
         self.input_orders = input_orders or [None] * len(inputs)
         self.output_layouts = output_layouts or [None] * len(outputs)
+        self.output_strides = output_strides or [None] * len(outputs)
 
 
 class _HostViews:
@@ -336,8 +339,18 @@ class Plan:
         output_layouts = [None if order is None else (tuple(n.meta["val"].shape),
                                                       tuple(n.meta["val"].stride()))
                           for n, order in zip(outputs, output_orders)]
+        output_strides = [self._numpy_strides(n) if order is None and self.padding is None
+                          else None for n, order in zip(outputs, output_orders)]
         return _Segment(list(inputs), outputs, executable, [t.shape for t in types],
-                        counts, sizes, input_orders, output_layouts)
+                        counts, sizes, input_orders, output_layouts, output_strides)
+
+    def _numpy_strides(self, node: torch.fx.Node) -> tuple | None:
+        """The strides of a numpy array that ``from_numpy`` makes a tensor in the traced
+        layout of ``node``, a graph output traced row-major (a bfloat16 one is a view)."""
+        val = node.meta["val"]
+        if not self.layouts.row_major(node) or val.dtype == torch.bfloat16:
+            return None
+        return tuple(s * val.element_size() for s in row_major_strides(tuple(val.shape)))
 
     def _mesh(self, sharded: list) -> _sharding.Mesh:
         """The mesh a partitioned segment runs on: the auto-sharding one (marked inputs must
@@ -359,15 +372,25 @@ class Plan:
         env = dict(self.base_env)
         env.update(zip(self.placeholders, args))
         view = self.views.view
+        as_is = set()  # outputs already in their traced layout, no views
         for step in self.steps:
             if isinstance(step, _Segment):
                 if step.executable is None:
                     continue
                 results = step.executable(*[view(n, env[n], order) for n, order
                                             in zip(step.inputs, step.input_orders)])
-                tensors = [from_numpy(r) if layout is None else from_physical(from_numpy(r),
-                                                                              *layout)
-                           for r, layout in zip(results, step.output_layouts)]
+                tensors = []
+                for node, result, layout, strides in zip(step.outputs, results,
+                                                         step.output_layouts,
+                                                         step.output_strides):
+                    result = np.asarray(result)
+                    if layout is not None:
+                        tensors.append(from_physical(from_numpy(result), *layout))
+                        as_is.add(node)
+                    else:
+                        tensors.append(from_numpy(result))
+                        if result.strides == strides:
+                            as_is.add(node)
                 if isinstance(step.executable, _sharding.ShardedProgram):
                     step.executable.record_results(tensors)
                 env.update(zip(step.outputs, tensors))
@@ -378,7 +401,7 @@ class Plan:
                 env[step] = self._run_eager(step, args_, kwargs)
         # the plan's sizes are the real ones, but not the strides of the inputs it was built for
         return self.layouts.returned(env, Bindings(self.placeholders, args)
-                                     if self.layouts.symbolic else self.concrete)
+                                     if self.layouts.symbolic else self.concrete, as_is)
 
     def _run_padded(self, args: Sequence):
         """``run`` for a padded plan: segments get their inputs padded to the bounds, and
