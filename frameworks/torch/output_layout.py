@@ -47,18 +47,38 @@ class OutputLayouts:
         if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor):
             self.traced[a] = a.meta["val"]
 
-    def returned(self, env: dict, evaluate):
+    def row_major(self, node: torch.fx.Node) -> bool:
+        """Whether ``node`` is returned with numpy's row-major layout of a fresh array (none
+        of its dims empty, offset 0), which ``from_numpy`` gives a compiled result."""
+        layout = self.fixed.get(node)
+        if layout is None or not all(layout[0]):
+            return False
+        size, stride, offset = layout
+        return offset == 0 and stride == row_major_strides(size)
+
+    def returned(self, env: dict, evaluate, as_is=frozenset()):
         """The graph's result from the values ``env`` holds, its tensors in eager's layout;
-        ``evaluate`` gives a symbolic size its real value (runner.Bindings)."""
+        ``evaluate`` gives a symbolic size its real value (runner.Bindings). The nodes in
+        ``as_is`` hold tensors known to have their traced layout and to be no views (a
+        compiled result in it): ``with_layout``'s checks would return them unchanged."""
         def give(a):
             if not isinstance(a, torch.fx.Node):
                 return a
             value = env[a]
-            if a not in self.traced or not isinstance(value, torch.Tensor):
+            if a in as_is or a not in self.traced or not isinstance(value, torch.Tensor):
                 return value
             layout = self.fixed.get(a) or _layout(self.traced[a], evaluate)
             return with_layout(value, *layout)
         return map_aggregate(self.output.args[0], give)
+
+
+def row_major_strides(size: tuple) -> tuple:
+    """The strides (in elements) of a fresh row-major array of ``size``, numpy's and torch's."""
+    strides, step = [], 1
+    for n in reversed(size):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
 
 def with_layout(t: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.Tensor:

@@ -47,6 +47,7 @@ from torch.fx.node import map_aggregate
 
 import pjrt
 from pjrt import counters
+from stablehlo.ir.types import TensorType
 
 from frameworks.torch import bounded_shapes as _bounded
 from frameworks.torch import placement as _placement
@@ -55,7 +56,8 @@ from frameworks.torch.lowering import (LoweringFailed, Unsupported, can_lower, l
                                        op_name)
 from frameworks.torch.lowering.dtypes import from_numpy, to_numpy
 from frameworks.torch.lowering.graph import tensor_type
-from frameworks.torch.output_layout import OutputLayouts
+from frameworks.torch.output_layout import OutputLayouts, row_major_strides
+from frameworks.torch.permuted_layouts import dense_order, from_physical, to_physical_numpy
 
 logger = logging.getLogger("openhlo.torch")
 
@@ -157,12 +159,20 @@ class _Segment:
     """One compiled run of nodes: its tensor inputs and outputs (FX nodes), its program;
     in a padded plan, its inputs' padded shapes, the data-dependent size symbols whose
     counts its program returns after the outputs, and the bucketed size symbols whose real
-    values it takes after the inputs."""
+    values it takes after the inputs. ``input_orders``: per input, None or the order of dims
+    its program takes it in; ``output_layouts``: per output, None or the (size, stride) its
+    program's array, returned in that layout's order, gets (Note [Permuted layouts]);
+    ``output_strides``: per output, None or the numpy strides that make its array, as
+    ``from_numpy`` converts it, a tensor already in its traced layout (row-major)."""
 
-    def __init__(self, inputs, outputs, executable, input_shapes=(), counts=(), sizes=()):
+    def __init__(self, inputs, outputs, executable, input_shapes=(), counts=(), sizes=(),
+                 input_orders=None, output_layouts=None, output_strides=None):
         self.inputs, self.outputs, self.executable = inputs, outputs, executable
         self.input_shapes, self.counts = list(input_shapes), list(counts)
         self.sizes = list(sizes)
+        self.input_orders = input_orders or [None] * len(inputs)
+        self.output_layouts = output_layouts or [None] * len(outputs)
+        self.output_strides = output_strides or [None] * len(outputs)
 
 
 class _HostViews:
@@ -173,14 +183,15 @@ class _HostViews:
         self.stable = set(stable)
         self.kept: dict = {}  # node -> (tensor, data_ptr, version, view)
 
-    def view(self, node: torch.fx.Node, t: torch.Tensor):
+    def view(self, node: torch.fx.Node, t: torch.Tensor, order: tuple | None = None):
+        """``t`` as its segment takes it: row-major, or with its dims in ``order``."""
         if node not in self.stable:
-            return to_numpy(t)
+            return to_numpy(t) if order is None else to_physical_numpy(t, order)
         kept = self.kept.get(node)
         if kept is not None and kept[0] is t and kept[1] == t.data_ptr() \
                 and kept[2] == t._version:
             return kept[3]
-        view = to_numpy(t)
+        view = to_numpy(t) if order is None else to_physical_numpy(t, order)
         self.kept[node] = (t, t.data_ptr(), t._version, view)
         return view
 
@@ -295,10 +306,19 @@ class Plan:
         types = [tensor_type(self._meta(n), self.concrete) for n in inputs]
         sizes = self.padding.bucketed if self.padding is not None else ()
         runtime_sizes = {} if self.padding is not None else None
-        module = lower_nodes(step, list(inputs), types, outputs, self.known, self.concrete,
-                             name=name, runtime_sizes=runtime_sizes, size_inputs=sizes)
-        counts = [s for s in runtime_sizes or () if s not in sizes]
         sharded = [self.shardings.get(n) for n in inputs]
+        # Note [Permuted layouts]; shardings and padding speak of the logical dims
+        plain = self.padding is None and not any(sharded) and self.auto is None \
+            and self.placement is None
+        input_orders = [_dense_order_of(self._meta(n)) if plain else None for n in inputs]
+        output_orders = [_dense_order_of(n.meta["val"]) if plain else None for n in outputs]
+        types = [t if order is None else TensorType(tuple(t.shape[d] for d in order),
+                                                    t.element_type)
+                 for t, order in zip(types, input_orders)]
+        module = lower_nodes(step, list(inputs), types, outputs, self.known, self.concrete,
+                             name=name, runtime_sizes=runtime_sizes, size_inputs=sizes,
+                             input_orders=input_orders, output_orders=output_orders)
+        counts = [s for s in runtime_sizes or () if s not in sizes]
         try:
             if not outputs and not counts:
                 executable = None
@@ -316,8 +336,21 @@ class Plan:
             reason = f"its compiled segment failed to compile: {type(exc).__name__}: {exc}"
             self.eager.update((node, reason) for node in step)
             raise LoweringFailed(step[0], reason) from exc
+        output_layouts = [None if order is None else (tuple(n.meta["val"].shape),
+                                                      tuple(n.meta["val"].stride()))
+                          for n, order in zip(outputs, output_orders)]
+        output_strides = [self._numpy_strides(n) if order is None and self.padding is None
+                          else None for n, order in zip(outputs, output_orders)]
         return _Segment(list(inputs), outputs, executable, [t.shape for t in types],
-                        counts, sizes)
+                        counts, sizes, input_orders, output_layouts, output_strides)
+
+    def _numpy_strides(self, node: torch.fx.Node) -> tuple | None:
+        """The strides of a numpy array that ``from_numpy`` makes a tensor in the traced
+        layout of ``node``, a graph output traced row-major (a bfloat16 one is a view)."""
+        val = node.meta["val"]
+        if not self.layouts.row_major(node) or val.dtype == torch.bfloat16:
+            return None
+        return tuple(s * val.element_size() for s in row_major_strides(tuple(val.shape)))
 
     def _mesh(self, sharded: list) -> _sharding.Mesh:
         """The mesh a partitioned segment runs on: the auto-sharding one (marked inputs must
@@ -339,12 +372,25 @@ class Plan:
         env = dict(self.base_env)
         env.update(zip(self.placeholders, args))
         view = self.views.view
+        as_is = set()  # outputs already in their traced layout, no views
         for step in self.steps:
             if isinstance(step, _Segment):
                 if step.executable is None:
                     continue
-                results = step.executable(*[view(n, env[n]) for n in step.inputs])
-                tensors = list(map(from_numpy, results))
+                results = step.executable(*[view(n, env[n], order) for n, order
+                                            in zip(step.inputs, step.input_orders)])
+                tensors = []
+                for node, result, layout, strides in zip(step.outputs, results,
+                                                         step.output_layouts,
+                                                         step.output_strides):
+                    result = np.asarray(result)
+                    if layout is not None:
+                        tensors.append(from_physical(from_numpy(result), *layout))
+                        as_is.add(node)
+                    else:
+                        tensors.append(from_numpy(result))
+                        if result.strides == strides:
+                            as_is.add(node)
                 if isinstance(step.executable, _sharding.ShardedProgram):
                     step.executable.record_results(tensors)
                 env.update(zip(step.outputs, tensors))
@@ -355,7 +401,7 @@ class Plan:
                 env[step] = self._run_eager(step, args_, kwargs)
         # the plan's sizes are the real ones, but not the strides of the inputs it was built for
         return self.layouts.returned(env, Bindings(self.placeholders, args)
-                                     if self.layouts.symbolic else self.concrete)
+                                     if self.layouts.symbolic else self.concrete, as_is)
 
     def _run_padded(self, args: Sequence):
         """``run`` for a padded plan: segments get their inputs padded to the bounds, and
@@ -421,6 +467,14 @@ class Plan:
         counters.count_fallback(name)
         with pjrt.trace_span(name, "fallback", node=node.name):
             return node.target(*args, **kwargs)
+
+
+def _dense_order_of(val) -> tuple | None:
+    """Note [Permuted layouts]: the order of dims a tensor traced as ``val`` is dense in,
+    when that is not row-major."""
+    if not isinstance(val, torch.Tensor):
+        return None
+    return dense_order(tuple(val.shape), tuple(val.stride()), val.storage_offset())
 
 
 def _fetch_attr(gm: torch.fx.GraphModule, target: str):

@@ -35,7 +35,9 @@ def torch_dtype(t: Type) -> torch.dtype:
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach().contiguous()  # (np.ascontiguousarray would make 0-d arrays 1-d)
+    if t.requires_grad:  # a new tensor object per call: the hot path skips it when it can
+        t = t.detach()
+    t = t.contiguous()  # (np.ascontiguousarray would make 0-d arrays 1-d)
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.numpy()

@@ -88,7 +88,8 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
                 input_types: Sequence[TensorType], outputs: Sequence[torch.fx.Node],
                 known: dict, concrete: Callable, *, name: str = "main",
                 constants: dict | None = None, runtime_sizes: dict | None = None,
-                size_inputs: Sequence = ()) -> Module:
+                size_inputs: Sequence = (), input_orders: Sequence | None = None,
+                output_orders: Sequence | None = None) -> Module:
     """A module whose function ``name`` takes ``inputs`` (tensor nodes computed elsewhere,
     of ``input_types``) and returns ``outputs``. ``known`` maps nodes with Python values
     (symbolic sizes) to those values; ``constants`` maps tensor nodes to numpy arrays that
@@ -96,14 +97,18 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
     sizes are allowed: the rules fill it (symbol -> count) and the function returns the
     counts after ``outputs``, in its order (data_dependent.py). ``size_inputs`` are size
     symbols whose real values the function takes as ``tensor<i64>`` after ``inputs``
-    (padded sizes, for masking: they go in ``runtime_sizes`` too, and are not returned)."""
+    (padded sizes, for masking: they go in ``runtime_sizes`` too, and are not returned).
+    ``input_orders``/``output_orders`` (None, or an order of dims or None per input/output):
+    that input arrives, that output is returned, with its dims in that order, as
+    ``input_types`` already give them (Note [Permuted layouts], permuted_layouts.py)."""
     b = Builder()
     b.record_locations = False  # the builder's caller would be this file, not the model
     arg_types = [*input_types, *[TensorType((), I64)] * len(size_inputs)]
     env = dict(known)
     facts: dict = {}  # shared by the rules of this program (LoweringContext.facts)
     with b.function(name, arg_types) as (_, args):
-        env.update(zip(inputs, args))
+        for node, arg, order in zip(inputs, args, input_orders or [None] * len(inputs)):
+            env[node] = arg if order is None else _permuted(b, arg, _inverse(order))
         if size_inputs:
             runtime_sizes.update(zip(size_inputs, args[len(inputs):]))
         for node, array in (constants or {}).items():
@@ -114,9 +119,21 @@ def lower_nodes(nodes: Sequence[torch.fx.Node], inputs: Sequence[torch.fx.Node],
         for node, value in zip(outputs, results):
             if not isinstance(value, Value):
                 raise LoweringFailed(node, "its result is not a single tensor")
+        results = [v if order is None else _permuted(b, v, order)
+                   for v, order in zip(results, output_orders or [None] * len(results))]
         counts = [v for s, v in (runtime_sizes or {}).items() if s not in size_inputs]
         b.return_(*results, *counts)
     return b.module
+
+
+def _inverse(order: tuple) -> tuple:
+    return tuple(sorted(range(len(order)), key=order.__getitem__))
+
+
+def _permuted(b: Builder, x: Value, order: tuple) -> Value:
+    """``x`` with its dims in ``order`` (no op for the identity: a layout that differs from
+    row-major only in the strides of dims of one element)."""
+    return x if order == tuple(range(len(order))) else b.transpose(x, order)
 
 
 def _lower_node(b: Builder, node: torch.fx.Node, env: dict, concrete: Callable, facts: dict,

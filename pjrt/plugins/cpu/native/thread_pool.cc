@@ -74,8 +74,16 @@ void schedule(std::function<void()> task) { pool().submit(std::move(task)); }
 namespace {
 
 // fn over [0, n) in blocks of `block` items (the last may be shorter), taken from a shared
-// counter by `runners` threads (the caller among them): a thread that falls behind (another
-// process on its core) leaves its remaining blocks to the others.
+// counter by the caller and up to `runners - 1` pool threads. A thread that falls behind
+// (another process on its core) leaves its remaining blocks to the others.
+//
+// Note [Helpers that never started]: the caller waits only for the helpers that joined while
+// blocks were left, not for every helper it asked for. A helper still queued or not yet
+// scheduled when the caller has taken the last block finds the work closed and returns
+// without touching `fn` (which lives on the caller's stack). On a loaded machine a woken
+// helper can wait a scheduler quantum (milliseconds) before it runs: waiting for it made a
+// small op cost that much; on an idle one the caller of a small op no longer waits for a
+// wake-up whose blocks it has already done itself.
 void run_blocks_shared(int64_t n, int64_t block, int64_t runners,
                        const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t blocks = (n + block - 1) / block;
@@ -83,30 +91,37 @@ void run_blocks_shared(int64_t n, int64_t block, int64_t runners,
     std::atomic<int64_t> next{0};
     std::mutex mu;
     std::condition_variable cv;
-    int64_t remaining = 0;
+    int64_t active = 0;   // helpers running blocks
+    bool closed = false;  // the caller is done: helpers that start now do nothing
   };
   auto shared = std::make_shared<Shared>();
-  shared->remaining = runners - 1;
-  auto run_blocks = [shared, &fn, n, block, blocks] {
+  auto run_blocks = [&fn, n, block, blocks](Shared& state) {
     for (;;) {
-      const int64_t b = shared->next.fetch_add(1, std::memory_order_relaxed);
+      const int64_t b = state.next.fetch_add(1, std::memory_order_relaxed);
       if (b >= blocks) return;
       fn(b * block, std::min(n, (b + 1) * block));
     }
   };
   for (int64_t r = 1; r < runners; ++r) {
     pool().submit([shared, run_blocks] {
-      run_blocks();
+      {
+        std::lock_guard<std::mutex> lock(shared->mu);
+        if (shared->closed) return;
+        ++shared->active;
+      }
+      run_blocks(*shared);
       std::lock_guard<std::mutex> lock(shared->mu);
-      if (--shared->remaining == 0) shared->cv.notify_one();
+      if (--shared->active == 0 && shared->closed) shared->cv.notify_one();
     });
   }
   const bool was_inside = t_inside_pool_task;
   t_inside_pool_task = true;  // the caller's blocks must not fan out again
-  run_blocks();
+  run_blocks(*shared);
   t_inside_pool_task = was_inside;
+  // Every block is taken; the helpers that took some finish them before they leave.
   std::unique_lock<std::mutex> lock(shared->mu);
-  shared->cv.wait(lock, [&] { return shared->remaining == 0; });
+  shared->closed = true;
+  shared->cv.wait(lock, [&] { return shared->active == 0; });
 }
 
 }  // namespace
