@@ -24,10 +24,11 @@ from stablehlo.ir.core import Operation
 from stablehlo.ir.ops.base import ELEMENTWISE
 from xla_core.codegen import NotGeneratable
 from xla_core.codegen.attrs import attr
-from xla_core.codegen.index import linear, strides
+from xla_core.codegen.body import Body
+from xla_core.codegen.index import linear
 
 from pjrt.plugins.cuda.codegen.source import KernelText
-from pjrt.plugins.cuda.codegen.target import CudaKernelTarget
+from pjrt.plugins.cuda.codegen.target import CUDA_TARGET, CudaKernelTarget
 
 KIND = "indexing"
 INDEXING_OPS = ("stablehlo.scatter", "stablehlo.gather", "stablehlo.dynamic_slice",
@@ -59,17 +60,12 @@ def indexing_kernel(op: Operation) -> KernelText:
     return KernelText(KIND, text, tuple(grid), tuple(block))
 
 
-def _split(flat: str, shape, prefix: str) -> tuple[list[str], list[str]]:
-    """Lines declaring the per-dimension indices of row-major ``flat`` in ``shape``, and
-    their names."""
-    lines, names = [], []
-    for d, (s, n) in enumerate(zip(strides(shape), shape)):
-        if n == 1:
-            names.append("0")
-            continue
-        lines.append(f"const int64_t {prefix}{d} = ({flat} / {s}) % {n};")
-        names.append(f"{prefix}{d}")
-    return lines, names
+def _split(flat: str, shape) -> tuple[list[str], list[str]]:
+    """Lines declaring the per-dimension indices of row-major ``flat`` in ``shape`` (the
+    templates' delinearization), and the index expressions."""
+    body = Body(CUDA_TARGET.renderer, {}, set(), [], "")
+    names = body.delinearize(flat, shape)
+    return body.lines, list(names)
 
 
 def _sum(terms: list[str]) -> str:
@@ -106,9 +102,11 @@ def _gather(op: Operation) -> list[str]:
     start_index_map = list(dn.get("start_index_map", []))
     ivd = int(dn.get("index_vector_dim", 0))
     sizes = list(attr(op, "slice_sizes"))
+    if 0 in sizes:  # a collapsed empty slice: the interpreter fills the result with zeros
+        raise NotGeneratable("a gather of empty slices")
     shape, src = list(op.results[0].type.shape), list(operand.type.shape)
     ishape = list(indices.type.shape)
-    lines, out = _split("b", shape, "r")
+    lines, out = _split("b", shape)
     batch_dims = [d for d in range(len(shape)) if d not in offset_dims]
     batch = [out[d] for d in batch_dims]
     offset_operand_dims = [d for d in range(len(src))
@@ -133,7 +131,7 @@ def _gather(op: Operation) -> list[str]:
 def _dynamic_slice(op: Operation) -> list[str]:
     src = list(op.operands[0].type.shape)
     sizes = list(attr(op, "slice_sizes"))
-    lines, out = _split("b", list(op.results[0].type.shape), "r")
+    lines, out = _split("b", list(op.results[0].type.shape))
     at = []
     for d, (n, size) in enumerate(zip(src, sizes)):
         start = _clamp(f"(int64_t)in{1 + d}[0]", n - size) if n != size else "0"
@@ -144,7 +142,7 @@ def _dynamic_slice(op: Operation) -> list[str]:
 def _dynamic_update_slice(op: Operation) -> list[str]:
     shape = list(op.operands[0].type.shape)
     sizes = list(op.operands[1].type.shape)
-    lines, at = _split("b", shape, "r")
+    lines, at = _split("b", shape)
     inside, local = [], []
     for d, (n, size) in enumerate(zip(shape, sizes)):
         lines.append(f"const int64_t s{d} = {_clamp(f'(int64_t)in{2 + d}[0]', n - size)};")
@@ -172,7 +170,7 @@ def _scatter(op: Operation, target: CudaKernelTarget) -> KernelText:
     for u, a, res in zip(updates, region.arguments[n:], op.results):
         if r.elem(u.type) != r.elem(a.type) or r.elem(a.type) != r.elem(res.type):
             raise NotGeneratable("a scatter whose updates convert to another element type")
-    lines, upd = _split("u", ushape, "w")
+    lines, upd = _split("u", ushape)
     scatter_dims = [d for d in range(len(ushape)) if d not in window_dims]
     batch = [upd[d] for d in scatter_dims]
     window_input_dims = [d for d in range(len(shape))
@@ -196,11 +194,15 @@ def _scatter(op: Operation, target: CudaKernelTarget) -> KernelText:
     olds = [f"out{k}[o]" for k in range(n)]
     news = [f"in{1 + k}[u]" for k in range(n)]
     combined = _region(r, region, olds + news, lines)
-    lines += [f"out{k}[o] = {v};" for k, v in enumerate(combined)]
+    # every result's new value before any is stored: a variadic region may return another
+    # result's old value
+    lines += [f"const {r.ctype(res.type)} c{k} = {v};"
+              for k, (v, res) in enumerate(zip(combined, op.results))]
+    lines += [f"out{k}[o] = c{k};" for k in range(n)]
     count = int(np.prod(ushape))
     params = target.bind([r.ctype(v.type) for v in (indices, *updates)],
                          [r.ctype(v.type) for v in op.results])
-    loop = [f"for (int64_t u = 0; u < {count}; ++u) {{", *lines, "}"]
+    loop = [f"for (int64_t u = 0; u < {count}; ++u) {{", *("  " + line for line in lines), "}"]
     text = target.kernel(params + loop, 1, 1)
     return KernelText(KIND, text, (1, 1, 1), (1, 1, 1))
 

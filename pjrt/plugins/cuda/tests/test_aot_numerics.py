@@ -123,6 +123,30 @@ module @m {
 }
 """
 
+# Two results combined by one region that reads both (an argmax: the larger value and its
+# label), with a batching dim (dim 0 of the inputs and of the indices) and indices that are a
+# parameter (some out of bounds).
+SCATTER_VARIADIC_BATCHED = """
+module @m {
+  func.func public @main(%x: tensor<2x6xf32>, %y: tensor<2x6xi32>, %i: tensor<2x4x1xi32>,
+                         %u: tensor<2x4xf32>, %v: tensor<2x4xi32>)
+      -> (tensor<2x6xf32>, tensor<2x6xi32>) {
+    %s:2 = "stablehlo.scatter"(%x, %y, %i, %u, %v) <{scatter_dimension_numbers =
+        #stablehlo.scatter<inserted_window_dims = [1], input_batching_dims = [0],
+        scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = [1],
+        index_vector_dim = 2>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<i32>):
+      %g = stablehlo.compare GT, %c, %a : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %t = stablehlo.select %g, %c, %a : tensor<i1>, tensor<f32>
+      %n = stablehlo.select %g, %d, %b : tensor<i1>, tensor<i32>
+      stablehlo.return %t, %n : tensor<f32>, tensor<i32>
+    }) : (tensor<2x6xf32>, tensor<2x6xi32>, tensor<2x4x1xi32>, tensor<2x4xf32>,
+          tensor<2x4xi32>) -> (tensor<2x6xf32>, tensor<2x6xi32>)
+    return %s#0, %s#1 : tensor<2x6xf32>, tensor<2x6xi32>
+  }
+}
+"""
+
 # Start indices are parameters: the tests pass some out of range, which the ops clamp.
 GATHER_CLAMPED = """
 module @m {
@@ -179,7 +203,8 @@ def _check_indexing(text: str, out_dir, tmp_path, seeds=range(3)) -> dict:
 
 
 @pytest.mark.parametrize("name, text", [
-    ("scatter_in_order", SCATTER_IN_ORDER), ("gather_clamped", GATHER_CLAMPED),
+    ("scatter_in_order", SCATTER_IN_ORDER), ("scatter_variadic_batched", SCATTER_VARIADIC_BATCHED),
+    ("gather_clamped", GATHER_CLAMPED),
     ("dynamic_slices", DYNAMIC_SLICES)])
 def test_indexing_ops_match_the_interpreter(name, text, tmp_path):
     ptxas = _check_indexing(text, tmp_path / name, tmp_path)
