@@ -10,7 +10,9 @@ writes ``executable.json``'s content (format ``openhlo-cuda-executable/1``, READ
   that computes the result writes directly, or a copy step fills (a parameter or a
   constant returned as it is);
 * steps in program order: a kernel ``launch`` per fusion or lone fusible op (args: device
-  pointers to its operands then its results, a buffer id or ``{"id", "offset"}``), a
+  pointers to its operands then its results, a buffer id or ``{"id", "offset"}``), per
+  gather, dynamic_slice or dynamic_update_slice, and per scatter after a ``copy`` of each
+  input into its result (codegen/indexing.py: its args are the indices, updates, results), a
   ``gemm`` (or a few) per dot_general (gemm.py), a ``copy`` per reshape, copy or bitcast_convert
   (row-major: the same bytes).
 
@@ -28,6 +30,7 @@ from xla_core.buffers.liveness import value_bytes
 from xla_core.codegen import NotGeneratable
 
 from pjrt.errors import UnimplementedError
+from pjrt.plugins.cuda.codegen.indexing import INDEXING_OPS, indexing_kernel, scatter_operands
 from pjrt.plugins.cuda.codegen.source import KernelSet, is_fusion, kernel_of, why_not_lone
 from pjrt.plugins.cuda.gemm import gemm_steps
 
@@ -100,22 +103,33 @@ class Description:
             if value_bytes(op.operands[0], op) != nbytes:
                 raise not_claimed(op, "its operand and result have different byte sizes")
             self._copy(self.where[op.operands[0]], self._place(op.results[0], op), nbytes)
+        elif op.name == "stablehlo.scatter":
+            for source, result in zip(op.operands, op.results):
+                self._copy(self.where[source], self._place(result, op),
+                           value_bytes(result, op))
+            self._launch(op, scatter_operands(op))
+        elif op.name in INDEXING_OPS:
+            self._launch(op)
         elif is_fusion(op) or why_not_lone(op) is None:
             self._launch(op)
         else:
             raise not_claimed(op, f"no kernel, library call or copy does it "
                                   f"({why_not_lone(op)})")
 
-    def _launch(self, op: Operation) -> None:
+    def _launch(self, op: Operation, operands: list | None = None) -> None:
+        """A launch of ``op``'s kernel on ``operands`` (default: all of them), then its
+        results."""
+        operands = list(op.operands) if operands is None else operands
         try:
-            kernel = kernel_of(op, self.module)
+            kernel = indexing_kernel(op) if op.name in INDEXING_OPS else \
+                kernel_of(op, self.module)
         except NotGeneratable as exc:
             raise not_claimed(op, f"its kernel is not generated: {exc}") from None
-        args = [self.where[v] for v in op.operands] + [self._place(r, op) for r in op.results]
+        args = [self.where[v] for v in operands] + [self._place(r, op) for r in op.results]
         self.steps.append({"op": "launch", "kernel": self.kernels.add(kernel),
                            "grid": list(kernel.grid), "block": list(kernel.block),
                            "shared": 0, "args": args,
-                           "bytes": [value_bytes(v, op) for v in (*op.operands, *op.results)]})
+                           "bytes": [value_bytes(v, op) for v in (*operands, *op.results)]})
 
     def _copy(self, src, dst, nbytes: int) -> None:
         if src != dst:

@@ -42,7 +42,7 @@ template <class T> __device__ __forceinline__ T ohc_shfl_xor(T v, int off) {{
 
 @dataclass(frozen=True)
 class KernelText:
-    kind: str            # "elementwise" or "reduction" (hook.KINDS)
+    kind: str            # "elementwise" or "reduction" (hook.KINDS), "indexing" (indexing.py)
     text: str            # definitions and kernel, ``SYMBOL`` for its name
     grid: tuple
     block: tuple

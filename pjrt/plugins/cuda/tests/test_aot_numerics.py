@@ -4,6 +4,9 @@ task of the grid-stride loops, a warp of one lane; the steps as executable.json 
 results are compared with the reference interpreter on random inputs. This checks the generated
 CUDA C's arithmetic and the description (buffers, offsets, copies, GEMM fields) end to end; the
 device's own math library and cuBLAS are checked on the GPU."""
+import json
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -98,3 +101,129 @@ def test_results_match_the_interpreter(name, text, rtol, tmp_path):
         assert g.shape == e.shape and g.dtype == e.dtype
         np.testing.assert_allclose(g.astype(np.float64), np.asarray(e).astype(np.float64),
                                    rtol=rtol, atol=rtol)
+
+
+# Overlapping updates (index 1 twice) through a region whose result depends on their order,
+# and rows out of bounds (7, -1) that the spec skips.
+SCATTER_IN_ORDER = """
+module @m {
+  func.func public @main(%x: tensor<5x3xf32>, %u: tensor<5x3xf32>) -> tensor<5x3xf32> {
+    %i = stablehlo.constant dense<[[1], [1], [4], [7], [-1]]> : tensor<5x1xi32>
+    %s = "stablehlo.scatter"(%x, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<
+        update_window_dims = [1], inserted_window_dims = [0],
+        scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %m = stablehlo.multiply %a, %b : tensor<f32>
+      %two = stablehlo.constant dense<2.0> : tensor<f32>
+      %t = stablehlo.add %m, %two : tensor<f32>
+      stablehlo.return %t : tensor<f32>
+    }) : (tensor<5x3xf32>, tensor<5x1xi32>, tensor<5x3xf32>) -> tensor<5x3xf32>
+    return %s : tensor<5x3xf32>
+  }
+}
+"""
+
+# Two results combined by one region that reads both (an argmax: the larger value and its
+# label), with a batching dim (dim 0 of the inputs and of the indices) and indices that are a
+# parameter (some out of bounds).
+SCATTER_VARIADIC_BATCHED = """
+module @m {
+  func.func public @main(%x: tensor<2x6xf32>, %y: tensor<2x6xi32>, %i: tensor<2x4x1xi32>,
+                         %u: tensor<2x4xf32>, %v: tensor<2x4xi32>)
+      -> (tensor<2x6xf32>, tensor<2x6xi32>) {
+    %s:2 = "stablehlo.scatter"(%x, %y, %i, %u, %v) <{scatter_dimension_numbers =
+        #stablehlo.scatter<inserted_window_dims = [1], input_batching_dims = [0],
+        scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = [1],
+        index_vector_dim = 2>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<i32>):
+      %g = stablehlo.compare GT, %c, %a : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %t = stablehlo.select %g, %c, %a : tensor<i1>, tensor<f32>
+      %n = stablehlo.select %g, %d, %b : tensor<i1>, tensor<i32>
+      stablehlo.return %t, %n : tensor<f32>, tensor<i32>
+    }) : (tensor<2x6xf32>, tensor<2x6xi32>, tensor<2x4x1xi32>, tensor<2x4xf32>,
+          tensor<2x4xi32>) -> (tensor<2x6xf32>, tensor<2x6xi32>)
+    return %s#0, %s#1 : tensor<2x6xf32>, tensor<2x6xi32>
+  }
+}
+"""
+
+# Start indices are parameters: the tests pass some out of range, which the ops clamp.
+GATHER_CLAMPED = """
+module @m {
+  func.func public @main(%x: tensor<6x4x3xf32>, %i: tensor<5x2xi32>) -> tensor<5x2x3xf32> {
+    %g = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<
+        offset_dims = [1, 2], collapsed_slice_dims = [0], start_index_map = [0, 1],
+        index_vector_dim = 1>, slice_sizes = array<i64: 1, 2, 3>}>
+        : (tensor<6x4x3xf32>, tensor<5x2xi32>) -> tensor<5x2x3xf32>
+    return %g : tensor<5x2x3xf32>
+  }
+}
+"""
+
+DYNAMIC_SLICES = """
+module @m {
+  func.func public @main(%x: tensor<7x5xf32>, %u: tensor<2x3xf32>, %a: tensor<i64>,
+                         %b: tensor<i32>) -> (tensor<3x2xf32>, tensor<7x5xf32>) {
+    %bb = stablehlo.convert %b : (tensor<i32>) -> tensor<i64>
+    %s = stablehlo.dynamic_slice %x, %a, %bb, sizes = [3, 2]
+        : (tensor<7x5xf32>, tensor<i64>, tensor<i64>) -> tensor<3x2xf32>
+    %aa = stablehlo.convert %a : (tensor<i64>) -> tensor<i32>
+    %d = stablehlo.dynamic_update_slice %x, %u, %b, %aa
+        : (tensor<7x5xf32>, tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<7x5xf32>
+    return %s, %d : tensor<3x2xf32>, tensor<7x5xf32>
+  }
+}
+"""
+
+
+def _indexing_inputs(module, rng) -> list:
+    """Floats standard normal, integers (indices) in [-3, 9): some out of range."""
+    out = []
+    for t in module.lookup("main").type.inputs:
+        dtype = host_emulation.dtype_of(str(t.element_type))
+        if np.issubdtype(dtype, np.integer):
+            out.append(rng.integers(-3, 9, tuple(t.shape)).astype(dtype))
+        else:
+            out.append(rng.standard_normal(tuple(t.shape)).astype(dtype))
+    return out
+
+
+def _check_indexing(text: str, out_dir, tmp_path, seeds=range(3)) -> dict:
+    """Compile ``text``, run it on a few input draws, compare with the interpreter exactly
+    (these ops move or combine values in the interpreter's order); ptxas.json back."""
+    out = aot.compile_module(stablehlo.parse(text), out_dir=out_dir)
+    run = host_emulation.HostExecutable(out, NVCC, tmp_path)
+    for seed in seeds:
+        args = _indexing_inputs(stablehlo.parse(text), np.random.default_rng(seed))
+        expected = evaluate(stablehlo.parse(text), args)
+        for g, e in zip(run(args), expected, strict=True):
+            assert g.shape == e.shape and g.dtype == e.dtype
+            np.testing.assert_array_equal(g, np.asarray(e))
+    return json.loads((out / "ptxas.json").read_text())
+
+
+@pytest.mark.parametrize("name, text", [
+    ("scatter_in_order", SCATTER_IN_ORDER), ("scatter_variadic_batched", SCATTER_VARIADIC_BATCHED),
+    ("gather_clamped", GATHER_CLAMPED),
+    ("dynamic_slices", DYNAMIC_SLICES)])
+def test_indexing_ops_match_the_interpreter(name, text, tmp_path):
+    ptxas = _check_indexing(text, tmp_path / name, tmp_path)
+    indexing = [k for k in ptxas.values() if k["kind"] == "indexing"]
+    assert indexing and not aot.spills({n: k for n, k in ptxas.items()
+                                        if k["kind"] == "indexing"})
+
+
+TESTDATA = pathlib.Path("/work/shared/conformance/stablehlo/testdata")
+
+
+@pytest.mark.skipif(not TESTDATA.is_dir(), reason="needs the StableHLO conformance testdata")
+@pytest.mark.parametrize("name", [
+    "scatter_add_bfloat16_3_5_40_bfloat16_3_5_2", "scatter_mul_float32_3_5_40_float32_3_5_2",
+    "scatter_min_int64_4_2_3_5_int64_4_3", "scatter_uint8_5_6_7_uint8_2_7",
+    "gather_float32_10_10_10_int64_1_4_2", "gather_float32_2_6_3_int64_2_3",
+    "dynamic_slice_float32_7_5_3_int64_3", "dynamic_update_slice_bfloat16_3_bfloat16_1_int64_1"])
+def test_indexing_testdata_match_the_interpreter(name, tmp_path):
+    from tools.cuda_aot_report import program_of_testdata
+    module = stablehlo.parse((TESTDATA / f"{name}.mlir").read_text())
+    program_of_testdata(module)
+    _check_indexing(str(module), tmp_path / name, tmp_path, seeds=range(2))
