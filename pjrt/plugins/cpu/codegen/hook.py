@@ -11,43 +11,32 @@ from __future__ import annotations
 import numpy as np
 
 from stablehlo.ir.core import Operation
-from stablehlo.ir.ops.base import ELEMENTWISE
 from xla_core.codegen import TEMPLATES, NotGeneratable
 from xla_core.codegen.body import MAX_CONSTANT
 from xla_core.codegen.output import gemm_layout
-from xla_core.codegen.reduction import why_not_reduce
-from xla_core.fusion.codegen_hook import CodegenHook
+from xla_core.codegen.fusion_hook import RenderedKernelsHook
 from xla_core.fusion.kinds import FusionKind
 
 from pjrt.plugins.cpu.codegen.target import CPU_TARGET
 
 
-class CpuCodegen(CodegenHook):
+class CpuCodegen(RenderedKernelsHook):
+    def __init__(self):
+        super().__init__("cpu", CPU_TARGET.renderer)
+
     def why_not_op(self, op: Operation) -> str | None:
-        renderer = CPU_TARGET.renderer
-        try:
-            for v in (*op.operands, *op.results):
-                renderer.elem(v.type)
-        except NotGeneratable as exc:
-            return f"the cpu code generator has no {exc}"
-        if op.opdef is not None and op.opdef.has(ELEMENTWISE):
-            reason = renderer.why_not(op)
-            return None if reason is None else f"the cpu code generator has no {reason}"
-        if op.name == "stablehlo.reduce":
-            return self._why_not_reduce(op)
+        reason = self.why_not_rendered(op)
+        if reason is not None:
+            return reason
         if op.name == "stablehlo.dot_general":
             try:
-                gemm_layout(renderer, op)
+                gemm_layout(self.renderer, op)
             except NotGeneratable as exc:
-                return f"the cpu code generator has no GEMM for it: {exc}"
+                return self.lacks(f"GEMM for it: {exc}")
         if op.name == "stablehlo.constant" and not _splat(op) and \
                 op.results[0].type.num_elements > MAX_CONSTANT:
             return f"a constant of more than {MAX_CONSTANT} elements stays out of fusions"
         return None
-
-    def _why_not_reduce(self, op: Operation) -> str | None:
-        reason = why_not_reduce(CPU_TARGET.renderer, op)
-        return None if reason is None else f"the cpu code generator has no {reason}"
 
     def why_not_kind(self, kind: FusionKind, summary) -> str | None:
         if kind.name not in TEMPLATES:

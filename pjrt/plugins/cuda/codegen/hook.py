@@ -8,11 +8,8 @@ from the CUDA renderer itself (``why_not``) and the reduction template's ``why_n
 from __future__ import annotations
 
 from stablehlo.ir.core import Operation
-from stablehlo.ir.ops.base import ELEMENTWISE
-from xla_core.codegen import NotGeneratable
 from xla_core.codegen.body import MAX_CONSTANT
-from xla_core.codegen.reduction import why_not_reduce
-from xla_core.fusion.codegen_hook import CodegenHook
+from xla_core.codegen.fusion_hook import RenderedKernelsHook
 from xla_core.fusion.kinds import FusionKind
 from xla_core.fusion.outline import is_small_constant
 
@@ -21,20 +18,14 @@ from pjrt.plugins.cuda.codegen.target import CUDA_TARGET
 KINDS = {"loop": "elementwise", "reduction": "reduction"}  # fusion kind -> kernel kind
 
 
-class CudaCodegen(CodegenHook):
+class CudaCodegen(RenderedKernelsHook):
+    def __init__(self):
+        super().__init__("cuda", CUDA_TARGET.renderer)
+
     def why_not_op(self, op: Operation) -> str | None:
-        renderer = CUDA_TARGET.renderer
-        try:
-            for v in (*op.operands, *op.results):
-                renderer.elem(v.type)
-        except NotGeneratable as exc:
-            return f"the cuda code generator has no {exc}"
-        if op.opdef is not None and op.opdef.has(ELEMENTWISE):
-            reason = renderer.why_not(op)
-            return None if reason is None else f"the cuda code generator has no {reason}"
-        if op.name == "stablehlo.reduce":
-            reason = why_not_reduce(renderer, op)
-            return None if reason is None else f"the cuda code generator has no {reason}"
+        reason = self.why_not_rendered(op)
+        if reason is not None:
+            return reason
         if op.name == "stablehlo.dot_general":
             return "dots are cuBLAS calls on the cuda backend"
         if op.name == "stablehlo.constant" and not is_small_constant(op) and \

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from pjrt.plugins.cuda import runtime
-from pjrt.plugins.cuda.tests.runtime_support import download, load, write_executable
+from pjrt.plugins.cuda.tests.runtime_support import (download, gemm_case, load,
+                                                       write_executable)
 
 
 def host_bytes(address: int, nbytes: int) -> bytes:
@@ -137,27 +138,11 @@ def test_cuda_graph_is_captured_once_then_replayed(cuda_device, fake_cuda, tmp_p
 def test_gemm_matches_numpy(cuda_device, tmp_path, dtype, trans_a, trans_b, batch):
     m, n, k = 5, 3, 4
     np_dtype = np.float32 if dtype == "f32" else ml_dtypes.bfloat16
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((batch, k, m) if trans_a else (batch, m, k)).astype(np_dtype)
-    b = rng.standard_normal((batch, n, k) if trans_b else (batch, k, n)).astype(np_dtype)
-    item = np.dtype(np_dtype).itemsize
-    doc = {"params": [{"shape": list(a.shape), "dtype": dtype},
-                      {"shape": list(b.shape), "dtype": dtype}],
-           "results": [2],
-           "buffers": [{"id": 0, "bytes": a.nbytes, "kind": "param", "param": 0},
-                       {"id": 1, "bytes": b.nbytes, "kind": "param", "param": 1},
-                       {"id": 2, "bytes": batch * m * n * item, "kind": "temp"}],
-           "steps": [{"op": "gemm", "dtype": dtype, "m": m, "n": n, "k": k, "batch": batch,
-                      "trans_a": trans_a, "trans_b": trans_b, "a": 0, "b": 1, "c": 2,
-                      "lda": a.shape[2], "ldb": b.shape[2], "ldc": n,
-                      "stride_a": a[0].size, "stride_b": b[0].size, "stride_c": m * n}]}
+    a, b, doc, expected = gemm_case(dtype, np_dtype, trans_a, trans_b, batch, m, n, k, 0)
     executable = load(cuda_device, write_executable(tmp_path, doc))
     (c,), event = executable.run([cuda_device.upload(a), cuda_device.upload(b)], [False, False])
     event.synchronize()
     got = download(cuda_device, c, np_dtype, (batch, m, n)).astype(np.float32)
-    a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    expected = (a32.transpose(0, 2, 1) if trans_a else a32) @ (
-        b32.transpose(0, 2, 1) if trans_b else b32)
     tolerance = 1e-5 if dtype == "f32" else 2e-2
     np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)
 

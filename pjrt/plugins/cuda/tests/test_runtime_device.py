@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pjrt.plugins.cuda import runtime
-from pjrt.plugins.cuda.tests.runtime_support import download, load, write_executable
+from pjrt.plugins.cuda.tests.runtime_support import (download, gemm_case, load,
+                                                       write_executable)
 
 N = 1 << 20
 KERNEL = r"""
@@ -78,27 +79,11 @@ def test_kernel_and_copy_on_the_gpu(gpu, tmp_path, use_graph):
 def test_cublas_gemm_matches_numpy(gpu, tmp_path, dtype, trans_a, trans_b, batch):
     m, n, k = 96, 80, 64
     np_dtype = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}[dtype]
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal((batch, k, m) if trans_a else (batch, m, k)).astype(np_dtype)
-    b = rng.standard_normal((batch, n, k) if trans_b else (batch, k, n)).astype(np_dtype)
-    item = np.dtype(np_dtype).itemsize
-    doc = {"params": [{"shape": list(a.shape), "dtype": dtype},
-                      {"shape": list(b.shape), "dtype": dtype}],
-           "results": [2],
-           "buffers": [{"id": 0, "bytes": a.nbytes, "kind": "param", "param": 0},
-                       {"id": 1, "bytes": b.nbytes, "kind": "param", "param": 1},
-                       {"id": 2, "bytes": batch * m * n * item, "kind": "temp"}],
-           "steps": [{"op": "gemm", "dtype": dtype, "m": m, "n": n, "k": k, "batch": batch,
-                      "trans_a": trans_a, "trans_b": trans_b, "a": 0, "b": 1, "c": 2,
-                      "lda": a.shape[2], "ldb": b.shape[2], "ldc": n,
-                      "stride_a": a[0].size, "stride_b": b[0].size, "stride_c": m * n}]}
+    a, b, doc, expected = gemm_case(dtype, np_dtype, trans_a, trans_b, batch, m, n, k, 1)
     executable = load(gpu, write_executable(tmp_path, doc))
     (c,), event = executable.run([gpu.upload(a), gpu.upload(b)], [False, False])
     event.synchronize()
     got = download(gpu, c, np_dtype, (batch, m, n)).astype(np.float32)
-    a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    expected = (a32.transpose(0, 2, 1) if trans_a else a32) @ (
-        b32.transpose(0, 2, 1) if trans_b else b32)
     # f32: cuBLAS's default math (no TF32 with CUBLAS_COMPUTE_32F); halves round the output.
     tolerance = {"f32": 1e-4, "bf16": 5e-2, "f16": 1e-2}[dtype]
     np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * 8)
