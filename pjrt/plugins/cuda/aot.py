@@ -69,12 +69,22 @@ def claims(module: Module) -> tuple[bool, str]:
 def compile_module(module: Module, *, target: str = "sm_90a", out_dir) -> pathlib.Path:
     """Compile ``module`` for ``target`` into ``out_dir`` (created; see the module doc) and
     return it."""
+    check_target(target)
+    return write_directory(*optimize(module), target=target, out_dir=out_dir)
+
+
+def check_target(target: str) -> None:
     if target not in TARGETS:
         raise UnimplementedError(f"cuda backend: target {target!r} is not supported "
                                  f"(known: {', '.join(TARGETS)})")
+
+
+def write_directory(optimized: Module, entry: str, *, target: str,
+                    out_dir) -> pathlib.Path:
+    """The executable directory of ``optimized`` (the cuda pipeline's output: ``optimize``
+    here, or the compile driver's run for a client) in ``out_dir`` (created)."""
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    optimized, entry = optimize(module)
     description = describe(optimized, entry, str(out))
     (out / "kernels.cu").write_text(description.kernels.translation_unit())
     report, cubin = {}, None  # no kernels (a program of GEMMs and copies): no cubin
@@ -99,4 +109,5 @@ def spills(ptxas: dict) -> list[str]:
     return [name for name, k in ptxas.items() if k.get("spill_stores") or k.get("spill_loads")]
 
 
-__all__ = ["TARGETS", "claims", "compile_module", "optimize", "spills"]
+__all__ = ["TARGETS", "check_target", "claims", "compile_module", "optimize", "spills",
+           "write_directory"]

@@ -3,8 +3,9 @@
 ``make_client("cuda", use_graphs=True, target="sm_90a")``: one device per CUDA device of
 the driver (``$OPENHLO_CUDA_DRIVER``, default ``libcuda.so.1``; without one, client creation
 fails with NoCudaDriverError). Programs go through xla_core's compile driver; the code
-generation hook is ``pjrt.plugins.cuda.aot.compile_module`` (imported when the first program
-is compiled), whose executable directory runtime.py reads and the runtime loads. Buffers
+pipeline is the cuda one (pipeline.py) and its generation hook ``pjrt.plugins.cuda.aot.
+write_directory`` (both imported when the first program is compiled), whose executable
+directory runtime.py reads and the runtime loads. Buffers
 live in device memory (``to_numpy`` copies back); an execution is queued on the device's
 stream and returns at once, its results ready when its event fires.
 """
@@ -20,8 +21,7 @@ import numpy as np
 from stablehlo.ir.types import numpy_dtype
 
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
-                      DeadlineExceededError, Device, Event, Executable, LoadedExecutable,
-                      UnimplementedError)
+                      DeadlineExceededError, Device, Event, Executable, LoadedExecutable)
 from pjrt.arguments import check_transfer
 from pjrt.plugins.compile_driver import Backend, CompileDriverMixin, compile_program
 from pjrt.plugins.cuda import runtime
@@ -202,18 +202,17 @@ class CudaClient(CompileDriverMixin, Client):
 
     def _compiler(self, options) -> Backend:
         return Backend(identity=f"{PLATFORM} {self.target} {self.platform_version}",
-                       generate=self._generate)
+                       pipeline=_cuda_pipeline, generate=self._generate)
 
-    def _generate(self, module, request) -> runtime.Description:
-        # Part of the compiler, imported on the first compile only: the code generator
-        # needs NVRTC, which a client that only runs AOT-compiled programs does not.
+    def _generate(self, optimized, request) -> runtime.Description:
+        # The code generator, imported on the first compile only: a client that only runs
+        # ahead-of-time compiled directories (load_directory) needs no nvcc. An op it cannot
+        # express raises UnimplementedError naming the op and its place.
         from pjrt.plugins.cuda import aot
-        claimed, reason = aot.claims(module)
-        if not claimed:
-            name = module.name or "the program"
-            raise UnimplementedError(f"the cuda backend cannot compile {name}: {reason}")
+        aot.check_target(self.target)
         with tempfile.TemporaryDirectory(prefix="openhlo-cuda-") as out_dir:
-            directory = aot.compile_module(module, target=self.target, out_dir=out_dir)
+            directory = aot.write_directory(optimized, request.entry, target=self.target,
+                                            out_dir=out_dir)
             return runtime.read_description(directory)  # reads every file it needs
 
     def _compile(self, executable, device_assignment: list) -> CudaLoadedExecutable:
@@ -229,6 +228,11 @@ class CudaClient(CompileDriverMixin, Client):
         compiled = compile_program(module_text, options, backend)
         executable = Executable(compiled.module, options, compiled)
         return self._compile(executable, self._device_assignment(executable, options))
+
+
+def _cuda_pipeline(request):
+    from pjrt.plugins.cuda.pipeline import cuda_pipeline
+    return cuda_pipeline()
 
 
 def create_client(**options) -> CudaClient:
