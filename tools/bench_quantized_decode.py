@@ -15,13 +15,14 @@ at these lengths, is left out). Contenders run in alternating rounds
 per step (and the spread), the speed-up over our own f32, the weight bytes each step reads,
 the greedy next-token agreement with f32 (each variant's eager, dequantizing model on 8 x
 128 random tokens, every position) and the machine's load. ``weight-int4`` keeps the output
-projection (``lm_head``) at int8 (``quantize_``'s default), ``weight-int4+int4-head`` does
+projection (``lm_head``) at int8 (``quantize_``'s default), ``weight-int4:int4-head`` does
 not. tools/quantized_agreement.py measures agreement more thoroughly.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import os
 from typing import Optional
 
@@ -77,13 +78,20 @@ def weight_bytes(model: torch.nn.Module) -> int:
     return total
 
 
-def quantized(model: torch.nn.Module, variant: str) -> torch.nn.Module:
-    """A quantized copy of ``model``: a ``quantize_`` mode, or ``weight-int4+int4-head``."""
+def quantized_copy(model: torch.nn.Module, spec: str) -> torch.nn.Module:
+    """``model`` quantized by ``spec``: a ``quantize_`` mode, with ``:gN`` (group size) and
+    ``:int4-head`` (``lm_head`` at int4 too) options."""
     from frameworks.torch import quantize_
-    copied = copy.deepcopy(model)
-    if variant == "weight-int4+int4-head":
-        return quantize_(copied, "weight-int4", int8_lm_head=False)
-    return quantize_(copied, variant)
+    mode, *options = spec.split(":")
+    kwargs = {}
+    for option in options:
+        if option == "int4-head":
+            kwargs["int8_lm_head"] = False
+        elif option.startswith("g") and option[1:].isdigit():
+            kwargs["group_size"] = int(option[1:])
+        else:
+            raise SystemExit(f"unknown option '{option}' in the quantization '{spec}'")
+    return quantize_(copy.deepcopy(model), mode, **kwargs)
 
 
 def agreement(model: torch.nn.Module, variant: torch.nn.Module, vocab: int) -> float:
@@ -111,11 +119,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     kind = args.model
     if kind is None:
-        try:
-            import transformers  # noqa: F401
-            kind = "llama"
-        except ImportError:
-            kind = "nn"
+        # installed or not, without importing it here (frameworks/torch/models/vision.py)
+        kind = "llama" if importlib.util.find_spec("transformers") is not None else "nn"
     from frameworks.torch import openhlo_backend
     torch.manual_seed(0)
     model = build_model(kind, args.hidden, args.layers, args.vocab)
@@ -126,8 +131,8 @@ def main(argv=None) -> None:
     steps = {"eager PyTorch f32": _no_grad(model, ids)}
     variants = {}
     torch._dynamo.reset()
-    for mode in ("f32", "weight-int8", "weight-int4", "weight-int4+int4-head", "dynamic-int8"):
-        variants[mode] = model if mode == "f32" else quantized(model, mode)
+    for mode in ("f32", "weight-int8", "weight-int4", "weight-int4:int4-head", "dynamic-int8"):
+        variants[mode] = model if mode == "f32" else quantized_copy(model, mode)
         steps[f"openhlo {mode}"] = _no_grad(torch.compile(variants[mode],
                                                           backend=openhlo_backend), ids)
     # alternating rounds: load from elsewhere slows every contender alike

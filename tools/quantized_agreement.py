@@ -31,26 +31,11 @@ import time
 
 import torch
 
-from tools.bench_quantized_decode import TRANSFORMERS_DECODERS, build_model
+from tools.bench_quantized_decode import TRANSFORMERS_DECODERS, build_model, quantized_copy
 
 NOISE_LEVELS = (0.003, 0.01, 0.03)
 DEFAULT_MODES = ("weight-int8", "weight-int4", "weight-int4:g64", "weight-int4:g128",
                  "weight-int4:int4-head")
-
-
-def quantized_copy(model: torch.nn.Module, spec: str) -> torch.nn.Module:
-    """``model`` quantized by ``spec``: a ``quantize_`` mode with ``:gN`` / ``:int4-head``."""
-    from frameworks.torch import quantize_
-    mode, *options = spec.split(":")
-    kwargs = {}
-    for option in options:
-        if option == "int4-head":
-            kwargs["int8_lm_head"] = False
-        elif option.startswith("g") and option[1:].isdigit():
-            kwargs["group_size"] = int(option[1:])
-        else:
-            raise SystemExit(f"quantized_agreement: unknown option '{option}' in '{spec}'")
-    return quantize_(copy.deepcopy(model), mode, **kwargs)
 
 
 def relative_error(logits: torch.Tensor, reference: torch.Tensor) -> float:
