@@ -5,7 +5,6 @@ import ctypes
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import ml_dtypes
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 
 from pjrt.plugins.cuda import runtime
+from pjrt.plugins.cuda.nvcc import find_tool
 from pjrt.plugins.cuda.tests.runtime_support import (download, gemm_case, load,
                                                        write_executable)
 
@@ -274,8 +274,8 @@ def test_a_written_argument_is_copied_unless_donated(cuda_device, tmp_path):
 def test_a_real_cubin_loads_and_its_launches_are_recorded(cuda_device, fake_cuda, tmp_path):
     """An nvcc-built sm_90a cubin through the fake (which takes any kernel of an ELF image):
     what an executable directory of the code generator looks like to the runtime."""
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not os.path.exists(nvcc):
+    nvcc = find_tool("nvcc")
+    if nvcc is None:
         pytest.skip("no nvcc")
     (tmp_path / "k.cu").write_text('extern "C" __global__ void scale(const float* x, '
                                    'float* y) { y[threadIdx.x] = 2 * x[threadIdx.x]; }\n')

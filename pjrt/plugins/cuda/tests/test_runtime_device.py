@@ -3,7 +3,6 @@ here with nvcc, launched through an executable description with a copy and a cuB
 with and without a CUDA graph, checked against numpy; a failing launch's error. The same
 checks on the fake driver are in test_runtime.py; these prove the driver ABI."""
 import os
-import shutil
 import subprocess
 
 import ml_dtypes
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 
 from pjrt.plugins.cuda import runtime
+from pjrt.plugins.cuda.nvcc import find_tool
 from pjrt.plugins.cuda.tests.runtime_support import (download, gemm_case, load,
                                                        write_executable)
 
@@ -35,8 +35,8 @@ def gpu():
 
 
 def compile_cubin(directory, compute_capability: int):
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not os.path.exists(nvcc):
+    nvcc = find_tool("nvcc")
+    if nvcc is None:
         pytest.skip("no nvcc to compile the test kernel")
     source = directory / "axpy.cu"
     source.write_text(KERNEL)
