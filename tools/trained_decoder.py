@@ -9,7 +9,8 @@ The model is tools/bench_quantized_decode.py's ``build_model`` (a transformers d
 seeded, single-threaded (``torch.set_num_threads(1)``: the machine stays usable by others),
 progress on stderr. The trained ``state_dict`` is cached under ``xla_core.cache_root``'s
 ``trained_decoders`` folder (``$OPENHLO_CACHE_DIR``, else ``~/.cache/openhlo``), in a file
-named for a hash of the settings and the training text, so a re-run loads it.
+named for a hash of the settings, the training text and torch's version, so a re-run loads
+it (the training code is not in the key: after changing it, ``--retrain``).
 """
 from __future__ import annotations
 
