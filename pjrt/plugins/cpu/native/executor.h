@@ -49,7 +49,7 @@ enum class InstrKind : uint8_t {
   KERNEL,        // step(operands) -> results
   CONSTANT,      // results[0] = constant
   ALIAS,         // results[i] = operands[i] (optimization_barrier, identity)
-  WHILE,         // regions: cond, body
+  WHILE,         // regions: cond (which releases no parameter: it borrows them), body
   IF,            // regions: true, false; operand 0: pred
   CASE,          // regions: branches; operand 0: index
   CALLBACK,      // Python fallback for one op
