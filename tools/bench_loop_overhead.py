@@ -14,8 +14,9 @@ nearly all of the time, so
 
 is the executor's own cost per iteration: the call's fixed cost (dispatch from Python, the
 result's way back) cancels. The trip count is an argument of the one compiled program, so
-every N runs the same executable; the three calls are timed in alternating rounds
-(tools/bench/timing.py), and each result is checked against the same loop in numpy first.
+every N runs the same executable; the calls (N = 1 and each N given) are timed in
+alternating rounds (tools/bench/timing.py), and each result is checked against the same
+loop in numpy first.
 
 The bodies (issue 19 item 1): ``v<k>_op<m>`` carries a counter and k vectors of 4 floats; each
 iteration the counter steps and the vectors rotate (value j takes value j+1's place), the first
@@ -74,8 +75,10 @@ def program_text(body: Body) -> str:
     elif body.ops != 1:
         raise ValueError(f"a body has 1 or 5 ops, not {body.ops}")
     returned = ", ".join(["%j"] + names[1:] + [moved])
+    outs = ", ".join([vec] * body.values)
+    results = ", ".join(f"%w#{j + 1}" for j in range(body.values))
     indent = "\n      "
-    return f"""func.func @main(%n: tensor<i32>, %a: {vec}, %b: {vec}, {inputs}) -> ({", ".join([vec] * body.values)}) {{
+    return f"""func.func @main(%n: tensor<i32>, %a: {vec}, %b: {vec}, {inputs}) -> ({outs}) {{
   %zero = stablehlo.constant dense<0> : tensor<i32>
   %w:{body.values + 1} = stablehlo.while(%i = %zero, {carried}) : {types}
     cond {{
@@ -87,7 +90,7 @@ def program_text(body: Body) -> str:
       {indent.join(ops)}
       stablehlo.return {returned} : {types}
     }}
-  return {", ".join(f"%w#{j + 1}" for j in range(body.values))} : {", ".join([vec] * body.values)}
+  return {results} : {outs}
 }}
 """
 
