@@ -109,12 +109,16 @@ void run_while(const Instr& instr, Frame& frame) {
   std::vector<Array> carried(n);
   for (size_t i = 0; i < n; ++i) carried[i] = slots[instr.in[i]];
   for (;;) {
-    for (size_t i = 0; i < n; ++i) slots[cond.params[i]] = carried[i];
+    // The condition borrows the carried values (it releases no parameter: lend_params in
+    // executor_bindings.cc), so they move into its slots and on to the body's, uncopied.
+    for (size_t i = 0; i < n; ++i) slots[cond.params[i]] = std::move(carried[i]);
     run_program(cond, frame);
     const bool go = *slots[cond.results[0]].data<bool>();
-    for (int32_t p : cond.params) slots[p] = Array();
-    if (!go) break;
-    for (size_t i = 0; i < n; ++i) slots[body.params[i]] = std::move(carried[i]);
+    if (!go) {
+      for (size_t i = 0; i < n; ++i) carried[i] = std::move(slots[cond.params[i]]);
+      break;
+    }
+    for (size_t i = 0; i < n; ++i) slots[body.params[i]] = std::move(slots[cond.params[i]]);
     run_program(body, frame);
     for (size_t i = 0; i < n; ++i) {
       carried[i] = movable[i] ? std::move(slots[body.results[i]]) : slots[body.results[i]];
@@ -278,12 +282,23 @@ void run_instr(const Instr& instr, Frame& frame) {
   auto& slots = frame.slots;
   switch (instr.kind) {
     case InstrKind::KERNEL: {
-      // Operands and results are gathered into small local arrays: steps take pointers.
-      LocalArrays operands(instr.in.size()), results(instr.out.size());
+      const size_t n = instr.in.size();
+      if (frame.operands.size() < n) frame.operands.resize(n);
+      Array* operands = frame.operands.data();
+      // The operands' storage goes when the step is done (or fails): memory follows
+      // liveness, and a later step sees only the slots' references to an array.
+      struct DropStorage {
+        Array* operands;
+        size_t n;
+        ~DropStorage() {
+          for (size_t i = 0; i < n; ++i) operands[i].storage.reset();
+        }
+      } drop{operands, n};
+      LocalArrays results(instr.out.size());
       // Slots dead after this instruction are dropped before it runs, so a step holding the
       // last reference to an operand may reuse its storage (generated in-place results): an
       // operand's last use here moves it out of its slot.
-      for (size_t i = 0; i < instr.in.size(); ++i) {
+      for (size_t i = 0; i < n; ++i) {
         const int32_t s = instr.in[i];
         if (dies_at(instr, i)) {
           operands[i] = std::move(slots[s]);
@@ -293,7 +308,7 @@ void run_instr(const Instr& instr, Frame& frame) {
       }
       for (int32_t s : instr.release) slots[s] = Array();
       if (instr.communicates && frame.comm) frame.comm->wait_idle();
-      instr.step(frame.ctx, operands.data(), results.data());
+      instr.step(frame.ctx, operands, results.data());
       for (size_t i = 0; i < instr.out.size(); ++i) slots[instr.out[i]] = std::move(results[i]);
       break;
     }
@@ -356,7 +371,10 @@ void run_program(const Program& program, Frame& frame) {
     } catch (...) {
       rethrow_located(instr);
     }
-    for (int32_t s : instr.release) frame.slots[s] = Array();
+    // A kernel released its slots before its step ran.
+    if (instr.kind != InstrKind::KERNEL) {
+      for (int32_t s : instr.release) frame.slots[s] = Array();
+    }
   }
 }
 

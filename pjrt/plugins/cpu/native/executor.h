@@ -49,7 +49,7 @@ enum class InstrKind : uint8_t {
   KERNEL,        // step(operands) -> results
   CONSTANT,      // results[0] = constant
   ALIAS,         // results[i] = operands[i] (optimization_barrier, identity)
-  WHILE,         // regions: cond, body
+  WHILE,         // regions: cond (which releases no parameter: it borrows them), body
   IF,            // regions: true, false; operand 0: pred
   CASE,          // regions: branches; operand 0: index
   CALLBACK,      // Python fallback for one op
@@ -99,6 +99,11 @@ struct Executable {
 
 struct Frame {
   std::vector<Array> slots;
+  // A KERNEL's operands, gathered from their slots (steps take a pointer to contiguous
+  // Arrays). Kept from one instruction to the next with their storage dropped: copying a slot
+  // into one then reuses its shape's memory instead of allocating it, once per operand and
+  // iteration of a loop.
+  std::vector<Array> operands;
   ExecContext ctx;
   SharedPyObject host_state;  // passed to CALLBACK instructions (None when unset)
   // Collectives started and not yet done, by handle slot. Each holds its operands until it

@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -48,6 +49,20 @@ Instr& add(Program& p, InstrKind kind, std::string where, std::vector<int32_t> i
   instr.out = std::move(out);
   p.instrs.push_back(std::move(instr));
   return p.instrs.back();
+}
+
+// A loop lends its carried values to the condition's parameters for the condition's run and
+// takes them back (executor.cc run_while), so the condition must never release a parameter:
+// its last use would otherwise move the value out of its slot, where a kernel could even take
+// its storage over. Called once the condition's release lists are set.
+void lend_params(Program& cond) {
+  for (Instr& instr : cond.instrs) {
+    auto lent = [&](int32_t s) {
+      return std::find(cond.params.begin(), cond.params.end(), s) != cond.params.end();
+    };
+    instr.release.erase(std::remove_if(instr.release.begin(), instr.release.end(), lent),
+                        instr.release.end());
+  }
 }
 
 std::vector<std::shared_ptr<const Program>> const_programs(const std::vector<ProgramPtr>& programs) {
@@ -262,6 +277,7 @@ void bind_executor(py::module_& m) {
       })
       .def("add_while", [](Program& p, std::string where, ProgramPtr cond, ProgramPtr body,
                            std::vector<int32_t> in, std::vector<int32_t> out) {
+        lend_params(*cond);
         add(p, InstrKind::WHILE, std::move(where), std::move(in), std::move(out)).regions =
             const_programs({cond, body});
       })
