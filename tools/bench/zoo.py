@@ -1,7 +1,7 @@
 """``openhlo bench --zoo``: the model zoo through openhlo, Inductor and eager PyTorch.
 
-For each model of ``frameworks.torch.models.zoo`` (in this process, one model after the
-other):
+For each model of ``frameworks.torch.models.zoo`` (the zoo, or with ``--heldout`` the
+held-out set; in this process, one model after the other):
 
 * **compile (cold)**: ``torch.compile`` with the openhlo backend and with Inductor, each on
   its own copy of the model after ``torch._dynamo.reset()``; the first call is timed (Dynamo,
@@ -342,13 +342,14 @@ def measure_model(name: str, *, train: bool, budget: float, cache_root: str,
     return record
 
 
-def run_zoo(names: list[str], *, train: bool = False, budget: float = 1.0,
-            threads: int | None = None,
+def run_zoo(names: list[str], *, train: bool = False, heldout: bool = False,
+            budget: float = 1.0, threads: int | None = None,
             on_model: Callable[[dict], None] = lambda report: None,
             log: Callable[[str], None] = lambda line: print(line, file=sys.stderr,
                                                             flush=True)) -> dict:
     """Everything ``openhlo bench --zoo`` measures, as one JSON-ready dict; ``on_model`` gets
     the report so far after each model (a long run can be stopped and still reported).
+    ``heldout``: ``names`` are of the held-out set (recorded in the report).
     ``threads``: PyTorch's thread count (eager and Inductor's kernels), else its default."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
@@ -364,7 +365,8 @@ def run_zoo(names: list[str], *, train: bool = False, budget: float = 1.0,
     records = []
     report = {"versions": _versions(), "cores": os.cpu_count(),
               "torch_threads": torch.get_num_threads(),
-              "load_average": {"start": load_before}, "train": train, "budget_s": budget,
+              "load_average": {"start": load_before}, "train": train, "heldout": heldout,
+              "budget_s": budget,
               "tolerance": {"factor": TOL_FACTOR, "floor": TOL_FLOOR}, "models": records}
     try:
         use_torch_cache_root(os.path.join(cache_root, "warm-up"))
