@@ -70,6 +70,21 @@ def test_judge_uses_eager_error_as_the_bar():
     assert not zoo.judge(nan, eager_errors, {"out": want})["ok"]
 
 
+def test_an_exactly_zero_reference_is_judged_on_the_results_scale():
+    # a gradient float64 and eager both round to exactly 0 (Note [Zero references]): noise
+    # at float32's rounding of the step's scale passes, a real gradient there does not
+    reference = {"loss": torch.tensor(2.0, dtype=torch.float64),
+                 "grad b": torch.zeros(3, dtype=torch.float64)}
+    eager_errors = {"loss": 1e-7, "grad b": 0.0}
+    noise = {"loss": torch.tensor(2.0), "grad b": torch.tensor([0.0, 3e-9, -1e-9])}
+    wrong = {"loss": torch.tensor(2.0), "grad b": torch.tensor([0.0, 0.1, 0.0])}
+    assert zoo.reference_scales(reference) == {"loss": 2.0, "grad b": 2.0}
+    assert zoo.judge(noise, eager_errors, reference)["ok"]
+    verdict = zoo.judge(wrong, eager_errors, reference)
+    assert not verdict["ok"] and verdict["worst"] == "grad b"
+    assert verdict["error"] == pytest.approx(0.05)
+
+
 def _kink_model():
     """relu(x W^T) summed by a second layer; with inputs (c, c) the first unit's input
     x0 - x1 is exactly 0: on the ReLU's kink."""
