@@ -85,7 +85,8 @@ def zoo_command(args: argparse.Namespace) -> int:
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=2)
-    report = run_zoo(names, train=args.train, heldout=args.heldout, threads=args.threads, on_model=finish,
+    report = run_zoo(names, train=args.train, heldout=args.heldout, threads=args.threads,
+                     on_model=finish,
                      budget=args.budget if args.budget is not None else 1.0)
     summary = report["summary"]  # finish ran after the last model
     print(format_table(report), flush=True)

@@ -13,8 +13,10 @@ held-out set; in this process, one model after the other):
 * **check**: outputs (forward, eval mode, ``no_grad``) and, with ``--train``, the loss and
   every parameter's gradient of one training step (train mode, loss =
   ``models.loss_of``, a weighted mean square of the first output, ``backward``, SGD)
-  against a float64 eager run of the same model and inputs; for openhlo both of the first call (op by op) and of a call from the same weights
-  once the generated kernels are in place (what is timed). A tensor passes when its error (max |x - float64| / max |float64|) is at most
+  against a float64 eager run of the same model and inputs; for openhlo both of the first
+  call (op by op) and of a call from the same weights once the generated kernels are in
+  place (what is timed). A tensor passes when its error (max |x - float64| / max |float64|,
+  Note [Zero references] where float64's is exactly 0) is at most
   ``TOL_FACTOR`` x float32 eager's own error on it plus ``TOL_FLOOR``: eager float32 is the
   bar, so a result that eager itself gets only roughly (batch statistics over 2 images of
   1x1 feature maps) does not fail a correct backend, while an error well above eager's does.

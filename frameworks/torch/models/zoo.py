@@ -10,8 +10,9 @@ tokens on the d=64 configs of ``frameworks.torch.models.build``); nothing is dow
 Dropout and stochastic depth are off, so a training step is deterministic and any backend
 can be compared with eager. Entries with ``heldout=True`` are the held-out set: other
 architectures of the same libraries, registered after the zoo's results were in and never
-tuned for (``zoo_names(heldout=True)``, ``openhlo bench --zoo --heldout``). ``openhlo bench --zoo`` (tools/bench/zoo.py) runs them; a
-model whose library is missing raises ImportError from ``build_zoo_model``.
+tuned for (``zoo_names(heldout=True)``, ``openhlo bench --zoo --heldout``). ``openhlo
+bench --zoo`` (tools/bench/zoo.py) runs them; a model whose library is missing raises
+ImportError from ``build_zoo_model``.
 """
 from __future__ import annotations
 
