@@ -69,10 +69,11 @@ NUDGE = 2.0 ** -23
 #     terms that cancel: in timm's ReXNet the squeeze-excite's fc1 feeds a batch norm over
 #     2 images of 1x1 maps, so fc1's bias gradient is (dy1 - m) + (dy2 - m) with m their
 #     mean, which eager's batch-norm backward rounds to exactly 0. A backend that rounds
-#     the same sum in another order gets about 1e-9, and relative to the reference's own
-#     scale (0) that is an infinite error. The scale of such a tensor is therefore the
-#     largest scale in the same result (the step's largest gradient, or output): its
-#     rounding noise passes, a gradient that is wrong by a meaningful amount does not.
+#     the same sum in another order gets rounding noise instead, and relative to the
+#     reference's own scale (0) that is an infinite error. The scale of such a tensor is
+#     therefore the largest scale in the same result (the largest of the step's loss and
+#     gradients, or of the outputs): rounding noise passes, a gradient that is wrong by a
+#     meaningful amount does not.
 
 
 def relative_error(got, want, scale: float | None = None) -> float:
