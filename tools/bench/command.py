@@ -46,6 +46,10 @@ def add_parser(subparsers) -> None:
                         "eager run, fallbacks, cold compile times, forward time ratios")
     p.add_argument("--models", metavar="A,B",
                    help="with --zoo: a comma-separated subset of the zoo's models (default: all)")
+    p.add_argument("--heldout", action="store_true",
+                   help="with --zoo: the held-out models instead of the zoo (other "
+                        "architectures of the same libraries, never tuned for); --models "
+                        "then picks among them")
     p.add_argument("--train", action="store_true",
                    help="with --zoo: also a training step (backward and SGD) per model")
     p.add_argument("--threads", type=int, metavar="N",
@@ -65,13 +69,15 @@ def _names(text: str, known, what: str) -> list[str]:
 
 
 def zoo_command(args: argparse.Namespace) -> int:
-    from frameworks.torch.models.zoo import ZOO
+    from frameworks.torch.models.zoo import zoo_names
     from tools.bench.plot import plot_zoo
     from tools.bench.zoo import run_zoo
     from tools.bench.zoo_report import add_ratios, format_table, summarize
     if args.sharded or args.save_programs or args.quick:
         raise CliError("--sharded, --save-programs and --quick do not go with --zoo")
-    names = _names(args.models, ZOO.names(), "model") if args.models else ZOO.names()
+    names = zoo_names(heldout=args.heldout)
+    if args.models:
+        names = _names(args.models, names, "held-out model" if args.heldout else "model")
 
     def finish(report: dict) -> None:  # after every model: a stopped run keeps its figures
         add_ratios(report)
@@ -79,7 +85,8 @@ def zoo_command(args: argparse.Namespace) -> int:
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=2)
-    report = run_zoo(names, train=args.train, threads=args.threads, on_model=finish,
+    report = run_zoo(names, train=args.train, heldout=args.heldout, threads=args.threads,
+                     on_model=finish,
                      budget=args.budget if args.budget is not None else 1.0)
     summary = report["summary"]  # finish ran after the last model
     print(format_table(report), flush=True)
@@ -96,8 +103,8 @@ def zoo_command(args: argparse.Namespace) -> int:
 def bench_command(args: argparse.Namespace) -> int:
     if args.zoo:
         return zoo_command(args)
-    if args.models or args.train or args.threads:
-        raise CliError("--models, --train and --threads go with --zoo")
+    if args.models or args.train or args.threads or args.heldout:
+        raise CliError("--models, --train, --threads and --heldout go with --zoo")
     from tools.bench.plot import plot_ratios
     from tools.bench.report import add_ratios, format_report, summarize
     from tools.bench.suite import run_suite

@@ -1,7 +1,7 @@
 """``openhlo bench --zoo``: the model zoo through openhlo, Inductor and eager PyTorch.
 
-For each model of ``frameworks.torch.models.zoo`` (in this process, one model after the
-other):
+For each model of ``frameworks.torch.models.zoo`` (the zoo, or with ``--heldout`` the
+held-out set; in this process, one model after the other):
 
 * **compile (cold)**: ``torch.compile`` with the openhlo backend and with Inductor, each on
   its own copy of the model after ``torch._dynamo.reset()``; the first call is timed (Dynamo,
@@ -11,10 +11,12 @@ other):
   reports ``optimized_s``: until its background-compiled kernels are in place (tiered
   compilation, pjrt/plugins/cpu/tiering.py); timing starts after that.
 * **check**: outputs (forward, eval mode, ``no_grad``) and, with ``--train``, the loss and
-  every parameter's gradient of one training step (train mode, loss = mean square of the
-  first output, ``backward``, SGD) against a float64 eager run of the same model and
-  inputs; for openhlo both of the first call (op by op) and of a call from the same weights
-  once the generated kernels are in place (what is timed). A tensor passes when its error (max |x - float64| / max |float64|) is at most
+  every parameter's gradient of one training step (train mode, loss =
+  ``models.loss_of``, a weighted mean square of the first output, ``backward``, SGD)
+  against a float64 eager run of the same model and inputs; for openhlo both of the first
+  call (op by op) and of a call from the same weights once the generated kernels are in
+  place (what is timed). A tensor passes when its error (max |x - float64| / max |float64|,
+  Note [Zero references] where float64's is exactly 0) is at most
   ``TOL_FACTOR`` x float32 eager's own error on it plus ``TOL_FLOOR``: eager float32 is the
   bar, so a result that eager itself gets only roughly (batch statistics over 2 images of
   1x1 feature maps) does not fail a correct backend, while an error well above eager's does.
@@ -62,13 +64,27 @@ NUDGE = 2.0 ** -23
 #     result moves by its condition number times NUDGE, as under eager's own rounding.
 
 
-def relative_error(got, want) -> float:
-    """max |got - want| / max |want| (want: the float64 reference; 0 / 0 counts as 0)."""
+# Note [Zero references]
+#     A gradient can be exactly 0 in float64 and in float32 eager while being a sum of
+#     terms that cancel: in timm's ReXNet the squeeze-excite's fc1 feeds a batch norm over
+#     2 images of 1x1 maps, so fc1's bias gradient is (dy1 - m) + (dy2 - m) with m their
+#     mean, which eager's batch-norm backward rounds to exactly 0. A backend that rounds
+#     the same sum in another order gets rounding noise instead, and relative to the
+#     reference's own scale (0) that is an infinite error. The scale of such a tensor is
+#     therefore the largest scale in the same result (the largest of the step's loss and
+#     gradients, or of the outputs): rounding noise passes, a gradient that is wrong by a
+#     meaningful amount does not.
+
+
+def relative_error(got, want, scale: float | None = None) -> float:
+    """max |got - want| / ``scale`` (want: the float64 reference; scale: max |want| unless
+    given, Note [Zero references]; 0 / 0 counts as 0)."""
     import torch
     got, want = got.detach().double(), want.detach().double()
     if want.numel() == 0:
         return 0.0
-    scale = float(want.abs().max())
+    if scale is None:
+        scale = float(want.abs().max())
     diff = float((got - want).abs().max())
     if diff != diff:  # NaN somewhere: wrong unless the reference has NaN there too
         same = torch.isnan(got) == torch.isnan(want)
@@ -76,17 +92,27 @@ def relative_error(got, want) -> float:
     return diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))
 
 
+def reference_scales(reference: dict) -> dict:
+    """Per tensor of ``reference``: the scale its errors are relative to, max |want|, or
+    where that is 0 the largest of them (Note [Zero references])."""
+    scales = {key: float(want.detach().abs().max()) if want.numel() else 0.0
+              for key, want in reference.items()}
+    largest = max(scales.values(), default=0.0)
+    return {key: scale if scale > 0 else largest for key, scale in scales.items()}
+
+
 def judge(named: dict, eager_errors: dict, reference: dict) -> dict:
     """{"ok", "error", "eager_error", "worst"} of tensors ``named`` (name -> tensor) against
     the float64 ``reference``, with float32 eager's own errors (name -> error, from
     ``references``) as the bar."""
     worst, result = -1.0, {"ok": True, "error": 0.0, "eager_error": 0.0, "worst": None}
+    scales = reference_scales(reference)
     for key, want in reference.items():
         got = named.get(key)
         if got is None or tuple(got.shape) != tuple(want.shape):
             return {"ok": False, "error": float("inf"), "eager_error": 0.0, "worst": key,
                     "message": f"{key}: missing or shape mismatch"}
-        error = relative_error(got, want)
+        error = relative_error(got, want, scales[key])
         eager_error = eager_errors[key]
         allowed = TOL_FACTOR * eager_error + TOL_FLOOR
         excess = error / allowed
@@ -221,11 +247,12 @@ def references(model, inputs, train: bool) -> tuple[dict, dict]:
     reference = _Mode(train, tuple(map(_as_double, inputs))).prepare(
         copy.deepcopy(model).double())()
     errors = dict.fromkeys(reference, 0.0)
+    scales = reference_scales(reference)
     for direction in (0, 1, -1):
         nudged_model, nudged_inputs = _nudged(model, inputs, direction)
         eager = _Mode(train, nudged_inputs).prepare(nudged_model)()
         for key, want in reference.items():
-            errors[key] = max(errors[key], relative_error(eager[key], want))
+            errors[key] = max(errors[key], relative_error(eager[key], want, scales[key]))
     return reference, errors
 
 
@@ -342,13 +369,14 @@ def measure_model(name: str, *, train: bool, budget: float, cache_root: str,
     return record
 
 
-def run_zoo(names: list[str], *, train: bool = False, budget: float = 1.0,
-            threads: int | None = None,
+def run_zoo(names: list[str], *, train: bool = False, heldout: bool = False,
+            budget: float = 1.0, threads: int | None = None,
             on_model: Callable[[dict], None] = lambda report: None,
             log: Callable[[str], None] = lambda line: print(line, file=sys.stderr,
                                                             flush=True)) -> dict:
     """Everything ``openhlo bench --zoo`` measures, as one JSON-ready dict; ``on_model`` gets
     the report so far after each model (a long run can be stopped and still reported).
+    ``heldout``: ``names`` are of the held-out set (recorded in the report).
     ``threads``: PyTorch's thread count (eager and Inductor's kernels), else its default."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
@@ -364,7 +392,8 @@ def run_zoo(names: list[str], *, train: bool = False, budget: float = 1.0,
     records = []
     report = {"versions": _versions(), "cores": os.cpu_count(),
               "torch_threads": torch.get_num_threads(),
-              "load_average": {"start": load_before}, "train": train, "budget_s": budget,
+              "load_average": {"start": load_before}, "train": train, "heldout": heldout,
+              "budget_s": budget,
               "tolerance": {"factor": TOL_FACTOR, "floor": TOL_FLOOR}, "models": records}
     try:
         use_torch_cache_root(os.path.join(cache_root, "warm-up"))

@@ -84,7 +84,7 @@ def _check(entry: dict) -> str:
 
 def format_table(report: dict) -> str:
     """The per-model table and the summary, as text."""
-    lines = []
+    lines = ["held-out models (not in the zoo, never tuned for)"] if report.get("heldout") else []
     modes = ("forward", "train") if report["train"] else ("forward",)
     for mode in modes:
         lines += ["", f"{mode}: times in ms (median), compile = first call in s (cold); "

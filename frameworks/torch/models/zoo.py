@@ -8,8 +8,11 @@ Each entry is the library's own model definition with random weights and small i
 (batch 2; images 64x64 with 10 classes unless an architecture needs more; text of 16
 tokens on the d=64 configs of ``frameworks.torch.models.build``); nothing is downloaded.
 Dropout and stochastic depth are off, so a training step is deterministic and any backend
-can be compared with eager. ``openhlo bench --zoo`` (tools/bench/zoo.py) runs them; a
-model whose library is missing raises ImportError from ``build_zoo_model``.
+can be compared with eager. Entries with ``heldout=True`` are the held-out set: other
+architectures of the same libraries, registered after the zoo's results were in and never
+tuned for (``zoo_names(heldout=True)``, ``openhlo bench --zoo --heldout``). ``openhlo
+bench --zoo`` (tools/bench/zoo.py) runs them; a model whose library is missing raises
+ImportError from ``build_zoo_model``.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from frameworks.torch.models import HELDOUT
 from stablehlo.registry import Registry
 
 BATCH, IMAGE, CLASSES = 2, 64, 10
@@ -28,6 +32,7 @@ class ZooModel:
     name: str
     library: str                            # "torchvision", "timm" or "transformers"
     make: Callable[[], tuple]               # () -> (module, example inputs)
+    heldout: bool = False                   # in the held-out set, not the zoo
 
 
 ZOO: Registry[ZooModel] = Registry("zoo model")
@@ -37,7 +42,8 @@ def _images(size: int = IMAGE) -> tuple:
     return (torch.randn(BATCH, 3, size, size),)
 
 
-def _torchvision(name: str, arch: str, size: int = IMAGE, **kwargs) -> None:
+def _torchvision(name: str, arch: str, size: int = IMAGE, heldout: bool = False,
+                 **kwargs) -> None:
     def make():
         from frameworks.torch.models.vision import import_torchvision
         torchvision = import_torchvision()
@@ -46,23 +52,23 @@ def _torchvision(name: str, arch: str, size: int = IMAGE, **kwargs) -> None:
             if isinstance(module, torchvision.ops.StochasticDepth):
                 module.p = 0.0
         return model, _images(size)
-    ZOO.register(name, ZooModel(name, "torchvision", make))
+    ZOO.register(name, ZooModel(name, "torchvision", make, heldout))
 
 
-def _timm(name: str, arch: str, size: int = IMAGE, **kwargs) -> None:
+def _timm(name: str, arch: str, size: int = IMAGE, heldout: bool = False, **kwargs) -> None:
     def make():
         from frameworks.torch.models.vision import import_timm
         model = import_timm().create_model(arch, pretrained=False, num_classes=CLASSES,
                                            drop_rate=0.0, **kwargs)  # drop paths: off by default
         return model, _images(size)
-    ZOO.register(name, ZooModel(name, "timm", make))
+    ZOO.register(name, ZooModel(name, "timm", make, heldout))
 
 
-def _transformers(name: str) -> None:
+def _transformers(name: str, heldout: bool = False) -> None:
     def make():
         from frameworks.torch.models import build
         return build(name)
-    ZOO.register(f"hf_{name}", ZooModel(f"hf_{name}", "transformers", make))
+    ZOO.register(f"hf_{name}", ZooModel(f"hf_{name}", "transformers", make, heldout))
 
 
 def _tiny_vit():
@@ -103,6 +109,30 @@ _timm("timm_ghostnet_050", "ghostnet_050")
 for _name in ("gpt2", "bert", "llama", "t5", "mistral", "qwen2", "opt", "gpt_neox", "roberta",
               "distilbert", "bart", "t5_encoder"):
     _transformers(_name)
+
+# the held-out set
+_torchvision("tv_resnet34", "resnet34", heldout=True)
+_torchvision("tv_mobilenet_v3_large", "mobilenet_v3_large", heldout=True, dropout=0.0)
+_torchvision("tv_regnet_x_400mf", "regnet_x_400mf", heldout=True)
+_torchvision("tv_shufflenet_v2_x1_0", "shufflenet_v2_x1_0", heldout=True)
+_torchvision("tv_squeezenet1_0", "squeezenet1_0", heldout=True, dropout=0.0)
+_torchvision("tv_mnasnet1_0", "mnasnet1_0", heldout=True, dropout=0.0)
+
+_timm("timm_resnet10t", "resnet10t", heldout=True)
+_timm("timm_mobilevit_xxs", "mobilevit_xxs", heldout=True)
+_timm("timm_rexnet_100", "rexnet_100", heldout=True)
+_timm("timm_tinynet_e", "tinynet_e", heldout=True)
+_timm("timm_dla46_c", "dla46_c", heldout=True)
+_timm("timm_levit_128s", "levit_128s", heldout=True, img_size=IMAGE)
+_timm("timm_efficientvit_m0", "efficientvit_m0", heldout=True, img_size=IMAGE)
+
+for _name in HELDOUT:
+    _transformers(_name, heldout=True)
+
+
+def zoo_names(heldout: bool = False) -> list[str]:
+    """The zoo's model names, or with ``heldout`` the held-out set's, sorted."""
+    return [n for n in ZOO.names() if ZOO.get(n).heldout == heldout]
 
 
 def build_zoo_model(name: str, seed: int = 0) -> tuple:

@@ -1,6 +1,7 @@
-"""``openhlo bench --zoo``: a representative slice of the model zoo through openhlo (forward
-and a training step, judged against float64 eager PyTorch, no fallback), the judging rule
-itself, the summary and table of a made-up report, and the command line's checks."""
+"""``openhlo bench --zoo``: a representative slice of the model zoo and one of the held-out
+set through openhlo (forward and a training step, judged against float64 eager PyTorch, no
+fallback), the judging rule itself, the summary and table of a made-up report, and the
+command line's checks (``--heldout`` included)."""
 import importlib.util
 import json
 
@@ -24,13 +25,17 @@ needs_transformers = pytest.mark.skipif(
 SLICE = [pytest.param("tv_resnet18", 32, marks=needs_torchvision),
          pytest.param("timm_lcnet_050", 32, marks=needs_timm),
          pytest.param("hf_gpt2", None, marks=needs_transformers)]
+# the held-out set's smallest model per library, at the smallest input they take
+HELDOUT_SLICE = [pytest.param("tv_squeezenet1_0", 32, marks=needs_torchvision),
+                 pytest.param("timm_resnet10t", 32, marks=needs_timm),
+                 pytest.param("hf_gemma", None, marks=needs_transformers)]
 
 
 # slow: the README's pytest command runs it; Bazel's runner deselects it (a minute of
 # compiles, and CI would pay it twice)
 @pytest.mark.slow
 @pytest.mark.parametrize("train", [False, True], ids=["forward", "train"])
-@pytest.mark.parametrize("name, side", SLICE)
+@pytest.mark.parametrize("name, side", SLICE + HELDOUT_SLICE)
 def test_zoo_slice_matches_float64_eager_without_fallbacks(name, side, train, tmp_path,
                                                            monkeypatch):
     from frameworks.torch.models.zoo import build_zoo_model
@@ -63,6 +68,21 @@ def test_judge_uses_eager_error_as_the_bar():
     assert not zoo.judge({"out": torch.zeros(2)}, eager_errors, {"out": want})["ok"]  # shape
     nan = {"out": torch.tensor([float("nan"), -2.0, 4.0])}
     assert not zoo.judge(nan, eager_errors, {"out": want})["ok"]
+
+
+def test_an_exactly_zero_reference_is_judged_on_the_results_scale():
+    # a gradient float64 and eager both round to exactly 0 (Note [Zero references]): noise
+    # at float32's rounding of the step's scale passes, a real gradient there does not
+    reference = {"loss": torch.tensor(2.0, dtype=torch.float64),
+                 "grad b": torch.zeros(3, dtype=torch.float64)}
+    eager_errors = {"loss": 1e-7, "grad b": 0.0}
+    noise = {"loss": torch.tensor(2.0), "grad b": torch.tensor([0.0, 3e-9, -1e-9])}
+    wrong = {"loss": torch.tensor(2.0), "grad b": torch.tensor([0.0, 0.1, 0.0])}
+    assert zoo.reference_scales(reference) == {"loss": 2.0, "grad b": 2.0}
+    assert zoo.judge(noise, eager_errors, reference)["ok"]
+    verdict = zoo.judge(wrong, eager_errors, reference)
+    assert not verdict["ok"] and verdict["worst"] == "grad b"
+    assert verdict["error"] == pytest.approx(0.05)
 
 
 def _kink_model():
@@ -160,6 +180,48 @@ def test_zoo_command_line_checks(capsys):
 
 
 def test_zoo_has_thirty_models_from_three_libraries():
-    from frameworks.torch.models.zoo import ZOO
-    libraries = {ZOO.get(n).library for n in ZOO.names()}
-    assert len(ZOO) >= 30 and libraries == {"torchvision", "timm", "transformers"}
+    from frameworks.torch.models.zoo import ZOO, zoo_names
+    names = zoo_names()
+    libraries = {ZOO.get(n).library for n in names}
+    assert len(names) >= 30 and libraries == {"torchvision", "timm", "transformers"}
+
+
+def test_zoo_command_line_checks_heldout(capsys):
+    from tools.cli import main
+    # a zoo model is not among the held-out ones
+    assert main(["bench", "--zoo", "--heldout", "--models", "tv_resnet18"]) == 1
+    assert "unknown held-out model tv_resnet18" in capsys.readouterr().err
+    assert main(["bench", "--heldout"]) == 1
+    assert "go with --zoo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("heldout", [False, True], ids=["zoo", "heldout"])
+def test_zoo_command_runs_the_chosen_set(heldout, monkeypatch, tmp_path, capsys):
+    from frameworks.torch.models.zoo import zoo_names
+    from tools.cli import main
+    asked = {}
+
+    def fake_run_zoo(names, *, heldout, on_model, **options):
+        asked.update(names=names, heldout=heldout)
+        report = {"train": False, "heldout": heldout, "cores": 2, "torch_threads": 1,
+                  "load_average": {"start": 1.0, "end": 1.0},
+                  "tolerance": {"factor": zoo.TOL_FACTOR, "floor": zoo.TOL_FLOOR},
+                  "models": []}
+        on_model(report)
+        return report
+    monkeypatch.setattr(zoo, "run_zoo", fake_run_zoo)
+    out = tmp_path / "zoo.json"
+    assert main(["bench", "--zoo", *(["--heldout"] if heldout else []),
+                 "--json", str(out)]) == 0
+    assert asked == {"names": zoo_names(heldout=heldout), "heldout": heldout}
+    assert json.loads(out.read_text())["heldout"] is heldout
+    table = capsys.readouterr().out
+    assert table.startswith("held-out models") is heldout
+
+
+def test_heldout_set_is_apart_from_the_zoo():
+    from frameworks.torch.models.zoo import ZOO, zoo_names
+    held, tuned = zoo_names(heldout=True), zoo_names()
+    assert not set(held) & set(tuned) and sorted(held + tuned) == ZOO.names()
+    libraries = {ZOO.get(n).library for n in held}
+    assert len(held) >= 12 and libraries == {"torchvision", "timm", "transformers"}
