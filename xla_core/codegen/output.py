@@ -71,6 +71,31 @@ def gemm_layout(renderer, dot) -> tuple:
             (rb, rcd, operand_layout(list(rhs.type.shape), rb, rcd, False)))
 
 
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tile_shape(target, batches: int, m: int, n: int, kk: int, elem: str) -> tuple[int, int]:
+    """Rows and columns of the output template's GEMM tiles: at most the target's tile, cut
+    evenly, and cut further (columns first: a column tile packs only its own part of the rhs,
+    a row tile packs all of it again) until the tiles give the pool as many tasks as the work
+    has ``task_macs``, up to ``max_tiles``. Whole-width tiles would leave a small model's
+    [34,192] x [192,192] projection on one thread, and 512-column tiles split a [34,576] one
+    512 : 64."""
+    lanes = target.lanes(elem)
+    tiles_m, tiles_n = _ceil_div(m, target.tile_m), _ceil_div(n, target.tile_n)
+    wanted = min(target.max_tiles, batches * m * n * max(1, kk) // target.task_macs)
+    while batches * tiles_m * tiles_n < wanted:
+        if n // (2 * tiles_n) >= 2 * lanes:
+            tiles_n *= 2
+        elif m // (2 * tiles_m) >= target.min_tile_rows:
+            tiles_m *= 2
+        else:
+            break
+    columns = _ceil_div(_ceil_div(n, tiles_n), lanes) * lanes  # whole vectors of columns
+    return max(1, _ceil_div(m, tiles_m)), max(1, min(n, columns))
+
+
 def output_kernel(k: Kernel) -> str:
     dots = [op for op in k.ops if op.name == "stablehlo.dot_general"]
     if len(dots) != 1 or any(op.name == "stablehlo.reduce" for op in k.ops):
@@ -99,7 +124,7 @@ def output_kernel(k: Kernel) -> str:
             raise NotGeneratable("output fusion results of another size than the dot")
     ia, ib = k.params.index(lhs), k.params.index(rhs)
     target = k.target
-    tm, tn = max(1, min(target.tile_m, m)), max(1, min(target.tile_n, n))
+    tm, tn = _tile_shape(target, nb, m, n, kk, k.renderer.elem(dot.results[0].type))
     tiles_m, tiles_n = -(-m // tm), -(-n // tn)
     per_batch = tiles_m * tiles_n
     body = k.body
