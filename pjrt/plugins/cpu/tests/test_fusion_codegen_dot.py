@@ -90,11 +90,12 @@ def test_general_dot_epilogue(T, lshape, rshape, dims, out):
 
 @pytest.mark.parametrize("batches,m,n,k,tile", [
     (1, 34, 192, 192, (34, 96)),     # whole width would leave a 2-thread pool half idle
-    (1, 34, 576, 192, (34, 80)),     # 512-column tiles would split it 512 : 64
+    (1, 34, 576, 192, (34, 144)),    # 512-column tiles would split it 512 : 64
+    (1, 34, 768, 192, (34, 96)),     # tiles of task_macs at least
     (1, 34, 768, 768, (34, 48)),     # at most max_tiles tiles
     (1, 4, 8, 8, (4, 8)),            # too little work to cut
     (16, 34, 192, 192, (34, 192)),   # the batch gives the tasks already
-    (1, 600, 40, 512, (25, 40)),     # columns too few to cut: rows are cut
+    (1, 600, 40, 512, (50, 40)),     # columns too few to cut: rows are cut
 ])
 def test_output_tiles_give_the_pool_tasks(batches, m, n, k, tile):
     from pjrt.plugins.cpu.codegen.target import CPU_TARGET
