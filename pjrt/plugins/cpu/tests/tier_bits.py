@@ -237,7 +237,8 @@ def _dot_bias_act(T) -> str:
 
 def _linear_bias_act(T) -> str:
     """``_dot_bias_act`` with the weight in PyTorch's [out, in] layout, 34 rows: the output
-    template computes it transposed (Note [Few-row GEMMs transposed], xla_core/codegen/output.py)."""
+    template computes it transposed (Note [Few-row GEMMs transposed] in
+    xla_core/codegen/output.py)."""
     t, w, b = _t([34, _D], T), _t([96, _D], T), _t([34, 96], T)
     return f"""func.func @main(%x: {t}, %w: {w}, %bias: {b}) -> {b} {{
   %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [1] : ({t}, {w}) -> {b}
