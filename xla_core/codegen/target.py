@@ -24,6 +24,10 @@ class KernelTarget:
     tile_m: int         # rows and columns of an output fusion's GEMM tile
     tile_n: int
     task_macs: int      # multiply-adds per task of an output fusion at least
+    max_tiles: int      # tiles an output fusion's GEMM is cut into for threads at most
+    min_tile_rows: int  # rows of a tile cut for threads at least
+    transposed_gemm_rows: int  # rows up to which a dot with a transposed rhs is computed
+                               # transposed (Note [Few-row GEMMs transposed], output.py)
 
     def row_split(self, n: int) -> tuple[str, str] | None:
         """How the threads of a row reduction over rows of ``n`` elements share a row: None,

@@ -7,7 +7,8 @@
 // and folded into the output with an online softmax (a running row max and row sum; the
 // partial output is rescaled whenever the max grows). No [L, S] matrix ever exists: the
 // scratch is one block of scores per task, so memory is linear in the sequence length.
-// Each (head, query block) is its own task for the thread pool (parallel_for_each).
+// Each (head, query block) is its own task for the thread pool (parallel_for_each), unless
+// the whole product is too small to wake a pool thread for (for_each_task).
 // The row logsumexp (max + log(sum)) is the optional second result, for the backward.
 //
 // Backward: the probabilities are recomputed block by block from the saved logsumexp,
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -44,6 +46,12 @@ int64_t query_block(int64_t length) { return length < 192 ? 32 : (length < 768 ?
 constexpr int64_t kKeyBlock = 512;
 // Keys per strip of the transposed k: the columns of one register tile (2 x Lanes).
 constexpr int64_t kStrip = 32;
+// Multiply-adds of a whole attention below which it runs on the calling thread: waking a pool
+// thread costs several microseconds, and on a loaded machine a scheduler quantum, more than a
+// small ViT's 6 heads of 17 tokens x 64 (0.2M) take.
+constexpr int64_t kSplitWork = int64_t{1} << 18;
+// Elements of k a task of its transpose copies at least (as widen's chunks).
+constexpr int64_t kSplitCopy = int64_t{1} << 16;
 
 // Row loops over 16 lanes at a time (GCC/Clang vector extensions: one AVX-512 register, or
 // two or four narrower ones): plain loops of reductions do not vectorize under strict IEEE
@@ -203,7 +211,7 @@ struct Problem {
   bool causal = false;
   const float *q = nullptr, *k = nullptr, *v = nullptr, *bias = nullptr;
   // k transposed per (lead, key/value head), key block and strip of kStrip keys:
-  // [blocks, kKeyBlock / kStrip, D, kStrip] (transpose_keys), so the forward's q k^T reads
+  // [blocks, panel_keys() / kStrip, D, kStrip] (transpose_keys), so the forward's q k^T reads
   // each strip's D x kStrip values contiguously (from L1, for every row tile of the queries)
   const float* kt = nullptr;
   const bool* mask = nullptr;
@@ -213,6 +221,9 @@ struct Problem {
   int64_t bias_q = 0, bias_k = 0, mask_q = 0, mask_k = 0;
   std::vector<std::vector<float>> widened;  // storage of widened operands
 
+  // Keys per panel of kt: a whole key block, or all keys rounded up to a strip when they fit
+  // in one (17 keys take one strip, not a 512-key panel to allocate and zero on every call).
+  int64_t panel_keys() const { return std::min(kKeyBlock, (S + kStrip - 1) / kStrip * kStrip); }
   const float* q_at(int64_t zh) const { return q + zh * L * D; }
   const float* k_at(int64_t zh) const { return k + kv_row(zh) * S * D; }
   const float* v_at(int64_t zh) const { return v + kv_row(zh) * S * Dv; }
@@ -231,7 +242,7 @@ struct Problem {
   void scores(int64_t zh, int64_t q0, int64_t nq, int64_t k0, int64_t nk, float* s) const {
     if (kt) {
       const int64_t blocks = (S + kKeyBlock - 1) / kKeyBlock;
-      const float* panel = kt + ((kv_row(zh) * blocks + k0 / kKeyBlock) * D) * kKeyBlock;
+      const float* panel = kt + ((kv_row(zh) * blocks + k0 / kKeyBlock) * D) * panel_keys();
       for (int64_t j = 0; j < nk; j += kStrip) {
         small_gemm(nq, std::min(kStrip, nk - j), D, q_at(zh) + q0 * D, D, panel + j * D,
                    kStrip, s + j, nk, scale, false);
@@ -408,18 +419,19 @@ void forward_block(const Problem& p, int64_t zh, int64_t q0, int64_t nq, float* 
   }
 }
 
-// k as [lead, kv heads, key blocks, kKeyBlock / kStrip, D, kStrip] (Problem::kt): linear in
-// S like k itself.
+// k as [lead, kv heads, key blocks, panel_keys() / kStrip, D, kStrip] (Problem::kt): linear
+// in S like k itself.
 void transpose_keys(Problem& p) {
   const int64_t blocks = (p.S + kKeyBlock - 1) / kKeyBlock, D = p.D, S = p.S;
-  const int64_t panels = p.lead * p.kv_heads * blocks;
-  p.widened.emplace_back(panels * D * kKeyBlock);
+  const int64_t panels = p.lead * p.kv_heads * blocks, panel_keys = p.panel_keys();
+  p.widened.emplace_back(panels * D * panel_keys);
   float* kt = p.widened.back().data();
-  parallel_for(panels, 1, [&](int64_t begin, int64_t end) {
+  const int64_t chunk = kSplitCopy / std::max<int64_t>(1, D * panel_keys);
+  parallel_for(panels, chunk, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t row = t / blocks, k0 = (t % blocks) * kKeyBlock;
       const float* k = p.k + (row * S + k0) * D;
-      float* panel = kt + t * D * kKeyBlock;
+      float* panel = kt + t * D * panel_keys;
       for (int64_t j = 0; j < std::min(kKeyBlock, S - k0); ++j) {
         float* strip = panel + (j / kStrip) * D * kStrip + j % kStrip;
         for (int64_t d = 0; d < D; ++d) strip[d * kStrip] = k[j * D + d];
@@ -427,6 +439,17 @@ void transpose_keys(Problem& p) {
     }
   });
   p.kt = kt;
+}
+
+// fn over the tasks [0, tasks), each its own block on the pool (parallel_for_each), or all on
+// the caller when the `work` (multiply-adds) of all of them is below kSplitWork.
+void for_each_task(int64_t tasks, int64_t work,
+                   const std::function<void(int64_t begin, int64_t end)>& fn) {
+  if (work < kSplitWork) {
+    fn(0, tasks);
+  } else {
+    parallel_for_each(tasks, fn);
+  }
 }
 
 template <typename T>
@@ -448,7 +471,8 @@ void run_forward(Problem& p, const AttentionAttrs& a, const Array* in, Array* re
   }
   const int64_t bq = query_block(p.L);
   const int64_t blocks = (p.L + bq - 1) / bq;
-  parallel_for_each(p.lead * p.heads * blocks, [&](int64_t begin, int64_t end) {
+  const int64_t work = p.lead * p.heads * p.L * p.S * (p.D + p.Dv);
+  for_each_task(p.lead * p.heads * blocks, work, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t zh = t / blocks, q0 = (t % blocks) * bq;
@@ -565,7 +589,9 @@ void run_backward(Problem& p, const AttentionAttrs& a, const Array* in, Array* r
       dv(p.lead * p.kv_heads * p.S * p.Dv, 0.f);
   const int64_t bq = query_block(p.L);
   const int64_t q_blocks = (p.L + bq - 1) / bq;
-  parallel_for_each(p.lead * p.heads * q_blocks, [&](int64_t begin, int64_t end) {
+  // each sweep recomputes the probabilities and takes two products of them
+  const int64_t work = p.lead * p.heads * p.L * p.S * (2 * p.D + p.Dv);
+  for_each_task(p.lead * p.heads * q_blocks, work, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t q0 = (t % q_blocks) * bq;
@@ -574,7 +600,7 @@ void run_backward(Problem& p, const AttentionAttrs& a, const Array* in, Array* r
   });
   const int64_t bk = std::min(kKeyBlock, p.S);
   const int64_t k_blocks = (p.S + bk - 1) / bk;
-  parallel_for_each(p.lead * p.kv_heads * k_blocks, [&](int64_t begin, int64_t end) {
+  for_each_task(p.lead * p.kv_heads * k_blocks, work, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t k0 = (t % k_blocks) * bk;

@@ -97,6 +97,8 @@ CASES = {
     "mqa_mask": ((1, 6, 19, 8), (1, 1, 530, 8), {"mask": (1, 1, 19, 530)}),
     "leading_dims": ((2, 3, 2, 9, 8), (2, 3, 1, 11, 8), {"causal": True, "bias": (1, 3, 1, 1, 11)}),
     "rank3_finite_fill": ((2, 21, 8), (2, 21, 8), {"mask": (1, 21, 21), "fill": -1e30}),
+    # a small ViT's 17 tokens: k's panel holds one strip of keys, not a whole key block
+    "vit_tokens": ((2, 3, 17, 64), (2, 3, 17, 64), {}),
 }
 
 

@@ -75,6 +75,9 @@ CASES = [
      "batching_dims = [0] x [0], contracting_dims = [2] x [1]", [2, 300, 600]),
     # size-1 dims everywhere.
     ([1, 1, 3], [3, 1], "contracting_dims = [2] x [0]", [1, 1, 1]),
+    # a small ViT's qkv projection: one tile's rows, columns cut for threads (the last tile
+    # narrower than the others).
+    ([2, 17, 192], [576, 192], "contracting_dims = [2] x [1]", [2, 17, 576]),
 ]
 
 
@@ -83,6 +86,21 @@ CASES = [
 def test_general_dot_epilogue(T, lshape, rshape, dims, out):
     text = _dot_module(lshape, rshape, dims, out, T)
     _run(text, [lshape, rshape, out[-1:]], T)
+
+
+@pytest.mark.parametrize("batches,m,n,k,tile", [
+    (1, 34, 192, 192, (34, 96)),     # whole width would leave a 2-thread pool half idle
+    (1, 34, 576, 192, (34, 144)),    # 512-column tiles would split it 512 : 64
+    (1, 34, 768, 192, (34, 96)),     # tiles of task_macs at least
+    (1, 34, 768, 768, (34, 48)),     # at most max_tiles tiles
+    (1, 4, 8, 8, (4, 8)),            # too little work to cut
+    (16, 34, 192, 192, (34, 192)),   # the batch gives the tasks already
+    (1, 600, 40, 512, (50, 40)),     # columns too few to cut: rows are cut
+])
+def test_output_tiles_give_the_pool_tasks(batches, m, n, k, tile):
+    from pjrt.plugins.cpu.codegen.target import CPU_TARGET
+    from xla_core.codegen.output import _tile_shape
+    assert _tile_shape(CPU_TARGET, batches, m, n, k, "f32") == tile
 
 
 def test_free_dims_not_one_strided_run_fall_back():

@@ -18,7 +18,7 @@ FUSED_SLICE = [
     for T in ("f32", "f64")
     for name in ("exp_log", "tanh_logistic", "erf_chain", "erfc_chain", "sqrt_rsqrt", "sin_cos",
                  "row_sum", "column_sum", "row_max", "column_max", "softmax", "layer_norm_gelu",
-                 "dot_bias_act")
+                 "dot_bias_act", "linear_bias_act")
 ]  # f16/bf16 values are not fused on the cpu (codegen/hook.py): they have one tier only
 
 # Testdata programs the cpu pipeline fuses (most single-op programs have no fusion, so one

@@ -235,6 +235,20 @@ def _dot_bias_act(T) -> str:
 """
 
 
+def _linear_bias_act(T) -> str:
+    """``_dot_bias_act`` with the weight in PyTorch's [out, in] layout, 34 rows: the output
+    template computes it transposed (Note [Few-row GEMMs transposed] in
+    xla_core/codegen/output.py)."""
+    t, w, b = _t([34, _D], T), _t([96, _D], T), _t([34, 96], T)
+    return f"""func.func @main(%x: {t}, %w: {w}, %bias: {b}) -> {b} {{
+  %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [1] : ({t}, {w}) -> {b}
+  %s = stablehlo.add %d, %bias : {b}
+  %a = stablehlo.tanh %s : {b}
+  return %a : {b}
+}}
+"""
+
+
 def _fused_programs() -> dict:
     out = {}
     for T in ("f32", "f64", "f16", "bf16"):
@@ -247,6 +261,7 @@ def _fused_programs() -> dict:
         out[f"softmax_{T}"] = _softmax(T)
         out[f"layer_norm_gelu_{T}"] = _layer_norm_gelu(T)
         out[f"dot_bias_act_{T}"] = _dot_bias_act(T)
+        out[f"linear_bias_act_{T}"] = _linear_bias_act(T)
     return out
 
 

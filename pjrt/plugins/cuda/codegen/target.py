@@ -48,6 +48,8 @@ class CudaKernelTarget(KernelTarget):
     columns = 1
     tile_m = tile_n = 0  # no output fusions: dots are library calls
     task_macs = 1
+    max_tiles, min_tile_rows = 1, 1
+    transposed_gemm_rows = 0
     tasks = 0  # of the kernel written last (launch)
     warp_rows = False  # the kernel written last takes a warp per row (row_split)
 
