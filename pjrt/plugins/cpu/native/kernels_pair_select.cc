@@ -200,18 +200,60 @@ void run_pair(int64_t outputs, int64_t count, Picks picks, const PairData<V, I>&
   });
 }
 
+// The tables of the bodies the PyTorch lowering writes for max pooling
+// (frameworks/torch/lowering/pooling.py: the larger value, NaN, the lower index wins) with
+// its indices, and without them (prune-argreduce-index: the first of equal values), known
+// when the kernels are compiled, so that their loops fold the table away. Any other table
+// runs the same code with its bits read at run time (Picks), to the same results.
+template <uint32_t VALUE, uint32_t INDEX>
+struct KnownPicks {
+  static constexpr uint32_t value = VALUE, index = INDEX;
+};
+using TorchPoolPicks = KnownPicks<0x7037, 0x7037>;
+using FirstMaxPicks = KnownPicks<0x11, 0>;
+
+// Whether the body keeps the second value (`value`) and the second index (`index`): bit
+// k of the table for the one state and relation that hold, as and/or of comparisons (mask
+// operations in a vectorized loop, where a per-lane shift would be slower).
+template <typename Table, typename V, typename I>
+inline void takes_second(const Table& table, V av, V bv, I ai, I bi, bool& value,
+                         bool& index) {
+  bool a_nan = false, b_nan = false;
+  if constexpr (std::is_floating_point_v<V>) {
+    a_nan = av != av;
+    b_nan = bv != bv;
+  }
+  // VALUE_STATES' order; the ordered comparisons are all false where a NaN is
+  const bool states[kValueStates] = {av < bv, av == bv, av > bv, a_nan && !b_nan,
+                                     !a_nan && b_nan, a_nan && b_nan};
+  value = false;
+  index = false;
+  if constexpr (kIndexed<I>) {
+    const bool relations[kIndexRelations] = {ai < bi, ai == bi, ai > bi};
+    for (size_t s = 0; s < kValueStates; ++s) {
+      for (size_t r = 0; r < kIndexRelations; ++r) {
+        const size_t k = s * kIndexRelations + r;
+        const bool holds = states[s] & relations[r];
+        value |= holds & (((table.value >> k) & 1) != 0);
+        index |= holds & (((table.index >> k) & 1) != 0);
+      }
+    }
+  } else {
+    for (size_t s = 0; s < kValueStates; ++s) value |= states[s] & (((table.value >> s) & 1) != 0);
+  }
+}
+
 // One tap for outputs [0, n) of a row whose elements all lie inside the operand: output j
 // folds in element j * stride of `values`/`indices`. The same bits as `apply`, written so
-// that g++ vectorizes it (strided loads, per-lane shifts of the pick bits, blends); STRIDE
-// is the window stride when it is 1 or 2 (contiguous or deinterleaved loads), else 0 and
-// `stride` is read.
-template <int64_t STRIDE, typename V, typename I>
-void fold_interior(Picks picks, V* __restrict acc_values, I* __restrict acc_indices,
+// that g++ vectorizes it (strided loads, masks, blends); STRIDE is the window stride when
+// it is 1 or 2 (contiguous or deinterleaved loads), else 0 and `stride` is read.
+template <int64_t STRIDE, typename Table, typename V, typename I>
+void fold_interior(const Table& table, V* __restrict acc_values, I* __restrict acc_indices,
                    const V* __restrict values, const I* __restrict indices, int64_t stride,
                    int64_t n) {
   const int64_t step = STRIDE > 0 ? STRIDE : stride;
-  const uint32_t value_bits = picks.value, index_bits = picks.index;
   if constexpr (!std::is_arithmetic_v<V>) {  // 16-bit floats: widened one at a time
+    const Picks picks{table.value, table.index};
     I none{};
     for (int64_t j = 0; j < n; ++j) {
       if constexpr (kIndexed<I>) {
@@ -224,14 +266,17 @@ void fold_interior(Picks picks, V* __restrict acc_values, I* __restrict acc_indi
     for (int64_t j = 0; j < n; ++j) {
       const V av = acc_values[j], bv = values[j * step];
       const I ai = acc_indices[j], bi = indices[j * step];
-      const uint32_t k = value_state(av, bv) * kIndexRelations + index_relation(ai, bi);
-      acc_values[j] = ((value_bits >> k) & 1) ? bv : av;
-      acc_indices[j] = ((index_bits >> k) & 1) ? bi : ai;
+      bool value, index;
+      takes_second(table, av, bv, ai, bi, value, index);
+      acc_values[j] = value ? bv : av;
+      acc_indices[j] = index ? bi : ai;
     }
   } else {
     for (int64_t j = 0; j < n; ++j) {
       const V av = acc_values[j], bv = values[j * step];
-      acc_values[j] = ((value_bits >> value_state(av, bv)) & 1) ? bv : av;
+      bool value, index;
+      takes_second(table, av, bv, NoIndex{}, NoIndex{}, value, index);  // index: unused
+      acc_values[j] = value ? bv : av;
     }
   }
 }
@@ -292,9 +337,10 @@ LastTaps last_taps(const std::vector<int64_t>& table, int64_t outputs, int64_t w
 // pooling) are split across the thread pool.
 // `tables[d][p * window[d] + t]`: the offset of tap t of position p along dimension d, or
 // -1 in padding (tap_table); dimensions that are not `moving` have window 1.
-template <typename V, typename I>
-void run_pair_rows(Picks picks, const PairData<V, I>& data, const Shape& out_shape,
-                   const Shape& window, const std::vector<std::vector<int64_t>>& tables,
+template <typename V, typename I, typename Table>
+void run_pair_rows(const Table& table, Picks picks, const PairData<V, I>& data,
+                   const Shape& out_shape, const Shape& window,
+                   const std::vector<std::vector<int64_t>>& tables,
                    const LastTaps& runs, const std::vector<size_t>& moving,
                    const std::array<bool, kMaxRank>& is_moving, int64_t taps) {
   const V init_value = data.init_value;
@@ -354,11 +400,11 @@ void run_pair_rows(Picks picks, const PairData<V, I>& data, const Shape& out_sha
             const I* i = kIndexed<I> ? indices + shift + from * runs.stride : nullptr;
             I* acc_i = kIndexed<I> ? ai + from : ai;
             if (runs.stride == 1) {
-              fold_interior<1>(picks, av + from, acc_i, v, i, 1, to - from);
+              fold_interior<1>(table, av + from, acc_i, v, i, 1, to - from);
             } else if (runs.stride == 2) {
-              fold_interior<2>(picks, av + from, acc_i, v, i, 2, to - from);
+              fold_interior<2>(table, av + from, acc_i, v, i, 2, to - from);
             } else {
-              fold_interior<0>(picks, av + from, acc_i, v, i, runs.stride, to - from);
+              fold_interior<0>(table, av + from, acc_i, v, i, runs.stride, to - from);
             }
             fold_init(to, row_length);
           }
@@ -484,9 +530,18 @@ Step make_pair_reduce_window(const OpSpec& spec, const WindowAttrs& w,
       allocate_results(results, outs);
       const PairData<V, I> data(operands, outs);
       if (taps <= kSequentialLimit && rank > 0) {
-        run_pair_rows<V, I>(picks, data, out_shape, window, *frozen, runs, moving, is_moving,
-                            taps);
-        return;
+        auto rows = [&](const auto& table) {
+          run_pair_rows<V, I>(table, picks, data, out_shape, window, *frozen, runs, moving,
+                              is_moving, taps);
+        };
+        if constexpr (std::is_same_v<V, float> && kIndexed<I>) {
+          if (picks.value == TorchPoolPicks::value && picks.index == TorchPoolPicks::index) {
+            return rows(TorchPoolPicks{});
+          }
+        } else if constexpr (std::is_same_v<V, float>) {
+          if (picks.value == FirstMaxPicks::value) return rows(FirstMaxPicks{});
+        }
+        return rows(picks);
       }
       const int64_t num_moving = static_cast<int64_t>(moving.size());
       run_pair<V, I>(outputs, taps, picks, data,
