@@ -1,6 +1,8 @@
 // Native reduce and reduce_window for bodies that keep one of two (value, index) pairs:
 // argmax/argmin (torch.argmax, max/min with a dim, jnp.argmax) and max pooling with indices
-// (torch's max_pool2d_with_indices).
+// (torch's max_pool2d_with_indices); and for bodies that keep one of two values by the same
+// kind of comparisons (a max pooling whose unused indices the compiler dropped,
+// xla_core/passes/prune_argreduce_index.py: its table has a value side per state only).
 //
 // The body arrives as its pick table (attrs.py "pair_picks", ArgReduce.picks in
 // stablehlo/ir/regions.py): for the state of the value pair (first <, ==, > second, or which
