@@ -249,12 +249,16 @@ inline void takes_second(const Table& table, V av, V bv, I ai, I bi, bool& value
 // folds in element j * stride of `values`/`indices`. The same bits as `apply`, written so
 // that g++ vectorizes it (strided loads, masks, blends); STRIDE is the window stride when
 // it is 1 or 2 (contiguous or deinterleaved loads), else 0 and `stride` is read.
+// Runs shorter than this go one output at a time: the vectorized loop's set-up costs more
+// than it saves on them (pooling rows of 8 outputs).
+constexpr int64_t kShortRun = 16;
+
 template <int64_t STRIDE, typename Table, typename V, typename I>
 void fold_interior(const Table& table, V* __restrict acc_values, I* __restrict acc_indices,
                    const V* __restrict values, const I* __restrict indices, int64_t stride,
                    int64_t n) {
   const int64_t step = STRIDE > 0 ? STRIDE : stride;
-  if constexpr (!std::is_arithmetic_v<V>) {  // 16-bit floats: widened one at a time
+  if (!std::is_arithmetic_v<V> || n < kShortRun) {  // 16-bit floats: widened one at a time
     const Picks picks{table.value, table.index};
     I none{};
     for (int64_t j = 0; j < n; ++j) {
@@ -264,6 +268,10 @@ void fold_interior(const Table& table, V* __restrict acc_values, I* __restrict a
         apply(picks, acc_values[j], none, values[j * step], none);
       }
     }
+    return;
+  }
+  if constexpr (!std::is_arithmetic_v<V>) {
+    return;
   } else if constexpr (kIndexed<I>) {
     for (int64_t j = 0; j < n; ++j) {
       const V av = acc_values[j], bv = values[j * step];
