@@ -11,7 +11,8 @@ accumulator. Its identity per element type is what the accumulator starts from.
 ``region_argreduce`` recognises the one common reducer that is no monoid per result: a
 (value, index) pair kept by argmax or argmin, ties to the lower index. It also tabulates which
 side the body keeps for every order relation of the two pairs, NaN values included, so a
-backend can run the body as a table lookup and give its exact bits.
+backend can run the body as a table lookup and give its exact bits. ``region_value_picks``
+tabulates the same for a body of one value pair (an argmax without its index).
 
 The recognisers look at structure only, never run the region.
 """
@@ -252,6 +253,35 @@ def _pick_table(ops, selects, pairs) -> Optional[tuple[int, ...]]:
     return tuple(table)
 
 
+def region_value_picks(region) -> Optional[tuple[int, ...]]:
+    """The side (0: first argument, 1: second) a reducer ``region`` of one value pair keeps
+    in each of ``VALUE_STATES``, when the body is one select of the pair under a predicate of
+    comparisons within it (the shape ``region_argreduce`` reads, without indices: an argmax
+    whose index was dropped, xla_core/passes/prune_argreduce_index.py); else None, also for
+    TOTALORDER comparisons. The table covers every input, NaNs and signed zeros included."""
+    if len(region.blocks) != 1:
+        return None
+    block = region.blocks[0]
+    args, ops = block.arguments, block.operations
+    if len(args) != 2 or not ops or ops[-1].name not in _TERMINATORS:
+        return None
+    if args[0].type != args[1].type or len(ops[-1].operands) != 1:
+        return None
+    if not isinstance(getattr(args[0].type, "element_type", None), (IntegerType, FloatType)):
+        return None
+    select = ops[-1].operands[0].owner
+    if ops[-1].operands[0].is_block_argument or select.name != "stablehlo.select" or \
+            {id(v) for v in select.operands[1:]} != {id(args[0]), id(args[1])}:
+        return None
+    table = []
+    for state in VALUE_STATES:
+        picks = _picks(ops[:-1], [select], ((args[0], args[1]),), (state,))
+        if picks is None:
+            return None
+        table.append(picks[0])
+    return tuple(table)
+
+
 def _argreduce_types(pairs) -> bool:
     (value, other_value), (index, other_index) = pairs
     if value.type != other_value.type or index.type != other_index.type:
@@ -262,10 +292,10 @@ def _argreduce_types(pairs) -> bool:
         isinstance(index_type, IntegerType) and index_type.width > 1
 
 
-def _picks(ops, selects, pairs, relations) -> Optional[tuple[int, int]]:
+def _picks(ops, selects, pairs, relations) -> Optional[tuple[int, ...]]:
     """Which side (0: the first argument of the pair, 1: the second) each select picks
-    when the value pair and the index pair stand in ``relations``; None when an op is
-    none the recogniser knows."""
+    when the pairs (the value pair, then the index pair if any) stand in ``relations``;
+    None when an op is none the recogniser knows."""
     truth: dict[int, bool] = {}
     for op in ops:
         if any(op is select for select in selects):
@@ -292,7 +322,7 @@ def _picks(ops, selects, pairs, relations) -> Optional[tuple[int, int]]:
             return None
         chosen = select.operands[1] if predicate else select.operands[2]
         picks.append(0 if chosen is pair[0] else 1)
-    return picks[0], picks[1]
+    return tuple(picks)
 
 
 def _natural_order(t: Type) -> str:

@@ -18,6 +18,8 @@ PASSES.register("latency-hiding-scheduler",
                 "xla_core.scheduling.scheduler:LatencyHidingSchedulerPass")
 PASSES.register("canonicalize", "xla_core.passes.canonicalize:CanonicalizePass")
 PASSES.register("transpose-folding", "xla_core.passes.transpose_folding:TransposeFoldingPass")
+PASSES.register("prune-argreduce-index",
+                "xla_core.passes.prune_argreduce_index:PruneArgreduceIndexPass")
 PASSES.register("fusion", "xla_core.fusion.fuse:FusionPass")
 PASSES.register("fuse-attention", "xla_core.passes.fuse_attention_pass:FuseAttentionPass")
 PASSES.register("spmd-manual", "xla_core.spmd.manual:ManualPartitionPass")
@@ -54,11 +56,13 @@ def _cpu_opt_pipeline() -> Pipeline:
     mask, a broadcast splat) are cheaper computed inside a fused loop than
     read from a constant buffer, as XLA leaves iota and broadcasts unfolded.
     transpose-folding runs after cse so a transpose shared by two dots is
-    seen once; dce then removes the transposes and ops left unused.
+    seen once; prune-argreduce-index drops the indices of max pooling that nothing
+    reads (after constant folding, which may leave their index operand a constant);
+    dce then removes the transposes, those index operands and ops left unused.
     """
     return Pipeline("cpu-opt", parse_pass_list(
         "inline,canonicalize,algebraic-simplifier,constant-fold{max-elements=1024},"
-        "canonicalize,algebraic-simplifier,cse,transpose-folding,dce"))
+        "canonicalize,algebraic-simplifier,cse,transpose-folding,prune-argreduce-index,dce"))
 
 
 def spmd_pipeline(entry: str = "main", num_devices: int = 0, combine: bool = True,

@@ -55,7 +55,9 @@ def _max_pool(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
     dtype = ctx.dtype(x)
 
     def body(av, ai, bv, bi):
-        # the larger value wins, NaN wins, the first (smaller index) wins ties
+        # the larger value wins, NaN wins, the first (smaller index) wins ties; the init
+        # pair's index is above every real one, so a window of -inf (or the integer type's
+        # minimum) names its first element, as eager PyTorch does, not the init pair
         a_nan = b.compare(av, av, "NE")
         pick_a = b.or_(b.or_(b.compare(av, bv, "GT"), a_nan),
                        b.and_(b.compare(av, bv, "EQ"), b.compare(ai, bi, "LT")))
@@ -63,7 +65,8 @@ def _max_pool(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
 
     values, indices = b.reduce_window(
         [x, index], [ctx.scalar(-np.inf if dtype.is_floating_point else
-                                torch.iinfo(dtype).min, dtype), ctx.scalar(-1, torch.int64)],
+                                torch.iinfo(dtype).min, dtype),
+         ctx.scalar(torch.iinfo(torch.int64).max, torch.int64)],
         window, body, window_strides=strides, window_dilations=dils, padding=pads)
     return values, indices
 

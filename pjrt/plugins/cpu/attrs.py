@@ -69,11 +69,12 @@ def region_attrs(op) -> dict:
       its first two arguments (sort; select_and_scatter's select region);
     * ``pair_picks``: ``ArgReduce.picks`` (stablehlo/ir/regions.py) when the region keeps one
       of two (value, index) pairs, as argmax/argmin and max pooling with indices do (reduce,
-      reduce_window).
+      reduce_window); ``region_value_picks`` (6 entries) when it keeps one of two values by
+      such a select (max pooling whose indices were dropped).
     Kernels that need a region and find none of these raise Unsupported.
     """
     from stablehlo.interpreter.region_patterns import returned_arguments, single_compare
-    from stablehlo.ir.regions import region_argreduce, region_monoid
+    from stablehlo.ir.regions import region_argreduce, region_monoid, region_value_picks
     if not op.regions or not _region_types_match(op):
         return {}
     out = {}
@@ -90,6 +91,10 @@ def region_attrs(op) -> dict:
     argreduce = region_argreduce(last) if monoid is None else None
     if argreduce is not None and argreduce.picks is not None:
         out["pair_picks"] = list(argreduce.picks)
+    has_pair_kernel = op.name in ("stablehlo.reduce", "stablehlo.reduce_window")
+    value_picks = region_value_picks(last) if monoid is None and has_pair_kernel else None
+    if value_picks is not None:
+        out["pair_picks"] = list(value_picks)
     return out
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from stablehlo.ir.regions import (MONOIDS, VALUE_STATES, ArgReduce, region_argreduce,
-                                  region_monoid, region_monoids)
+                                  region_monoid, region_monoids, region_value_picks)
 from stablehlo.ir.types import FloatType, IntegerType, numpy_dtype
 from stablehlo.text import parse_module
 
@@ -242,3 +242,61 @@ def test_a_pair_body_returning_an_argument_is_no_argreduce():
       %m = stablehlo.select %gt, %a, %b : tensor<i1>, tensor<f32>
       stablehlo.return %m, %c : tensor<f32>, tensor<i32>""")
     assert region_argreduce(region) is None
+
+
+def _value_body(text: str):
+    module = parse_module(f"""
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {{
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = stablehlo.reduce(%x init: %z) across dimensions = [0] : (tensor<4xf32>, tensor<f32>)
+      -> tensor<f32>
+    reducer(%a: tensor<f32>, %b: tensor<f32>) {{
+{text}
+    }}
+  return %r : tensor<f32>
+}}""")
+    (reduce,) = [op for op in module.walk() if op.name == "stablehlo.reduce"]
+    return reduce.regions[0]
+
+
+# What prune-argreduce-index leaves of PyTorch's pooling body (the first of equal values and
+# of two NaNs wins), and an argmin keeping the second of equal values, NaNs by position.
+_FIRST_MAX = """
+      %ge = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %nan = stablehlo.compare NE, %a, %a, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %pick = stablehlo.or %ge, %nan : tensor<i1>
+      %v = stablehlo.select %pick, %a, %b : tensor<i1>, tensor<f32>
+      stablehlo.return %v : tensor<f32>"""
+_LAST_MIN = """
+      %le = stablehlo.compare LE, %b, %a, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %v = stablehlo.select %le, %b, %a : tensor<i1>, tensor<f32>
+      stablehlo.return %v : tensor<f32>"""
+
+
+@pytest.mark.parametrize("body, want", [(_FIRST_MAX, (1, 0, 0, 0, 1, 0)),
+                                        (_LAST_MIN, (0, 1, 1, 0, 0, 0))])
+def test_value_pick_table_is_what_the_body_computes(body, want):
+    from stablehlo.interpreter import evaluate
+    picks = region_value_picks(_value_body(body))
+    assert picks == want
+    for state, side in zip(VALUE_STATES, picks):
+        bits = _STATE_BITS[state]
+        first, second = (np.array(b, np.uint32).view(np.float32) for b in bits)
+        module = parse_module(f"""
+func.func @main(%x: tensor<1xf32>, %v: tensor<f32>) -> tensor<f32> {{
+  %r = stablehlo.reduce(%x init: %v) across dimensions = [0] : (tensor<1xf32>, tensor<f32>)
+      -> tensor<f32>
+    reducer(%a: tensor<f32>, %b: tensor<f32>) {{
+{body}
+    }}
+  return %r : tensor<f32>
+}}""")
+        (value,) = evaluate(module, [second.reshape(1), first])
+        assert int(np.asarray(value).view(np.uint32)) == bits[side], state
+
+
+def test_monoids_and_pair_bodies_have_no_value_picks():
+    assert region_value_picks(_value_body("""
+      %m = stablehlo.maximum %a, %b : tensor<f32>
+      stablehlo.return %m : tensor<f32>""")) is None
+    assert region_value_picks(_body(_JAX_ARGMAX)) is None

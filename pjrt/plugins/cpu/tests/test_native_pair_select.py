@@ -238,3 +238,75 @@ def test_argmax_and_max_pool_with_indices_do_not_fall_back():
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g).view(f"u{w.dtype.itemsize}"),
                                       w.view(f"u{w.dtype.itemsize}"))
+
+
+# Poolings as PyTorch writes them (NCHW; kernel, stride, padding, ceil_mode), with rows long
+# and odd enough that the kernels' vectorized runs have remainders, and windows that reach
+# into the padding on either side.
+POOLS = [((2, 3, 10, 12), 2, 2, 0, False), ((2, 4, 17, 19), 3, 2, 1, False),
+         ((1, 3, 20, 33), 3, 1, 1, False), ((1, 2, 16, 15), 3, 2, 0, True),
+         ((1, 2, 9, 70), 3, 2, 1, True)]
+
+
+def _pool_out(size: int, k: int, s: int, p: int, ceil: bool) -> int:
+    # torch's pooling_output_shape: the last window must start inside the input or padding
+    span = size + 2 * p - k
+    out = (span + (s - 1 if ceil else 0)) // s + 1
+    return out - 1 if ceil and (out - 1) * s >= size + p else out
+
+
+def pool_program(shape, k, s, p, ceil, with_indices: bool) -> tuple[str, tuple]:
+    """max_pool2d_with_indices as frameworks/torch/lowering/pooling.py writes it (the
+    plane's flat position as the index, the init pair's index above them all) returning the
+    values, and the indices `with_indices`."""
+    n, c, h, w = shape
+    out = (n, c, _pool_out(h, k, s, p, ceil), _pool_out(w, k, s, p, ceil))
+    high = [max((o - 1) * s + k - size - p, 0) for o, size in zip(out[2:], (h, w))]
+    attrs = _window_attrs([1, 1, k, k], [1, 1, s, s], [(0, 0), (0, 0), (p, high[0]),
+                                                       (p, high[1])])
+    vt, it = ttype(shape, "f32"), ttype(shape, "i64")
+    ot, oi = ttype(out, "f32"), ttype(out, "i64")
+    results = f"{ot}, {oi}" if with_indices else ot
+    returned = f"%p#0, %p#1 : {ot}, {oi}" if with_indices else f"%p#0 : {ot}"
+    text = f"""func.func @main(%x: {vt}) -> ({results}) {{
+  %flat = stablehlo.iota dim = 0 : tensor<{h * w}xi64>
+  %plane = stablehlo.reshape %flat : (tensor<{h * w}xi64>) -> tensor<{h}x{w}xi64>
+  %idx = stablehlo.broadcast_in_dim %plane, dims = [2, 3] : (tensor<{h}x{w}xi64>) -> {it}
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %last = stablehlo.constant dense<9223372036854775807> : tensor<i64>
+  %p:2 = "stablehlo.reduce_window"(%x, %idx, %ninf, %last) {region(BODIES["torch_pool"], "f32",
+                                                                 "i64")}
+    {{{attrs}}} : ({vt}, {it}, tensor<f32>, tensor<i64>) -> ({ot}, {oi})
+  return {returned}
+}}
+"""
+    return text, out
+
+
+def pool_inputs(shape) -> list:
+    """Random values; few distinct ones (ties, both zeros, -inf); NaNs."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    ties = RNG.choice(np.array([0.0, -0.0, 1.0, 2.0, -np.inf], np.float32), size=shape)
+    nans = np.where(RNG.random(shape) < 0.2, np.float32(np.nan), x)
+    return [x, ties, nans, values(shape, "f32")]
+
+
+@pytest.mark.parametrize("shape,k,s,p,ceil", POOLS)
+def test_max_pool_with_and_without_indices_matches_interpreter_bits(shape, k, s, p, ceil):
+    # With the indices used, the pair kernel; with only the values used, the compiler drops
+    # the indices (prune-argreduce-index) and the value-only kernel runs.
+    client = pjrt.make_client("cpu")
+    for with_indices in (True, False):
+        text, _ = pool_program(shape, k, s, p, ceil, with_indices)
+        exe = client.compile(text)
+        assert exe.fallbacks == []
+        pools = [op for f in exe.optimized_module.functions() for op in f.op.walk()
+                 if op.name == "stablehlo.reduce_window"]
+        assert [len(op.operands) for op in pools] == [4 if with_indices else 2]
+        for x in pool_inputs(shape):
+            want = evaluate(stablehlo.parse(text), [x])
+            for g, w in zip(exe(x), want):
+                g = np.asarray(g)
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_array_equal(g.view(f"u{g.dtype.itemsize}"),
+                                              w.view(f"u{w.dtype.itemsize}"))
