@@ -15,8 +15,9 @@
 // (NCHW/OIHW, what PyTorch programs use): per image and group, the im2col matrix has a row
 // per (input feature, tap) and a column per output position, so the OIHW kernel, read in
 // place as [O, I * taps], times it gives the [O, positions] NCHW output directly (Note
-// [channels-first convolution]). Other layouts are copied to channels-last. Depthwise
-// convolutions (one input feature per group) use a direct loop vectorized over features.
+// [channels-first convolution]); ungrouped only. Other layouts and grouped channels-first
+// convolutions are copied to channels-last. Depthwise convolutions (one input feature per
+// group) use a direct loop vectorized over features.
 //
 // i8 x i8 -> i32 and (on CPUs with AVX-512 BF16) bf16 x bf16 products run on the
 // low-precision GEMMs (kernels_lowp_dot.cc). Other integer, complex and mixed element types
@@ -280,7 +281,7 @@ struct ConvPlan {
   bool pointwise = false;   // im2col would copy x unchanged (1x1 kernel, no stride...)
   bool depthwise = false;   // one input feature per group
   int64_t block_rows = 0;   // im2col rows per GEMM
-  // Channels-first: x [N, C, S...], w [O, I, k...], y [N, O, out...] used in place.
+  // Channels-first: x [N, C, S...], w [O, C, k...], y [N, O, out...] used in place.
   bool channels_first = false;
   int64_t plane = 0;  // x positions per feature (product of the input spatial sizes)
   // Per spatial dim i: plane_tables[i][t * out_i + p] = offset in an x feature plane read
@@ -397,12 +398,11 @@ void conv_depthwise(const ConvPlan& p, const T* x, const T* w, T* y) {
 }
 
 // Note [channels-first convolution]
-// For x [N, C, S...] and w [O, I, k...] row-major, w of group g is the matrix [og, cg * taps]
-// (leading dimension cg * taps) and y of image n and group g the matrix [og, positions]. With
-// im2col rows ordered (input feature, tap) to match w's columns and one column per output
-// position, y = w * col is one GEMM per (image, group), written straight into the NCHW result:
-// the per-call permutes of x, w and y that the channels-last path would need are gone. A row
-// of col is one tap of one feature plane gathered along the output positions, so it is built
+// For x [N, C, S...] and w [O, I, k...] row-major (no feature groups: I = C), w is the
+// matrix [O, C * taps] and y of image n the matrix [O, positions]. With im2col rows ordered
+// (input feature, tap) to match w's columns and one column per output position, y = w * col
+// is one GEMM per image, written straight into the NCHW result: the per-call permutes of x,
+// w and y that the channels-last path would need are gone. A row of col is one tap of one feature plane gathered along the output positions, so it is built
 // from contiguous plane reads; a pointwise convolution uses the x plane block itself as col.
 
 // Calls fn(position, offset, count) for the runs of output positions that tap `t` reads in
@@ -435,8 +435,8 @@ inline void for_each_run(const ConvPlan& p, int64_t t, Fn&& fn) {
   }
 }
 
-// The im2col rows [row_begin, row_end) of one image's feature group (rows are (feature,
-// tap) pairs, each `positions` long, at col + row * positions).
+// The im2col rows [row_begin, row_end) of one image (rows are (feature, tap) pairs, each
+// `positions` long, at col + row * positions).
 template <typename T>
 void im2col_rows(const ConvPlan& p, const T* img, int64_t row_begin, int64_t row_end, T* col) {
   const int64_t step = p.run_step;
@@ -447,8 +447,9 @@ void im2col_rows(const ConvPlan& p, const T* img, int64_t row_begin, int64_t row
     for_each_run(p, row % p.taps, [&](int64_t position, int64_t offset, int64_t count) {
       std::fill(dst + next, dst + position, T(0));
       const T* src = plane + offset;
+      // A loop, not memcpy: runs are short (one output row), a library call costs more.
       if (step == 1) {
-        std::memcpy(dst + position, src, count * sizeof(T));
+        for (int64_t j = 0; j < count; ++j) dst[position + j] = src[j];
       } else {
         for (int64_t j = 0; j < count; ++j) dst[position + j] = src[j * step];
       }
@@ -458,91 +459,53 @@ void im2col_rows(const ConvPlan& p, const T* img, int64_t row_begin, int64_t row
   }
 }
 
-// Depthwise, channels-first: output plane (image, f) is the sum over taps of w[f, 0, tap]
-// times the runs of input plane f / og, vectorized along the output positions.
-template <typename T>
-void conv_depthwise_channels_first(const ConvPlan& p, const T* x, const T* w, T* y) {
-  const int64_t planes = p.n * p.o;
-  const int64_t step = p.run_step;
-  const int64_t work = std::max<int64_t>(1, p.positions * p.taps);
-  parallel_for(planes, std::max<int64_t>(1, 16384 / work), [&](int64_t b, int64_t e) {
-    for (int64_t plane = b; plane < e; ++plane) {
-      const int64_t img = plane / p.o, f = plane % p.o;
-      const T* in = x + (img * p.c + f / p.og) * p.plane;
-      const T* wf = w + f * p.taps;
-      T* out = y + plane * p.positions;
-      std::fill(out, out + p.positions, T(0));
-      for (int64_t t = 0; t < p.taps; ++t) {
-        const T weight = wf[t];
-        for_each_run(p, t, [&](int64_t position, int64_t offset, int64_t count) {
-          T* dst = out + position;
-          const T* src = in + offset;
-          if (step == 1) {
-            for (int64_t j = 0; j < count; ++j) dst[j] += weight * src[j];
-          } else {
-            for (int64_t j = 0; j < count; ++j) dst[j] += weight * src[j * step];
-          }
-        });
-      }
-    }
-  });
-}
-
 template <typename T>
 void conv_channels_first(const ConvPlan& p, const T* x, const T* w, T* y) {
-  const int64_t k = p.cg * p.taps;
-  const int64_t tasks = p.n * p.feature_groups;
-  // The GEMM of task (image, group): y_g = w_g [og, k] * col [k, positions].
-  auto multiply = [&](int64_t task, const T* col, bool split) {
-    const int64_t img = task / p.feature_groups, g = task % p.feature_groups;
-    const T* wg = w + g * p.og * k;
-    T* yg = y + (img * p.o + g * p.og) * p.positions;
+  const int64_t k = p.c * p.taps;
+  const int64_t threads = gemm_threads();
+  // The GEMM of image i: y_i [o, positions] = w [o, k] * col [k, positions].
+  auto multiply = [&](int64_t i, const T* col, bool split) {
+    T* yi = y + i * p.o * p.positions;
     if (split) {
-      parallel_gemm(false, false, p.og, p.positions, k, wg, k, col, p.positions, yg,
-                    p.positions);
+      parallel_gemm(false, false, p.o, p.positions, k, w, k, col, p.positions, yi, p.positions);
     } else {
-      gemm(false, false, p.og, p.positions, k, wg, k, col, p.positions, yg, p.positions);
+      gemm(false, false, p.o, p.positions, k, w, k, col, p.positions, yi, p.positions);
     }
   };
-  auto image = [&](int64_t task) {
-    return x + ((task / p.feature_groups) * p.c + (task % p.feature_groups) * p.cg) * p.plane;
-  };
-  if (p.pointwise) {
-    const int64_t threads = gemm_threads();
-    if (tasks >= threads) {
-      parallel_for(tasks, 1, [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) multiply(t, image(t), false);
+  if (p.pointwise) {  // col is the image itself
+    if (p.n >= threads) {
+      parallel_for(p.n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) multiply(i, x + i * p.image, false);
       });
     } else {
-      for (int64_t t = 0; t < tasks; ++t) multiply(t, image(t), true);
+      for (int64_t i = 0; i < p.n; ++i) multiply(i, x + i * p.image, true);
     }
     return;
   }
   const DType dtype = std::is_same_v<T, float> ? DType::F32 : DType::F64;
-  const int64_t threads = gemm_threads();
-  if (tasks >= threads) {
-    // Whole tasks per thread, each with its own im2col scratch.
-    const int64_t parts = std::min<int64_t>(threads, tasks);
+  if (p.n >= threads) {
+    // Whole images per thread, each with its own im2col scratch.
+    const int64_t parts = threads;
     Array scratch = allocate(dtype, {parts * k * p.positions});
     parallel_for(parts, 1, [&](int64_t part_begin, int64_t part_end) {
       for (int64_t part = part_begin; part < part_end; ++part) {
         T* col = scratch.data<T>() + part * k * p.positions;
-        for (int64_t t = tasks * part / parts; t < tasks * (part + 1) / parts; ++t) {
-          im2col_rows(p, image(t), 0, k, col);
-          multiply(t, col, false);
+        for (int64_t i = p.n * part / parts; i < p.n * (part + 1) / parts; ++i) {
+          im2col_rows(p, x + i * p.image, 0, k, col);
+          multiply(i, col, false);
         }
       }
     });
     return;
   }
-  // Fewer tasks than threads: each task's im2col and GEMM split over the pool.
+  // Fewer images than threads: each image's im2col and GEMM split over the pool.
   Array scratch = allocate(dtype, {k * p.positions});
   T* col = scratch.data<T>();
-  for (int64_t t = 0; t < tasks; ++t) {
+  for (int64_t i = 0; i < p.n; ++i) {
     parallel_for(k, std::max<int64_t>(1, 16384 / p.positions), [&](int64_t b, int64_t e) {
-      im2col_rows(p, image(t), b, e, col);
+      im2col_rows(p, x + i * p.image, b, e, col);
     });
-    multiply(t, col, true);
+    multiply(i, col, true);
   }
 }
 
@@ -554,10 +517,6 @@ void run_conv(const ConvPlan& p, const Array& lhs, const Array& rhs, Array& resu
   T* y = result.data<T>();
   if (p.c == 0) {
     std::fill(y, y + y_size, T(0));
-    return;
-  }
-  if (p.channels_first && p.depthwise) {
-    conv_depthwise_channels_first(p, lhs.data<T>(), rhs.data<T>(), y);
     return;
   }
   if (p.channels_first) {
@@ -710,7 +669,12 @@ ConvPlan plan_conv(const OpSpec& spec) {
   };
   const bool no_lhs_dilation = std::all_of(lhs_dilation.begin(), lhs_dilation.end(),
                                            [](int64_t d) { return d == 1; });
-  p.channels_first = dims >= 1 && p.batch_groups == 1 && no_lhs_dilation &&
+  // Grouped and depthwise convolutions stay channels-last (copies and all): per (image,
+  // group) GEMMs of a few features each measured up to 2x slower than the channels-last
+  // GEMMs over all images, and a per-plane depthwise loop 2-10x slower on small planes
+  // than the loop vectorized over features.
+  p.channels_first = dims >= 1 && p.feature_groups == 1 && p.batch_groups == 1 &&
+                     no_lhs_dilation &&
                      first(a.input_batch_dimension, a.input_feature_dimension,
                            a.input_spatial_dimensions) &&
                      first(a.kernel_output_feature_dimension, a.kernel_input_feature_dimension,

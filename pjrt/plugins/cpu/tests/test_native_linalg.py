@@ -267,32 +267,26 @@ def test_conv_channels_first_in_place(dtype):
     # One image and one group: the im2col and the GEMM of it split over the threads.
     check_conv(*NCHW, n=1, c=16, o=24, spatial=[20, 20], kernel=[3, 3], padding=[[1, 1], [1, 1]],
                dtype=dtype)
-    # Pointwise: the x planes are the GEMM operand; grouped and plain, one and many images.
+    # Pointwise: the x planes are the GEMM operand; one and many images.
     check_conv(*NCHW, n=1, c=12, o=8, spatial=[6, 5], kernel=[1, 1], dtype=dtype)
-    check_conv(*NCHW, n=5, c=12, o=9, spatial=[4, 3], kernel=[1, 1], groups=3, dtype=dtype)
-    # Grouped (not depthwise), strided.
-    check_conv(*NCHW, n=2, c=16, o=8, spatial=[9, 9], kernel=[3, 3], groups=4,
-               strides=[2, 2], padding=[[1, 1], [1, 1]], dtype=dtype)
+    check_conv(*NCHW, n=5, c=12, o=9, spatial=[4, 3], kernel=[1, 1], dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
-def test_conv_channels_first_depthwise(dtype):
-    # Multiplier 1 and 3, strides, dilations, reversal, padding that cuts whole taps.
-    check_conv(*NCHW, n=2, c=6, o=6, spatial=[9, 10], kernel=[3, 3], groups=6,
+def test_conv_channels_first_copied_cases(dtype):
+    # Feature groups (depthwise with multiplier 1 and 3 too), lhs dilation and batch groups
+    # take the channels-last path, with copies.
+    check_conv(*NCHW, n=2, c=16, o=8, spatial=[9, 9], kernel=[3, 3], groups=4,
                strides=[2, 2], padding=[[1, 1], [1, 1]], dtype=dtype)
     check_conv(*NCHW, n=2, c=4, o=12, spatial=[8, 7], kernel=[5, 3], groups=4,
                strides=[1, 3], rhs_dil=[2, 1], padding=[[2, 6], [1, 1]],
                reverse=[True, False], dtype=dtype)
     check_conv("bf0", "oi0", "bf0", n=3, c=5, o=5, spatial=[11], kernel=[4], groups=5,
                padding=[[2, 1]], dtype=dtype)
-
-
-def test_conv_channels_first_copied_cases():
-    # lhs dilation and batch groups take the channels-last path, with copies.
     check_conv(*NCHW, n=2, c=3, o=4, spatial=[5, 6], kernel=[3, 2], lhs_dil=[2, 3],
-               padding=[[2, -1], [1, 1]])
+               padding=[[2, -1], [1, 1]], dtype=dtype)
     check_conv(*NCHW, n=4, c=3, o=6, spatial=[5, 5], kernel=[3, 3], batch_groups=2,
-               padding=[[1, 1], [1, 1]])
+               padding=[[1, 1], [1, 1]], dtype=dtype)
 
 
 def test_conv_big_nhwc():
