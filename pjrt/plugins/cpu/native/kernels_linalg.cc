@@ -12,11 +12,11 @@
 // Channels-last (NHWC/HWIO): rows of the im2col matrix are output positions of all images,
 // columns the (tap, input feature) pairs of one feature group, so one GEMM per group and
 // block of rows computes [N, spatial..., O], the kernel matrix read in place. Channels-first
-// (NCHW/OIHW, what PyTorch programs use): per image and group, the im2col matrix has a row
+// (NCHW/OIHW, what PyTorch programs use), ungrouped: per image, the im2col matrix has a row
 // per (input feature, tap) and a column per output position, so the OIHW kernel, read in
-// place as [O, I * taps], times it gives the [O, positions] NCHW output directly (Note
-// [channels-first convolution]); ungrouped only. Other layouts and grouped channels-first
-// convolutions are copied to channels-last. Depthwise convolutions (one input feature per
+// place as [O, C * taps], times it gives the [O, positions] NCHW output directly (Note
+// [channels-first convolution]). Other layouts and grouped channels-first convolutions are
+// copied to channels-last. Depthwise convolutions (one input feature per
 // group) use a direct loop vectorized over features.
 //
 // i8 x i8 -> i32 and (on CPUs with AVX-512 BF16) bf16 x bf16 products run on the
@@ -402,8 +402,9 @@ void conv_depthwise(const ConvPlan& p, const T* x, const T* w, T* y) {
 // matrix [O, C * taps] and y of image n the matrix [O, positions]. With im2col rows ordered
 // (input feature, tap) to match w's columns and one column per output position, y = w * col
 // is one GEMM per image, written straight into the NCHW result: the per-call permutes of x,
-// w and y that the channels-last path would need are gone. A row of col is one tap of one feature plane gathered along the output positions, so it is built
-// from contiguous plane reads; a pointwise convolution uses the x plane block itself as col.
+// w and y that the channels-last path would need are gone. A row of col is one tap of one
+// feature plane gathered along the output positions, so it is built from runs of plane
+// reads (one per output row); a pointwise convolution uses the x image itself as col.
 
 // Calls fn(position, offset, count) for the runs of output positions that tap `t` reads in
 // a channels-first x plane: positions [position, position + count) read offset, offset +
