@@ -8,12 +8,16 @@
 // f32 product rounded once to the result type, as the interpreter (linalg.py, XLA)
 // accumulates them in f32.
 //
-// convolution: im2col + GEMM. The input is brought to [N, spatial..., C], the kernel to
-// [spatial..., I, O] and the output computed as [N, spatial..., O] (copies only for other
-// layouts; NHWC/HWIO need none). Rows of the im2col matrix are output positions of all
-// images, columns the (tap, input feature) pairs of one feature group, so one GEMM per group
-// and block of rows computes the output, the kernel matrix read in place. Depthwise
-// convolutions (one input feature per group) use a direct loop vectorized over features.
+// convolution: im2col + GEMM, in one of two layouts that need no copies of the operands.
+// Channels-last (NHWC/HWIO): rows of the im2col matrix are output positions of all images,
+// columns the (tap, input feature) pairs of one feature group, so one GEMM per group and
+// block of rows computes [N, spatial..., O], the kernel matrix read in place. Channels-first
+// (NCHW/OIHW, what PyTorch programs use), ungrouped: per image, the im2col matrix has a row
+// per (input feature, tap) and a column per output position, so the OIHW kernel, read in
+// place as [O, C * taps], times it gives the [O, positions] NCHW output directly (Note
+// [channels-first convolution]). Other layouts and grouped channels-first convolutions are
+// copied to channels-last. Depthwise convolutions (one input feature per
+// group) use a direct loop vectorized over features.
 //
 // i8 x i8 -> i32 and (on CPUs with AVX-512 BF16) bf16 x bf16 products run on the
 // low-precision GEMMs (kernels_lowp_dot.cc). Other integer, complex and mixed element types
@@ -277,6 +281,17 @@ struct ConvPlan {
   bool pointwise = false;   // im2col would copy x unchanged (1x1 kernel, no stride...)
   bool depthwise = false;   // one input feature per group
   int64_t block_rows = 0;   // im2col rows per GEMM
+  // Channels-first: x [N, C, S...], w [O, C, k...], y [N, O, out...] used in place.
+  bool channels_first = false;
+  int64_t plane = 0;  // x positions per feature (product of the input spatial sizes)
+  // Per spatial dim i: plane_tables[i][t * out_i + p] = offset in an x feature plane read
+  // by tap t of output position p, or -1 (the channels-first twin of `tables`).
+  std::vector<std::vector<int64_t>> plane_tables;
+  // Per tap t of the last spatial dim: output positions [run_begin[t], run_end[t]) along it
+  // read the plane at run_offset[t] + run_step * (position - run_begin[t]); the others read
+  // padding (a run, as the channels-first path requires no lhs dilation).
+  std::vector<int64_t> run_begin, run_end, run_offset;
+  int64_t run_step = 1;
 };
 
 // The x image that output batch index `out_batch_index` of group g reads.
@@ -382,6 +397,119 @@ void conv_depthwise(const ConvPlan& p, const T* x, const T* w, T* y) {
   });
 }
 
+// Note [channels-first convolution]
+// For x [N, C, S...] and w [O, I, k...] row-major (no feature groups: I = C), w is the
+// matrix [O, C * taps] and y of image n the matrix [O, positions]. With im2col rows ordered
+// (input feature, tap) to match w's columns and one column per output position, y = w * col
+// is one GEMM per image, written straight into the NCHW result: the per-call permutes of x,
+// w and y that the channels-last path would need are gone. A row of col is one tap of one
+// feature plane gathered along the output positions, so it is built from runs of plane
+// reads (one per output row); a pointwise convolution uses the x image itself as col.
+
+// Calls fn(position, offset, count) for the runs of output positions that tap `t` reads in
+// a channels-first x plane: positions [position, position + count) read offset, offset +
+// run_step, ... Positions outside every run read padding.
+template <typename Fn>
+inline void for_each_run(const ConvPlan& p, int64_t t, Fn&& fn) {
+  const int64_t last = static_cast<int64_t>(p.out_sizes.size()) - 1;
+  const int64_t inner = p.out_sizes[last];
+  const int64_t outer = p.positions / inner;
+  int64_t tap[8];
+  for (int64_t i = last, rest = t; i >= 0; --i) {
+    tap[i] = rest % p.k_sizes[i];
+    rest /= p.k_sizes[i];
+  }
+  const int64_t begin = p.run_begin[tap[last]];
+  const int64_t count = p.run_end[tap[last]] - begin;
+  if (count <= 0) return;
+  int64_t index[8] = {0};
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t base = p.run_offset[tap[last]];
+    bool valid = true;
+    for (int64_t i = 0; i < last; ++i) {
+      const int64_t v = p.plane_tables[i][tap[i] * p.out_sizes[i] + index[i]];
+      valid &= v >= 0;
+      base += v;
+    }
+    for (int64_t i = last - 1; i >= 0 && ++index[i] == p.out_sizes[i]; --i) index[i] = 0;
+    if (valid) fn(o * inner + begin, base, count);
+  }
+}
+
+// The im2col rows [row_begin, row_end) of one image (rows are (feature, tap) pairs, each
+// `positions` long, at col + row * positions).
+template <typename T>
+void im2col_rows(const ConvPlan& p, const T* img, int64_t row_begin, int64_t row_end, T* col) {
+  const int64_t step = p.run_step;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const T* plane = img + (row / p.taps) * p.plane;
+    T* dst = col + row * p.positions;
+    int64_t next = 0;  // positions before `next` are written
+    for_each_run(p, row % p.taps, [&](int64_t position, int64_t offset, int64_t count) {
+      std::fill(dst + next, dst + position, T(0));
+      const T* src = plane + offset;
+      // A loop, not memcpy: runs are short (one output row), a library call costs more.
+      if (step == 1) {
+        for (int64_t j = 0; j < count; ++j) dst[position + j] = src[j];
+      } else {
+        for (int64_t j = 0; j < count; ++j) dst[position + j] = src[j * step];
+      }
+      next = position + count;
+    });
+    std::fill(dst + next, dst + p.positions, T(0));
+  }
+}
+
+template <typename T>
+void conv_channels_first(const ConvPlan& p, const T* x, const T* w, T* y) {
+  const int64_t k = p.c * p.taps;
+  const int64_t threads = gemm_threads();
+  // The GEMM of image i: y_i [o, positions] = w [o, k] * col [k, positions].
+  auto multiply = [&](int64_t i, const T* col, bool split) {
+    T* yi = y + i * p.o * p.positions;
+    if (split) {
+      parallel_gemm(false, false, p.o, p.positions, k, w, k, col, p.positions, yi, p.positions);
+    } else {
+      gemm(false, false, p.o, p.positions, k, w, k, col, p.positions, yi, p.positions);
+    }
+  };
+  if (p.pointwise) {  // col is the image itself
+    if (p.n >= threads) {
+      parallel_for(p.n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) multiply(i, x + i * p.image, false);
+      });
+    } else {
+      for (int64_t i = 0; i < p.n; ++i) multiply(i, x + i * p.image, true);
+    }
+    return;
+  }
+  const DType dtype = std::is_same_v<T, float> ? DType::F32 : DType::F64;
+  if (p.n >= threads) {
+    // Whole images per thread, each with its own im2col scratch.
+    const int64_t parts = threads;
+    Array scratch = allocate(dtype, {parts * k * p.positions});
+    parallel_for(parts, 1, [&](int64_t part_begin, int64_t part_end) {
+      for (int64_t part = part_begin; part < part_end; ++part) {
+        T* col = scratch.data<T>() + part * k * p.positions;
+        for (int64_t i = p.n * part / parts; i < p.n * (part + 1) / parts; ++i) {
+          im2col_rows(p, x + i * p.image, 0, k, col);
+          multiply(i, col, false);
+        }
+      }
+    });
+    return;
+  }
+  // Fewer images than threads: each image's im2col and GEMM split over the pool.
+  Array scratch = allocate(dtype, {k * p.positions});
+  T* col = scratch.data<T>();
+  for (int64_t i = 0; i < p.n; ++i) {
+    parallel_for(k, std::max<int64_t>(1, 16384 / p.positions), [&](int64_t b, int64_t e) {
+      im2col_rows(p, x + i * p.image, b, e, col);
+    });
+    multiply(i, col, true);
+  }
+}
+
 template <typename T>
 void run_conv(const ConvPlan& p, const Array& lhs, const Array& rhs, Array& result,
               DType dtype) {
@@ -390,6 +518,10 @@ void run_conv(const ConvPlan& p, const Array& lhs, const Array& rhs, Array& resu
   T* y = result.data<T>();
   if (p.c == 0) {
     std::fill(y, y + y_size, T(0));
+    return;
+  }
+  if (p.channels_first) {
+    conv_channels_first(p, lhs.data<T>(), rhs.data<T>(), y);
     return;
   }
   Array x_scratch, w_scratch, y_scratch;
@@ -483,6 +615,10 @@ ConvPlan plan_conv(const OpSpec& spec) {
     stride *= xs[x_perm[1 + i]];
   }
   p.image = stride;
+  p.plane = p.image / std::max<int64_t>(1, p.c);
+  // x plane strides of the spatial dims in the channels-first layout.
+  std::vector<int64_t> plane_stride(dims);
+  for (size_t i = 0; i < dims; ++i) plane_stride[i] = p.c > 0 ? x_stride[i] / p.c : 0;
   Shape expected(rank);
   expected[y_perm[0]] = p.out_batch;
   expected[y_perm[rank - 1]] = p.o;
@@ -500,16 +636,18 @@ ConvPlan plan_conv(const OpSpec& spec) {
     p.k_sizes.push_back(k);
     p.positions *= out;
     p.taps *= k;
-    std::vector<int64_t> table(out * k);
+    std::vector<int64_t> table(out * k), plane_table(out * k);
     for (int64_t pos = 0; pos < out; ++pos) {
       for (int64_t t = 0; t < k; ++t) {
         const int64_t tap = reversal[i] ? k - 1 - t : t;
         const int64_t q = pos * strides[i] + tap * rhs_dilation[i] - pad_low[i];
         const bool valid = q >= 0 && q < dilated && q % lhs_dilation[i] == 0;
         table[pos * k + t] = valid ? q / lhs_dilation[i] * x_stride[i] : -1;
+        plane_table[t * out + pos] = valid ? q / lhs_dilation[i] * plane_stride[i] : -1;
       }
     }
     p.tables.push_back(std::move(table));
+    p.plane_tables.push_back(std::move(plane_table));
     pointwise &= k == 1 && strides[i] == 1 && lhs_dilation[i] == 1 && pad_low[i] == 0 &&
                  pad_high[i] == 0;
   }
@@ -524,6 +662,42 @@ ConvPlan plan_conv(const OpSpec& spec) {
       32, (int64_t{512} << 10) / (std::max<int64_t>(1, p.taps * p.cg) * dtype_size(
                                       spec.operands[0].dtype)));
 
+  // Channels-first in place: x [b, f, 0, 1...], w [o, i, 0, 1...], y [b, f, 0, 1...].
+  std::vector<int64_t> ordered(rank);
+  for (size_t i = 0; i < rank; ++i) ordered[i] = static_cast<int64_t>(i);
+  auto first = [&](int64_t a0, int64_t a1, const std::vector<int64_t>& spatial) {
+    return concat({{a0, a1}, spatial}) == ordered;
+  };
+  const bool no_lhs_dilation = std::all_of(lhs_dilation.begin(), lhs_dilation.end(),
+                                           [](int64_t d) { return d == 1; });
+  // Grouped and depthwise convolutions stay channels-last (copies and all): per (image,
+  // group) GEMMs of a few features each measured up to 2x slower than the channels-last
+  // GEMMs over all images, and a per-plane depthwise loop 2-10x slower on small planes
+  // than the loop vectorized over features.
+  p.channels_first = dims >= 1 && p.feature_groups == 1 && p.batch_groups == 1 &&
+                     no_lhs_dilation &&
+                     first(a.input_batch_dimension, a.input_feature_dimension,
+                           a.input_spatial_dimensions) &&
+                     first(a.kernel_output_feature_dimension, a.kernel_input_feature_dimension,
+                           a.kernel_spatial_dimensions) &&
+                     first(a.output_batch_dimension, a.output_feature_dimension,
+                           a.output_spatial_dimensions);
+  if (p.channels_first) {
+    require_blas_size(p.positions, "convolution dimension");
+    const int64_t k = p.k_sizes[dims - 1], out = p.out_sizes[dims - 1];
+    const std::vector<int64_t>& table = p.plane_tables[dims - 1];
+    p.run_step = strides[dims - 1];
+    for (int64_t t = 0; t < k; ++t) {
+      int64_t begin = 0;
+      while (begin < out && table[t * out + begin] < 0) ++begin;
+      int64_t end = begin;
+      while (end < out && table[t * out + end] >= 0) ++end;
+      p.run_begin.push_back(begin);
+      p.run_end.push_back(end);
+      p.run_offset.push_back(begin < out ? table[t * out + begin] : 0);
+    }
+    return p;
+  }
   p.x_pack = Permute(xs, x_perm);
   p.w_pack = Permute(ws, w_perm);
   p.x_in_place = p.x_pack.identity();

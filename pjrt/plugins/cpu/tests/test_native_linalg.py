@@ -250,6 +250,45 @@ def test_conv_batch_groups(layouts):
                padding=[[1, 1], [1, 1]], dtype=np.float64)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_conv_channels_first_in_place(dtype):
+    # NCHW/OIHW convolutions run without copies (kernels_linalg.cc, Note [channels-first
+    # convolution]): im2col rows are runs along the last spatial dim, cut by the padding.
+    check_conv(*NCHW, n=3, c=5, o=7, spatial=[9, 8], kernel=[3, 3], strides=[2, 1],
+               padding=[[1, 1], [2, 0]], rhs_dil=[1, 2], reverse=[False, True], dtype=dtype)
+    # Padding wider than the image: some taps read no x at all.
+    check_conv(*NCHW, n=1, c=2, o=3, spatial=[2, 3], kernel=[3, 3], padding=[[3, 3], [2, 4]],
+               dtype=dtype)
+    # Negative padding crops.
+    check_conv(*NCHW, n=2, c=3, o=2, spatial=[7, 7], kernel=[2, 2], padding=[[-1, 0], [0, -2]],
+               dtype=dtype)
+    check_conv("bf012", "oi012", "bf012", n=2, c=3, o=4, spatial=[5, 4, 6], kernel=[2, 3, 2],
+               strides=[1, 2, 2], padding=[[1, 0], [1, 1], [0, 1]], dtype=dtype)
+    # One image and one group: the im2col and the GEMM of it split over the threads.
+    check_conv(*NCHW, n=1, c=16, o=24, spatial=[20, 20], kernel=[3, 3], padding=[[1, 1], [1, 1]],
+               dtype=dtype)
+    # Pointwise: the x planes are the GEMM operand; one and many images.
+    check_conv(*NCHW, n=1, c=12, o=8, spatial=[6, 5], kernel=[1, 1], dtype=dtype)
+    check_conv(*NCHW, n=5, c=12, o=9, spatial=[4, 3], kernel=[1, 1], dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_conv_channels_first_copied_cases(dtype):
+    # Feature groups (depthwise with multiplier 1 and 3 too), lhs dilation and batch groups
+    # take the channels-last path, with copies.
+    check_conv(*NCHW, n=2, c=16, o=8, spatial=[9, 9], kernel=[3, 3], groups=4,
+               strides=[2, 2], padding=[[1, 1], [1, 1]], dtype=dtype)
+    check_conv(*NCHW, n=2, c=4, o=12, spatial=[8, 7], kernel=[5, 3], groups=4,
+               strides=[1, 3], rhs_dil=[2, 1], padding=[[2, 6], [1, 1]],
+               reverse=[True, False], dtype=dtype)
+    check_conv("bf0", "oi0", "bf0", n=3, c=5, o=5, spatial=[11], kernel=[4], groups=5,
+               padding=[[2, 1]], dtype=dtype)
+    check_conv(*NCHW, n=2, c=3, o=4, spatial=[5, 6], kernel=[3, 2], lhs_dil=[2, 3],
+               padding=[[2, -1], [1, 1]], dtype=dtype)
+    check_conv(*NCHW, n=4, c=3, o=6, spatial=[5, 5], kernel=[3, 3], batch_groups=2,
+               padding=[[1, 1], [1, 1]], dtype=dtype)
+
+
 def test_conv_big_nhwc():
     # Several im2col row blocks per image.
     check_conv(*NHWC, n=2, c=64, o=32, spatial=[40, 40], kernel=[3, 3],
