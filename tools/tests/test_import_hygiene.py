@@ -30,6 +30,7 @@ ALLOWED = {
     "tools.torch_speed": ("torch",),
     "tools.bench_quantized_decode": ("torch",),
     "tools.quantized_agreement": ("torch",),
+    "tools.trained_decoder": ("torch",),
     "tools.bench_generate": ("torch",),
 }
 

@@ -21,8 +21,12 @@ needs_transformers = pytest.mark.skipif(
     importlib.util.find_spec("transformers") is None,
     reason="needs transformers (the models extra)")
 
-# (zoo model, image side or None): small images keep the CNNs' compiles short
-SLICE = [pytest.param("tv_resnet18", 32, marks=needs_torchvision),
+# (zoo model, image side or None): small images keep the CNNs' compiles short. ResNet-18 takes
+# 64: at 32 its last stage's maps are 1x1, so each batch norm there normalizes 2 values and its
+# training-step gradients hang on float32 rounding (a change of summation order in a correct
+# convolution moved them 20x eager's own error, while the same step in float64 matched float64
+# eager to 6e-10); at 64 they are 2x2 and the gradients are well conditioned.
+SLICE = [pytest.param("tv_resnet18", 64, marks=needs_torchvision),
          pytest.param("timm_lcnet_050", 32, marks=needs_timm),
          pytest.param("hf_gpt2", None, marks=needs_transformers)]
 # the held-out set's smallest model per library, at the smallest input they take
