@@ -32,7 +32,6 @@ whole program and the load average, since the figures mean little on a loaded ma
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -169,14 +168,10 @@ def main(argv=None) -> int:
         parser.error(f"--steps takes trip counts of at least 2, got {args.steps!r}")
     import pjrt
     client = pjrt.make_client("cpu", opt_level=0)
-    before = os.getloadavg()[0]
-    rows = [measure(name, client, steps, args.budget) for name in names]
-    load = (before, os.getloadavg()[0])
+    from tools.bench.timing import rows_under_load, write_rows_json
+    rows, load = rows_under_load(lambda name: measure(name, client, steps, args.budget), names)
     print(report(rows, load))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "load_average": load, "cores": os.cpu_count()}, f,
-                      indent=1)
+    write_rows_json(args.json, rows, load)
     return 0
 
 

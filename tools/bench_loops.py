@@ -20,7 +20,6 @@ dynamic slice picks).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -165,14 +164,10 @@ def main(argv=None) -> int:
     import pjrt
     jax.config.update("jax_platforms", "cpu")  # XLA:CPU; openhlo runs through pjrt directly
     client = pjrt.make_client("cpu")
-    before = os.getloadavg()[0]
-    rows = [measure(name, client, args.budget) for name in names]
-    load = (before, os.getloadavg()[0])
+    from tools.bench.timing import rows_under_load, write_rows_json
+    rows, load = rows_under_load(lambda name: measure(name, client, args.budget), names)
     print(report(rows, load))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "load_average": load, "cores": os.cpu_count()}, f,
-                      indent=1)
+    write_rows_json(args.json, rows, load)
     return 0
 
 

@@ -15,7 +15,6 @@ ratio openhlo / eager and the machine's load average over the run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -68,9 +67,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the rows and the load here")
     args = parser.parse_args(argv)
     import frameworks.torch  # noqa: F401  (registers the "openhlo" backend)
-    before = os.getloadavg()[0]
-    rows = [measure(_shape(s), args.budget) for s in args.shapes.split(",") if s]
-    load = (before, os.getloadavg()[0])
+    from tools.bench.timing import rows_under_load, write_rows_json
+    rows, load = rows_under_load(lambda s: measure(_shape(s), args.budget),
+                                 [s for s in args.shapes.split(",") if s])
     print(f"{'shape':<16} {'with indices: openhlo ms':>24} {'eager ms':>9} {'ratio':>6}"
           f" {'values only: openhlo ms':>24} {'eager ms':>9} {'ratio':>6}")
     for r in rows:
@@ -78,9 +77,7 @@ def main(argv=None) -> int:
                         f"{r[k]['ratio']:>6.2f}" for k in ("indices", "values"))
         print(f"{'x'.join(map(str, r['shape'])):<16}{cells}")
     print(f"load average before / after: {load[0]:.2f} / {load[1]:.2f} on {os.cpu_count()} cores")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "load_average": load, "cores": os.cpu_count()}, f, indent=1)
+    write_rows_json(args.json, rows, load)
     return 0
 
 

@@ -78,3 +78,22 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], budget: float, *,
     return {name: {"median_s": statistics.median(values), "min_s": min(values),
                    "max_s": max(values), "samples": len(values), "inner": plans[name][1]}
             for name, values in samples.items()}
+
+
+def rows_under_load(measure: Callable[[object], dict], items) -> tuple[list, tuple]:
+    """``measure(item)`` for each item, and the 1-minute load average before and after:
+    the figures mean little on a loaded machine, so every bench script reports it."""
+    import os
+    before = os.getloadavg()[0]
+    rows = [measure(item) for item in items]
+    return rows, (before, os.getloadavg()[0])
+
+
+def write_rows_json(path: str | None, rows: list, load: tuple) -> None:
+    """The bench scripts' ``--json``: rows, load average and core count (nothing if no path)."""
+    if not path:
+        return
+    import json
+    import os
+    with open(path, "w") as f:
+        json.dump({"rows": rows, "load_average": load, "cores": os.cpu_count()}, f, indent=1)
