@@ -56,6 +56,9 @@ def add_parser(subparsers) -> None:
                    help="with --zoo: PyTorch's thread count for eager and Inductor (default: "
                         "PyTorch's own); on a loaded machine OpenMP's spinning threads make "
                         "medians unstable, 1 keeps them steady")
+    p.add_argument("--accuracy", action="store_true",
+                   help="with --zoo: check only: openhlo against float64 eager, its fallbacks "
+                        "and compile times; Inductor is not run and nothing is timed")
     p.set_defaults(handler=bench_command)
 
 
@@ -86,7 +89,7 @@ def zoo_command(args: argparse.Namespace) -> int:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=2)
     report = run_zoo(names, train=args.train, heldout=args.heldout, threads=args.threads,
-                     on_model=finish,
+                     accuracy=args.accuracy, on_model=finish,
                      budget=args.budget if args.budget is not None else 1.0)
     summary = report["summary"]  # finish ran after the last model
     print(format_table(report), flush=True)
@@ -103,8 +106,8 @@ def zoo_command(args: argparse.Namespace) -> int:
 def bench_command(args: argparse.Namespace) -> int:
     if args.zoo:
         return zoo_command(args)
-    if args.models or args.train or args.threads or args.heldout:
-        raise CliError("--models, --train, --threads and --heldout go with --zoo")
+    if args.models or args.train or args.threads or args.heldout or args.accuracy:
+        raise CliError("--models, --train, --threads, --heldout and --accuracy go with --zoo")
     from tools.bench.plot import plot_ratios
     from tools.bench.report import add_ratios, format_report, summarize
     from tools.bench.suite import run_suite

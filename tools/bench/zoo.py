@@ -46,6 +46,10 @@ from collections.abc import Callable
 TOL_FACTOR = 10.0
 TOL_FLOOR = 1e-5
 BACKENDS = ("openhlo", "inductor")
+# --accuracy: openhlo alone, checked and its fallbacks listed, nothing timed (as the
+# --accuracy mode of PyTorch's own benchmark scripts): a check of a whole zoo with training
+# steps in the time Inductor's training compiles alone would take
+ACCURACY_BACKENDS = ("openhlo",)
 LR = 0.01
 # the relative size of the nudges of Note [Eager's own error]: float32's ulp at 1
 NUDGE = 2.0 ** -23
@@ -320,7 +324,8 @@ def run_backend(backend: str, model, inputs, train: bool, eager_errors: dict,
     return entry, call
 
 
-def _measure_mode(model, inputs, train: bool, budget: float, log) -> dict:
+def _measure_mode(model, inputs, train: bool, budget: float, log,
+                  accuracy: bool = False) -> dict:
     import torch
 
     from tools.bench.timing import interleaved_medians
@@ -328,11 +333,13 @@ def _measure_mode(model, inputs, train: bool, budget: float, log) -> dict:
     result = {"backends": {}, "eager": {}}
     calls = {"eager": _Mode(train, inputs).prepare(copy.deepcopy(model))}
     torch._dynamo.reset()
-    for backend in BACKENDS:
+    for backend in ACCURACY_BACKENDS if accuracy else BACKENDS:
         result["backends"][backend], call = run_backend(backend, model, inputs, train,
                                                         eager_errors, reference, log)
         if call is not None:
             calls[backend] = call
+    if accuracy:
+        return result
     timings = interleaved_medians(calls, budget, min_samples=3)
     for runner, timing in timings.items():
         target = result["eager"] if runner == "eager" else result["backends"][runner]
@@ -344,7 +351,7 @@ def _measure_mode(model, inputs, train: bool, budget: float, log) -> dict:
 
 
 def measure_model(name: str, *, train: bool, budget: float, cache_root: str,
-                  log: Callable[[str], None]) -> dict:
+                  log: Callable[[str], None], accuracy: bool = False) -> dict:
     """One model: forward (and training step) on every backend. A JSON-ready record."""
     from frameworks.torch.models.zoo import ZOO, build_zoo_model
     from tools.bench.runners import use_torch_cache_root
@@ -365,19 +372,20 @@ def measure_model(name: str, *, train: bool, budget: float, cache_root: str,
     modes = ("forward", "train") if train else ("forward",)
     for mode in modes:
         log(f"  {mode}")
-        record[mode] = _measure_mode(model, inputs, mode == "train", budget, log)
+        record[mode] = _measure_mode(model, inputs, mode == "train", budget, log, accuracy)
     return record
 
 
 def run_zoo(names: list[str], *, train: bool = False, heldout: bool = False,
-            budget: float = 1.0, threads: int | None = None,
+            budget: float = 1.0, threads: int | None = None, accuracy: bool = False,
             on_model: Callable[[dict], None] = lambda report: None,
             log: Callable[[str], None] = lambda line: print(line, file=sys.stderr,
                                                             flush=True)) -> dict:
     """Everything ``openhlo bench --zoo`` measures, as one JSON-ready dict; ``on_model`` gets
     the report so far after each model (a long run can be stopped and still reported).
     ``heldout``: ``names`` are of the held-out set (recorded in the report).
-    ``threads``: PyTorch's thread count (eager and Inductor's kernels), else its default."""
+    ``threads``: PyTorch's thread count (eager and Inductor's kernels), else its default.
+    ``accuracy``: openhlo alone, checked, not timed (``ACCURACY_BACKENDS``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
     import torch._inductor.config
@@ -393,6 +401,7 @@ def run_zoo(names: list[str], *, train: bool = False, heldout: bool = False,
     report = {"versions": _versions(), "cores": os.cpu_count(),
               "torch_threads": torch.get_num_threads(),
               "load_average": {"start": load_before}, "train": train, "heldout": heldout,
+              "accuracy": accuracy,
               "budget_s": budget,
               "tolerance": {"factor": TOL_FACTOR, "floor": TOL_FLOOR}, "models": records}
     try:
@@ -404,7 +413,7 @@ def run_zoo(names: list[str], *, train: bool = False, heldout: bool = False,
             log(f"[{i}/{len(names)}] {name} (load {os.getloadavg()[0]:.1f})")
             step = time.perf_counter()
             records.append(measure_model(name, train=train, budget=budget,
-                                         cache_root=cache_root, log=log))
+                                         cache_root=cache_root, log=log, accuracy=accuracy))
             log(f"  ({time.perf_counter() - step:.1f} s)")
             report["load_average"]["end"] = os.getloadavg()[0]
             report["wall_s"] = time.perf_counter() - started

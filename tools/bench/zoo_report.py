@@ -48,7 +48,7 @@ def summarize(report: dict) -> dict:
         entry = summary[mode] = {"ran": len(ran)}
         for backend in ("openhlo", "inductor"):
             entry[f"{backend}_passed"] = sum(
-                r[mode]["backends"][backend].get("status") == "ok" for r in ran)
+                r[mode]["backends"].get(backend, {}).get("status") == "ok" for r in ran)
         entry["failed"] = {r["name"]: r[mode]["backends"]["openhlo"].get("message")
                            or r[mode]["backends"]["openhlo"].get("worst")
                            for r in ran if r[mode]["backends"]["openhlo"].get("status") != "ok"}
@@ -98,7 +98,7 @@ def format_table(report: dict) -> str:
                              f"{record['library']} not installed")
                 continue
             result = record[mode]
-            ours, ind = result["backends"]["openhlo"], result["backends"]["inductor"]
+            ours, ind = result["backends"]["openhlo"], result["backends"].get("inductor", {})
             ratios = result["ratios"]
             compile_ours = (f"{_s(ours.get('compile_s'))}/{_s(ours.get('optimized_s'))}"
                             if "compile_s" in ours else "-")
@@ -118,13 +118,18 @@ def format_table(report: dict) -> str:
         e = summary.get(mode)
         if e is None:
             continue
-        lines.append(
-            f"  {mode}: openhlo matches {e['openhlo_passed']}/{e['ran']}, Inductor "
-            f"{e['inductor_passed']}/{e['ran']}; fallbacks in {len(e['with_fallbacks'])}; "
-            f"time vs Inductor geomean {_x(e['vs_inductor']['geomean'])} (max "
-            f"{_x(e['vs_inductor']['max'])}), vs eager {_x(e['vs_eager']['geomean'])}; "
-            f"first call vs Inductor's {_x(e['compile_vs_inductor']['geomean'])}, kernels in "
-            f"place {_x(e['optimized_vs_inductor']['geomean'])}")
+        if report.get("accuracy"):
+            lines.append(f"  {mode}: openhlo matches {e['openhlo_passed']}/{e['ran']} "
+                         f"(--accuracy: Inductor not run, nothing timed); fallbacks in "
+                         f"{len(e['with_fallbacks'])}")
+        else:
+            lines.append(
+                f"  {mode}: openhlo matches {e['openhlo_passed']}/{e['ran']}, Inductor "
+                f"{e['inductor_passed']}/{e['ran']}; fallbacks in {len(e['with_fallbacks'])}; "
+                f"time vs Inductor geomean {_x(e['vs_inductor']['geomean'])} (max "
+                f"{_x(e['vs_inductor']['max'])}), vs eager {_x(e['vs_eager']['geomean'])}; "
+                f"first call vs Inductor's {_x(e['compile_vs_inductor']['geomean'])}, "
+                f"kernels in place {_x(e['optimized_vs_inductor']['geomean'])}")
         if e["above_2x_inductor"]:
             lines.append(f"    above {SLOW_RATIO:g}x Inductor: {', '.join(e['above_2x_inductor'])}")
         for name, problem in e["failed"].items():

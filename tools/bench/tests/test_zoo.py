@@ -175,11 +175,39 @@ def test_summary_and_table_of_a_made_up_report(tmp_path):
     json.dumps(report)  # JSON-ready
 
 
+def test_accuracy_mode_runs_openhlo_alone_and_times_nothing(monkeypatch):
+    import tools.bench.timing as timing
+    asked = []
+
+    def fake_run_backend(backend, model, inputs, train, eager_errors, reference, log):
+        asked.append(backend)
+        return {"status": "ok", "compile_s": 1.0, "optimized_s": 1.5,
+                "interpreter_fallbacks": [], "eager_fallbacks": {}}, None
+    monkeypatch.setattr(zoo, "run_backend", fake_run_backend)
+    monkeypatch.setattr(timing, "interleaved_medians",
+                        lambda *a, **k: pytest.fail("--accuracy must not time anything"))
+    model, inputs = torch.nn.Linear(3, 2), (torch.ones(2, 3),)
+    result = zoo._measure_mode(model, inputs, False, 1.0, log=lambda line: None,
+                               accuracy=True)
+    assert asked == ["openhlo"] and list(result["backends"]) == ["openhlo"]
+    report = {"train": False, "accuracy": True, "cores": 2, "torch_threads": 1,
+              "load_average": {"start": 1.0, "end": 1.0},
+              "tolerance": {"factor": zoo.TOL_FACTOR, "floor": zoo.TOL_FLOOR},
+              "models": [{"name": "m", "library": "torchvision", "status": "ok",
+                          "forward": result}]}
+    zoo_report.add_ratios(report)
+    report["summary"] = zoo_report.summarize(report)
+    assert report["summary"]["forward"]["openhlo_passed"] == 1
+    assert "openhlo matches 1/1 (--accuracy" in zoo_report.format_table(report)
+
+
 def test_zoo_command_line_checks(capsys):
     from tools.cli import main
     assert main(["bench", "--zoo", "--models", "no_such_model"]) == 1
     assert "unknown model no_such_model" in capsys.readouterr().err
     assert main(["bench", "--train"]) == 1
+    assert "go with --zoo" in capsys.readouterr().err
+    assert main(["bench", "--accuracy"]) == 1
     assert "go with --zoo" in capsys.readouterr().err
 
 
