@@ -53,13 +53,20 @@ constexpr int64_t kSplitWork = int64_t{1} << 18;
 // Elements of k a task of its transpose copies at least (as widen's chunks).
 constexpr int64_t kSplitCopy = int64_t{1} << 16;
 
-// Row loops over 16 lanes at a time (GCC/Clang vector extensions: one AVX-512 register, or
-// two or four narrower ones): plain loops of reductions do not vectorize under strict IEEE
-// semantics.
-typedef float Lanes __attribute__((vector_size(64)));
+// Row loops over one vector register's lanes at a time (GCC/Clang vector extensions): plain
+// loops of reductions do not vectorize under strict IEEE semantics. The vector is the
+// machine's own: 16 floats on AVX-512, else 8 (AVX2). A 64-byte vector on AVX2 is two
+// registers each, and the register tiles below then need twice the 16 registers there are:
+// their accumulators spill to the stack on every multiply-add (13x slower on an AVX2 EPYC).
+#ifdef __AVX512F__
+constexpr int kVectorBytes = 64;
+#else
+constexpr int kVectorBytes = 32;
+#endif
+typedef float Lanes __attribute__((vector_size(kVectorBytes)));
 constexpr int kLanes = sizeof(Lanes) / sizeof(float);
 
-typedef int32_t IntLanes __attribute__((vector_size(64)));
+typedef int32_t IntLanes __attribute__((vector_size(kVectorBytes)));
 
 // exp of the softmax's arguments (x <= 0, or NaN), lane by lane: Cody-Waite reduction by
 // ln 2 and Cephes' degree-6 polynomial, FMA allowed, about 1 ulp (mathlib's ohm_exp keeps the
@@ -180,11 +187,13 @@ void row_panel(int64_t N, int64_t K, const float* a, int64_t lda, const float* b
 
 // Rows of C per register tile: with 32 vector registers (AVX-512) 12 rows x 2 vectors of
 // accumulators leave room for B's two vectors and A's broadcast, and load B 1.5 times less
-// often than 8 rows do; 16 registers (AVX2: two per Lanes) keep the 8 rows.
+// often than 8 rows do; with 16 (AVX2) 6 rows x 2 accumulators + 2 + 1 is 15.
 #ifdef __AVX512F__
 constexpr int kTileRows = 12;
+constexpr int kMidRows = 8;
 #else
-constexpr int kTileRows = 8;
+constexpr int kTileRows = 6;
+constexpr int kMidRows = 4;
 #endif
 
 void small_gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
@@ -193,11 +202,11 @@ void small_gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, co
   for (; i + kTileRows <= M; i += kTileRows) {
     row_panel<kTileRows>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
   }
-  for (; i + 8 <= M; i += 8) {
-    row_panel<8>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
+  for (; i + kMidRows <= M; i += kMidRows) {
+    row_panel<kMidRows>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
   }
-  for (; i + 4 <= M; i += 4) {
-    row_panel<4>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
+  for (; i + 2 <= M; i += 2) {
+    row_panel<2>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
   }
   for (; i < M; ++i) {
     row_panel<1>(N, K, a + i * lda, lda, b, ldb, c + i * ldc, ldc, alpha, accumulate);
