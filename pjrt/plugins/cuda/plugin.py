@@ -85,6 +85,11 @@ class CudaBuffer(Buffer):
             raise BufferDeletedError(f"cannot {what} a deleted or donated buffer on "
                                      f"{self._device}")
 
+    def block_until_ready(self) -> "CudaBuffer":
+        # The event outlives a deletion (other results of the run share it): check first.
+        self._check_live("wait for")
+        return super().block_until_ready()
+
     def to_numpy(self) -> np.ndarray:
         self._check_live("read")
         self._event.wait()
