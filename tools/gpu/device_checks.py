@@ -49,11 +49,11 @@ STEPS = (
     # conformance 11 (when cuda refused every program), bench 80 (its figures all written
     # by then), roofline 11.
     Step("probe", 20, "nvidia-smi, driver and library versions, the runtime's device facts"),
-    Step("runtime_tests", 45, "pytest pjrt/plugins/cuda/tests (fake driver and real GPU)"),
+    Step("runtime_tests", 50, "pytest pjrt/plugins/cuda/tests (fake driver and real GPU)"),
     Step("backend_check", 40, "openhlo backend-check cuda (runtime contract + conformance)"),
     Step("conformance", 60, "a sample of testdata on cpu and cuda, pass counts compared"),
     Step("bench", 100, "bench workloads: openhlo cuda vs jax.jit and torch.compile on the GPU"),
-    Step("roofline", 35, "elementwise GB/s vs a device copy; bf16 GEMM TFLOP/s vs torch"),
+    Step("roofline", 30, "elementwise GB/s vs a device copy; bf16 GEMM TFLOP/s vs torch"),
 )
 
 
