@@ -12,13 +12,17 @@ failing check is the same CheckFailure as on the cpu backend.
 """
 from __future__ import annotations
 
-from stablehlo.ir.attributes import TypeAttr
+from stablehlo.errors import CheckFailure
+from stablehlo.ir.attributes import ArrayAttr, StringAttr, TypeAttr
 from stablehlo.ir.core import Func, Module, Operation, make_func
 from stablehlo.ir.types import FunctionType
 
 from pjrt.errors import UnimplementedError
 
 CHECKS_FILE = "checks.mlir"
+# Module attribute of checks.mlir: each check op's place in the program, in order, so that a
+# failure names the program's line rather than checks.mlir's.
+PLACES = "openhlo.check_places"
 # Needs the interpreter's probe store of the same run: not a value the device computes.
 _DEVICE_LESS = ("check.expect_serialized_eq",)
 
@@ -61,6 +65,8 @@ def split_checks(func: Func) -> Module | None:
         FunctionType(tuple(func.type.inputs), tuple(func.type.results) + types))
     func.op.attributes.pop("res_attrs", None)  # one per result: no longer as many
     module = Module()
+    module.attributes[PLACES] = ArrayAttr(tuple(StringAttr(str(op.location or "?"))
+                                                for op in checks))
     module.body.append(main)
     return module
 
@@ -72,9 +78,22 @@ class HostChecks:
     def __init__(self, text: str):
         from stablehlo.text import parse_module
         self.module = parse_module(text, CHECKS_FILE)
-        self.types = list(self.module.lookup("main").type.inputs)
+        main = self.module.lookup("main")
+        self.types = list(main.type.inputs)
+        places = self.module.attributes.get(PLACES)
+        ops = [op for op in main.body.operations if op.name != "func.return"]
+        self.places = {} if places is None else {
+            f"{op.location}: ": f"{place.value}: " for op, place in zip(ops, places.values)}
 
     def run(self, values: list) -> None:
-        """Raises the interpreter's CheckFailure when a check fails."""
+        """Raises the interpreter's CheckFailure when a check fails, naming the check's
+        place in the program."""
         from stablehlo.interpreter.evaluator import evaluate
-        evaluate(self.module, values)
+        try:
+            evaluate(self.module, values)
+        except CheckFailure as exc:
+            message = str(exc)
+            for here, there in self.places.items():
+                if message.startswith(here):
+                    raise CheckFailure(there + message[len(here):]) from None
+            raise

@@ -62,8 +62,9 @@ def test_a_failing_check_is_the_events_error_and_the_results(fake_cuda):
     client = pjrt.make_client("cuda")
     exe = client.compile(dot_checked(np.zeros((2, 2)), "op"))
     (result,), event = exe.execute([A, B], with_event=True)
-    with pytest.raises(CheckFailure, match=r"expect_almost_eq_const failed: 4 of 4 elements "
-                                           r"differ"):
+    with pytest.raises(CheckFailure, match=r"^<string>:6:3: 'check.expect_almost_eq_const': "
+                                           r"check.expect_almost_eq_const failed: 4 of 4 "
+                                           r"elements differ"):
         event.wait()
     assert isinstance(event.error(), CheckFailure)
     with pytest.raises(CheckFailure):
