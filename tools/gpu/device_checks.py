@@ -45,12 +45,15 @@ class Step:
 
 
 STEPS = (
-    Step("probe", 30, "nvidia-smi, driver and library versions, the runtime's device facts"),
-    Step("runtime_tests", 45, "pytest pjrt/plugins/cuda/tests (fake driver and real GPU)"),
-    Step("backend_check", 45, "openhlo backend-check cuda (runtime contract + conformance)"),
+    # The first GPU run's times: probe 10 s, runtime_tests 32, backend_check 12,
+    # conformance 11 (when cuda refused every program), bench 80 (its figures all written
+    # by then), roofline 11.
+    Step("probe", 20, "nvidia-smi, driver and library versions, the runtime's device facts"),
+    Step("runtime_tests", 50, "pytest pjrt/plugins/cuda/tests (fake driver and real GPU)"),
+    Step("backend_check", 40, "openhlo backend-check cuda (runtime contract + conformance)"),
     Step("conformance", 60, "a sample of testdata on cpu and cuda, pass counts compared"),
-    Step("bench", 80, "bench workloads: openhlo cuda vs jax.jit and torch.compile on the GPU"),
-    Step("roofline", 40, "elementwise GB/s vs a device copy; bf16 GEMM TFLOP/s vs torch"),
+    Step("bench", 100, "bench workloads: openhlo cuda vs jax.jit and torch.compile on the GPU"),
+    Step("roofline", 30, "elementwise GB/s vs a device copy; bf16 GEMM TFLOP/s vs torch"),
 )
 
 

@@ -9,7 +9,9 @@ executable launches into one translation unit (codegen/source.py), compiles it w
 * ``ptxas.json``: per kernel its kind (elementwise or reduction), registers, spill stores and
   loads, stack frame and shared memory (bytes), from ptxas's report;
 * ``executable.json``: the buffers and steps a runtime runs (executable.py, README.md);
-* ``const_<n>.bin``: the bytes of each constant buffer.
+* ``const_<n>.bin``: the bytes of each constant buffer;
+* ``checks.mlir``: the program's check ops, run on the host after the program on its last
+  results (host_checks.py), when it has any.
 
 ``claims(module)`` says whether the backend takes a program, without compiling its kernels:
 every op of the entry, after the pipeline, is a kernel, a GEMM, a byte copy (reshape, copy,
@@ -29,6 +31,7 @@ from pjrt.arguments import resolve_entry
 from pjrt.errors import UnimplementedError
 from pjrt.plugins.cuda import nvcc
 from pjrt.plugins.cuda.executable import Description
+from pjrt.plugins.cuda.host_checks import CHECKS_FILE, split_checks
 from pjrt.plugins.cuda.pipeline import cuda_pipeline
 
 TARGETS = ("sm_90a",)
@@ -45,13 +48,16 @@ def optimize(module: Module) -> tuple[Module, str]:
 
 def describe(module: Module, entry: str, out_dir: str | None = None) -> Description:
     """The executable description of the optimized ``module`` (constants written into
-    ``out_dir`` when given); raises NotClaimed for an op it cannot express."""
+    ``out_dir`` when given); raises NotClaimed for an op it cannot express. The entry's
+    check ops are moved out of ``module`` first (host_checks.py): ``description.checks``."""
     func = module.lookup(entry)
     for i, t in enumerate(func.type.inputs):
         if not isinstance(t, TensorType) or not t.is_static:
             raise UnimplementedError(f"@{entry} parameter {i}: the cuda backend takes "
                                      f"static tensors, not {t}")
+    checks = split_checks(func)
     description = Description(module, func, out_dir)
+    description.checks = checks
     for op in func.body.operations:
         description.add(op)
     return description
@@ -95,8 +101,12 @@ def write_directory(optimized: Module, entry: str, *, target: str,
              for name, kind in description.kernels.kinds.items()}
     (out / "ptxas.json").write_text(json.dumps(ptxas, indent=1) + "\n")
     func = optimized.lookup(entry)
-    (out / "executable.json").write_text(json.dumps(description.json(
-        target, cubin, _types(func.type.inputs), _types(func.type.results)), indent=1) + "\n")
+    document = description.json(target, cubin, _types(func.type.inputs),
+                                _types(func.type.results))
+    if description.checks is not None:
+        (out / CHECKS_FILE).write_text(str(description.checks))
+        document["checks"] = CHECKS_FILE
+    (out / "executable.json").write_text(json.dumps(document, indent=1) + "\n")
     return out
 
 

@@ -18,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+from stablehlo.errors import OpenHLOError
 from stablehlo.ir.types import numpy_dtype
 
 from pjrt.api import (ArgumentError, Buffer, BufferDeletedError, Client, CompileOptions,
@@ -62,6 +63,42 @@ class CudaEvent(Event):
         threading.Thread(target=lambda: callback(self.error()), daemon=True).start()
 
 
+class CheckedEvent(CudaEvent):
+    """A run of a program with check ops: once the device is done, ``run_checks`` (the
+    checks evaluated on the host, host_checks.py) runs once, and a failing check is this
+    event's error, as a failing check op is the execution's error on the cpu backend."""
+
+    def __init__(self, native_event, run_checks):
+        super().__init__(native_event)
+        self._run_checks = run_checks
+        self._lock = threading.Lock()
+        self._checked = False
+        self._failure: Optional[BaseException] = None
+
+    def _check(self) -> Optional[BaseException]:
+        with self._lock:
+            if not self._checked:
+                try:
+                    self._run_checks()
+                except OpenHLOError as exc:  # CheckFailure, or a download's CudaDriverError
+                    self._failure = exc
+                self._checked = True
+                self._run_checks = None  # let the checked values go
+        return self._failure
+
+    def wait(self, timeout: Optional[float] = None) -> None:
+        super().wait(timeout)
+        failure = self._check()
+        if failure is not None:
+            raise failure
+
+    def error(self) -> Optional[BaseException]:
+        failure = super().error()
+        if failure is None and super().is_ready():
+            failure = self._check()
+        return failure
+
+
 class CudaBuffer(Buffer):
     def __init__(self, client: "CudaClient", device: Device, native_buffer, shape: tuple,
                  dtype: np.dtype, event: CudaEvent):
@@ -84,6 +121,11 @@ class CudaBuffer(Buffer):
         if self._native.released:
             raise BufferDeletedError(f"cannot {what} a deleted or donated buffer on "
                                      f"{self._device}")
+
+    def block_until_ready(self) -> "CudaBuffer":
+        # The event outlives a deletion (other results of the run share it): check first.
+        self._check_live("wait for")
+        return super().block_until_ready()
 
     def to_numpy(self) -> np.ndarray:
         self._check_live("read")
@@ -122,6 +164,10 @@ class CudaLoadedExecutable(LoadedExecutable):
             self._natives[device] = runtime.load_executable(
                 client._native_device(device), description, use_graph=client.use_graphs)
         self._donation = threading.local()
+        self._checks = None
+        if description.checks is not None:
+            from pjrt.plugins.cuda.host_checks import HostChecks
+            self._checks = HostChecks(description.checks)
 
     @property
     def generated_code_size(self) -> int:
@@ -142,13 +188,30 @@ class CudaLoadedExecutable(LoadedExecutable):
             with runtime.driver_errors(f"running {self.name} on {device}"):
                 results, native_event = self._natives[device].run([a._native for a in args],
                                                                   flags)
-            event = CudaEvent(native_event)
+            if self._checks is None:
+                event = CudaEvent(native_event)
+            else:  # the checked values are the results after the program's own
+                checked = results[len(self.result_types):]
+                event = CheckedEvent(native_event,
+                                     lambda d=device, c=checked: self._run_checks(d, c))
             outputs.append([
                 CudaBuffer(self.client, device, native, type.shape,
                            numpy_dtype(type.element_type), event)
                 for native, type in zip(results, self.result_types)])
             events.append(event)
         return outputs, events
+
+
+    def _run_checks(self, device: Device, checked: list) -> None:
+        native_device = self.client._native_device(device)
+        values = []
+        for native, type in zip(checked, self._checks.types):
+            value = np.empty(type.shape, numpy_dtype(type.element_type))
+            with runtime.driver_errors(f"copying a checked value of {self.name} from "
+                                       f"{device} to the host"):
+                native_device.download(native, value)
+            values.append(value)
+        self._checks.run(values)
 
 
 class CudaClient(CompileDriverMixin, Client):

@@ -134,6 +134,7 @@ class Description:
     steps: list             # dicts with dense operands
     kernels: list           # names, in order of first use
     cubin: bytes
+    checks: str | None = None  # checks.mlir's text: run on the host on the last results
 
 
 def read_description(directory) -> Description:
@@ -208,7 +209,14 @@ class _Reader:
             if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < len(params):
                 self.fail(f"written_params[{i}]", f"expected an argument index below "
                           f"{len(params)}, got {p!r}")
-        return Description(params, results, written, buffers, steps, kernels, cubin)
+        checks = None
+        if "checks" in doc:
+            name = self.get(doc, "checks", "executable", str)
+            try:
+                checks = (self.directory / name).read_text()
+            except OSError as exc:
+                self.fail("checks", f"cannot read {name} ({exc.strerror})")
+        return Description(params, results, written, buffers, steps, kernels, cubin, checks)
 
     def param(self, p, where: str) -> tuple:
         shape = self.get(p, "shape", where, list)

@@ -25,7 +25,7 @@ CachingAllocator::~CachingAllocator() {
   release_cached_locked();
 }
 
-std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
+std::shared_ptr<void> CachingAllocator::allocate(size_t bytes, CUdeviceptr preferred) {
   const size_t rounded = size_class(bytes);
   CUdeviceptr ptr = 0;
   {
@@ -33,8 +33,14 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
     stats_.allocations++;
     auto it = free_lists_.find(rounded);
     if (it != free_lists_.end() && !it->second.empty()) {
-      ptr = it->second.back();
-      it->second.pop_back();
+      std::vector<CUdeviceptr>& blocks = it->second;
+      auto chosen = preferred != 0 ? std::find(blocks.begin(), blocks.end(), preferred)
+                                   : blocks.end();
+      if (chosen == blocks.end()) {
+        chosen = blocks.end() - 1;  // the most recently freed
+      }
+      ptr = *chosen;
+      blocks.erase(chosen);
       stats_.cache_hits++;
       stats_.bytes_cached -= rounded;
     } else {

@@ -38,7 +38,10 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
 
   // A block of at least `bytes` (at least 1); freed back to the cache when the last owner
   // lets go. Throws CudaError when the device is out of memory even with the cache released.
-  std::shared_ptr<void> allocate(size_t bytes);
+  // A nonzero `preferred` is a block of this allocator: when it is cached in the request's
+  // size class it is the one handed out (a CUDA graph replays only on the addresses it was
+  // captured with), else any block is.
+  std::shared_ptr<void> allocate(size_t bytes, CUdeviceptr preferred = 0);
 
   // Return every cached block to the driver (the live ones stay).
   void release_cached();

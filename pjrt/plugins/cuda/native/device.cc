@@ -76,8 +76,8 @@ void Device::make_current() const {
   driver_->check(driver_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
 }
 
-DeviceBuffer Device::allocate(size_t bytes) {
-  return DeviceBuffer{allocator_->allocate(bytes), bytes};
+DeviceBuffer Device::allocate(size_t bytes, CUdeviceptr preferred) {
+  return DeviceBuffer{allocator_->allocate(bytes, preferred), bytes};
 }
 
 void Device::upload(const DeviceBuffer& dst, const void* host, size_t bytes) {

@@ -46,7 +46,8 @@ class Device {
   // Makes the device's context current on the calling thread (driver calls need it).
   void make_current() const;
 
-  DeviceBuffer allocate(size_t bytes);
+  // `preferred`: a freed block to take back if the cache still holds it (allocator.h).
+  DeviceBuffer allocate(size_t bytes, CUdeviceptr preferred = 0);
   // Host -> device and back; both wait for the copy (the host memory may go away after).
   void upload(const DeviceBuffer& dst, const void* host, size_t bytes);
   void download(void* host, const DeviceBuffer& src, size_t bytes);

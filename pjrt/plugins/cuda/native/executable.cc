@@ -100,7 +100,7 @@ std::pair<std::vector<DeviceBuffer>, std::shared_ptr<Event>> Executable::run(
         reusable[spec.param] = false;
       } else {
         // Not ours to write: the program runs on a copy (queued before its steps).
-        held[i] = device_->allocate(arg.bytes);
+        held[i] = device_->allocate(arg.bytes, graph_address(i));
         device_->copy_async(held[i].address(), arg.address(), arg.bytes);
       }
     } else if (spec.kind == BufferKind::kConst) {
@@ -112,7 +112,7 @@ std::pair<std::vector<DeviceBuffer>, std::shared_ptr<Event>> Executable::run(
       held[i] = DeviceBuffer{args[spec.alias_param]->block, spec.bytes};
       reusable[spec.alias_param] = false;  // one result per donated argument
     } else {
-      held[i] = device_->allocate(spec.bytes);
+      held[i] = device_->allocate(spec.bytes, graph_address(i));
     }
   }
   std::vector<CUdeviceptr> addresses(held.size());
@@ -131,6 +131,10 @@ std::pair<std::vector<DeviceBuffer>, std::shared_ptr<Event>> Executable::run(
     outputs.push_back(DeviceBuffer{held[r].block, buffers_[r].bytes});
   }
   return {std::move(outputs), device_->record_event()};
+}
+
+CUdeviceptr Executable::graph_address(size_t buffer) const {
+  return last_graph_ != nullptr ? (*last_graph_)[buffer] : 0;
 }
 
 void Executable::enqueue_steps(const std::vector<CUdeviceptr>& addresses) {
@@ -200,6 +204,9 @@ void Executable::launch_graph(const std::vector<CUdeviceptr>& addresses) {
     if (graphs_.size() >= kMaxGraphs) {
       driver.check(driver.cuGraphExecDestroy(graphs_.at(graph_order_.front())),
                    "cuGraphExecDestroy");
+      if (last_graph_ == &graphs_.find(graph_order_.front())->first) {
+        last_graph_ = nullptr;
+      }
       graphs_.erase(graph_order_.front());
       graph_order_.erase(graph_order_.begin());
     }
@@ -228,6 +235,7 @@ void Executable::launch_graph(const std::vector<CUdeviceptr>& addresses) {
     graph_order_.push_back(addresses);
     stats_.graph_captures++;
   }
+  last_graph_ = &found->first;
   driver.check(driver.cuGraphLaunch(found->second, device_->stream()), "cuGraphLaunch");
   stats_.graph_launches++;
 }

@@ -6,8 +6,8 @@
 // (cuStreamBeginCapture .. cuGraphInstantiate) and every run with the same addresses
 // replays it with one cuGraphLaunch. Temporaries of a graph-mode executable are allocated
 // once and kept, so the addresses (the graph's key) are those of the arguments and results
-// only; the caching allocator hands a freed result's block to the next run, so a loop that
-// drops its results replays one graph.
+// only; a fresh result asks the caching allocator for the block it had in the last graph,
+// so a loop that drops its results (in whatever order) replays one graph.
 #pragma once
 
 #include <cstdint>
@@ -102,6 +102,10 @@ class Executable {
   void enqueue_steps(const std::vector<CUdeviceptr>& addresses);
   void enqueue_gemm(const GemmStep& gemm, const std::vector<CUdeviceptr>& addresses);
   void launch_graph(const std::vector<CUdeviceptr>& addresses);
+  // Graph mode: buffer's address in the last graph launched (0 if none), asked of the
+  // allocator for a fresh result so that results freed in any order come back at the same
+  // addresses and the graph is replayed rather than captured again.
+  CUdeviceptr graph_address(size_t buffer) const;
 
   std::shared_ptr<Device> device_;
   CUmodule module_ = nullptr;
@@ -118,6 +122,7 @@ class Executable {
   std::vector<DeviceBuffer> kept_temps_;  // graph mode: per buffer; empty unless a kept temp
   std::map<std::vector<CUdeviceptr>, CUgraphExec> graphs_;
   std::vector<std::vector<CUdeviceptr>> graph_order_;  // oldest first, for eviction
+  const std::vector<CUdeviceptr>* last_graph_ = nullptr;  // a key of graphs_
   ExecutableStats stats_;
   std::mutex mutex_;  // runs of one executable from several threads queue in turn
 };

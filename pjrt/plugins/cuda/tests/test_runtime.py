@@ -133,6 +133,32 @@ def test_cuda_graph_is_captured_once_then_replayed(cuda_device, fake_cuda, tmp_p
     assert executable.stats()["graph_captures"] == 2
 
 
+def test_results_freed_in_any_order_replay_one_graph(cuda_device, fake_cuda, tmp_path):
+    """The first GPU run captured twice: its loop freed the first result before the second,
+    and the allocator's most recently freed block went to the first result of the next run,
+    so the addresses (the graph's key) came out swapped. A fresh result now asks for its
+    block of the last graph."""
+    executable = load(cuda_device, three_steps(tmp_path), use_graph=True)
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    arg = cuda_device.upload(x)
+    addresses = []
+    for _ in range(3):
+        (out, copied), event = executable.run([arg], [False])
+        event.synchronize()
+        np.testing.assert_array_equal(download(cuda_device, copied, np.float32, (4, 8)), x)
+        addresses.append((out.address, copied.address))
+        del out, copied  # the first result freed first
+    assert addresses == [addresses[0]] * 3
+    assert executable.stats() == {"runs": 3, "graph_captures": 1, "graph_launches": 3}
+    # A result still held keeps its block: the next run gets another one, another graph.
+    (held, _), event = executable.run([arg], [False])
+    (out, copied), event = executable.run([arg], [False])
+    event.synchronize()
+    assert out.address != held.address
+    assert executable.stats()["graph_captures"] == 2
+    np.testing.assert_array_equal(download(cuda_device, copied, np.float32, (4, 8)), x)
+
+
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 @pytest.mark.parametrize("trans_a,trans_b,batch", [(0, 0, 1), (1, 0, 1), (0, 1, 2), (1, 1, 3)])
 def test_gemm_matches_numpy(cuda_device, tmp_path, dtype, trans_a, trans_b, batch):

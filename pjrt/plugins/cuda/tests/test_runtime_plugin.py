@@ -65,6 +65,18 @@ def test_buffers_live_on_the_device(fake_cuda):
     assert client.memory_stats()["bytes_in_use"] == 512
 
 
+def test_deleted_buffer_refuses_every_use(fake_cuda):
+    from pjrt.api import BufferDeletedError
+    client = pjrt.make_client("cuda")
+    buffer = client.buffer_from_numpy(np.ones((2, 3), np.float32))
+    buffer.delete()
+    assert buffer.is_deleted
+    for use in (buffer.to_numpy, buffer.block_until_ready,
+                lambda: buffer.copy_to_device(client.devices()[0])):
+        with pytest.raises(BufferDeletedError, match="deleted or donated buffer"):
+            use()
+
+
 def test_ahead_of_time_directory_runs_with_donation(fake_cuda, tmp_path):
     client = pjrt.make_client("cuda")
     executable = client.load_directory(directory_of(tmp_path, COPY_STEPS), COPY_PROGRAM)
