@@ -2,7 +2,8 @@
 
 The generated kernels are grid-stride loops, so one thread (a grid and block of 1) computes
 every task: ``kernels.cu`` is compiled by the host C++ compiler with ``HOST_PRELUDE`` (the CUDA
-keywords as nothing, the thread indices as constants, a warp of one lane, the CUDA headers' host
+keywords as nothing, the thread indices as constants, a warp of one lane and a
+block of one thread (shared memory a local array, barriers nothing), the CUDA headers' host
 half/bf16 types) and its kernels are called through ctypes. The steps run as the description
 says: launches on byte arrays per buffer at their offsets, copies, and GEMMs by numpy on strided
 views (what the GPU runtime asks cuBLAS for). So the whole description, not only the kernels, is
@@ -20,10 +21,14 @@ import numpy as np
 
 HOST_PRELUDE = """
 #define OHC_WARP 1
+#define OHC_BLOCK 1
 #include <cmath>
 #include <cstdint>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#undef __shared__
+#define __shared__
+#define __syncthreads()
 #ifndef __launch_bounds__
 #define __launch_bounds__(n)
 #endif

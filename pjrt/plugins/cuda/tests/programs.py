@@ -71,3 +71,37 @@ SORT = """module @m {
 
 # Rows of 200: a warp per row (codegen/target.py's WARP_ROWS_FROM).
 SOFTMAX_LONG_ROWS = SOFTMAX.replace("32x16", "32x200")
+
+# Rows of 4099 (odd, past codegen/target.py's BLOCK_ROWS_FROM): a thread block per row, the
+# exp kept in each thread's share of a row buffer.
+SOFTMAX_BLOCK_ROWS = SOFTMAX.replace("32x16", "3x4099").replace("32xf32", "3xf32")
+# Rows of 70001: each thread's share of the exp (274 floats) is past its 1 KiB of local
+# memory, so the division's loop recomputes it.
+SOFTMAX_RECOMPUTED = SOFTMAX.replace("32x16", "2x70001").replace("32xf32", "2xf32")
+
+# max, min and sum of rows of one block each (odd lengths: a tail of the block's threads):
+# f32 max and min, an i32 sum, a bf16 max, and an element-shaped result written by the row's
+# threads.
+BLOCK_ROW_REDUCTIONS = """
+module @m {
+  func.func public @main(%x: tensor<5x2053xf32>, %i: tensor<3x3001xi32>, %h: tensor<2x2048xbf16>)
+      -> (tensor<5xf32>, tensor<5xf32>, tensor<3xi32>, tensor<2xbf16>, tensor<5x2053xf32>) {
+    %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+    %pinf = stablehlo.constant dense<0x7F800000> : tensor<f32>
+    %zero = stablehlo.constant dense<0> : tensor<i32>
+    %hninf = stablehlo.constant dense<0xFF80> : tensor<bf16>
+    %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1]
+        : (tensor<5x2053xf32>, tensor<f32>) -> tensor<5xf32>
+    %n = stablehlo.reduce(%x init: %pinf) applies stablehlo.minimum across dimensions = [1]
+        : (tensor<5x2053xf32>, tensor<f32>) -> tensor<5xf32>
+    %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<5xf32>) -> tensor<5x2053xf32>
+    %d = stablehlo.subtract %x, %mb : tensor<5x2053xf32>
+    %s = stablehlo.reduce(%i init: %zero) applies stablehlo.add across dimensions = [1]
+        : (tensor<3x3001xi32>, tensor<i32>) -> tensor<3xi32>
+    %hs = stablehlo.reduce(%h init: %hninf) applies stablehlo.maximum across dimensions = [1]
+        : (tensor<2x2048xbf16>, tensor<bf16>) -> tensor<2xbf16>
+    return %m, %n, %s, %hs, %d
+        : tensor<5xf32>, tensor<5xf32>, tensor<3xi32>, tensor<2xbf16>, tensor<5x2053xf32>
+  }
+}
+"""

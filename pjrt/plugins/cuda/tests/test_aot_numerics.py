@@ -14,8 +14,9 @@ import stablehlo
 from stablehlo.interpreter import evaluate
 from pjrt.plugins.cuda import aot, nvcc
 from pjrt.plugins.cuda.tests import host_emulation
-from pjrt.plugins.cuda.tests.programs import (ELEMENTWISE, MIXED, REPO, SOFTMAX,
-                                              SOFTMAX_LONG_ROWS)
+from pjrt.plugins.cuda.tests.programs import (BLOCK_ROW_REDUCTIONS, ELEMENTWISE, MIXED, REPO,
+                                              SOFTMAX, SOFTMAX_BLOCK_ROWS, SOFTMAX_LONG_ROWS,
+                                              SOFTMAX_RECOMPUTED)
 
 NVCC = nvcc.find_tool("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None or host_emulation.host_compiler() is None,
@@ -89,7 +90,9 @@ def _inputs(module, rng) -> list:
     ("hello", HELLO, 1e-5), ("elementwise", ELEMENTWISE, 1e-2), ("softmax", SOFTMAX, 1e-5),
     ("mixed", MIXED, 1e-5), ("inner_dims_reduce", INNER_DIMS_REDUCE, 1e-5),
     ("narrow_constants", NARROW_CONSTANTS, 1e-2), ("softmax_long_rows", SOFTMAX_LONG_ROWS, 1e-5),
-    ("bitcasts", BITCASTS, 0), ("attention_scores", ATTENTION_SCORES, 1e-5)])
+    ("bitcasts", BITCASTS, 0), ("attention_scores", ATTENTION_SCORES, 1e-5),
+    ("softmax_block_rows", SOFTMAX_BLOCK_ROWS, 1e-5),
+    ("softmax_recomputed", SOFTMAX_RECOMPUTED, 1e-5)])
 def test_results_match_the_interpreter(name, text, rtol, tmp_path):
     module = stablehlo.parse(text)
     args = _inputs(module, np.random.default_rng(0))
@@ -200,6 +203,26 @@ def _check_indexing(text: str, out_dir, tmp_path, seeds=range(3)) -> dict:
             assert g.shape == e.shape and g.dtype == e.dtype
             np.testing.assert_array_equal(g, np.asarray(e))
     return json.loads((out / "ptxas.json").read_text())
+
+
+def test_block_row_reductions_match_float64(tmp_path):
+    """max, min and an integer sum over rows of a thread block each against numpy: exact,
+    as any combination order gives the same result."""
+    module = stablehlo.parse(BLOCK_ROW_REDUCTIONS)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 2053)).astype(np.float32)
+    x[1, 2052] = 9.0  # the extremes in the tails and heads of the rows' thread shares
+    x[2, 0] = -9.0
+    i = rng.integers(-1000, 1000, (3, 3001)).astype(np.int32)
+    h = rng.standard_normal((2, 2048)).astype(host_emulation.dtype_of("bf16"))
+    out = aot.compile_module(module, out_dir=tmp_path / "block_rows")
+    assert "__syncthreads();" in (out / "kernels.cu").read_text()
+    m, n, s, hs, d = host_emulation.HostExecutable(out, NVCC, tmp_path)([x, i, h])
+    np.testing.assert_array_equal(m, x.max(axis=1))
+    np.testing.assert_array_equal(n, x.min(axis=1))
+    np.testing.assert_array_equal(s, i.astype(np.int64).sum(axis=1).astype(np.int32))
+    np.testing.assert_array_equal(hs, h.max(axis=1))
+    np.testing.assert_array_equal(d, x - x.max(axis=1, keepdims=True))
 
 
 @pytest.mark.parametrize("name, text", [
