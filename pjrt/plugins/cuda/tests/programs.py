@@ -105,3 +105,32 @@ module @m {
   }
 }
 """
+
+# A max pool (2x3 windows, strides 2, padding on both sides) and a sum from 1 (no identity:
+# padding and base-dilation holes count) with base and window dilations and a negative
+# (cropping) padding.
+REDUCE_WINDOWS = """
+module @m {
+  func.func public @main(%x: tensor<2x7x6xf32>, %y: tensor<5x4xi32>)
+      -> (tensor<2x4x3xf32>, tensor<5x6xi32>) {
+    %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %m = "stablehlo.reduce_window"(%x, %ninf) <{window_dimensions = array<i64: 1, 2, 3>,
+        window_strides = array<i64: 1, 2, 2>,
+        padding = dense<[[0, 0], [1, 1], [1, 0]]> : tensor<3x2xi64>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.maximum %a, %b : tensor<f32>
+      stablehlo.return %c : tensor<f32>
+    }) : (tensor<2x7x6xf32>, tensor<f32>) -> tensor<2x4x3xf32>
+    %s = "stablehlo.reduce_window"(%y, %one) <{window_dimensions = array<i64: 2, 2>,
+        window_strides = array<i64: 2, 1>, base_dilations = array<i64: 2, 2>,
+        window_dilations = array<i64: 1, 2>,
+        padding = dense<[[1, 0], [2, -1]]> : tensor<2x2xi64>}> ({
+    ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+      %c = stablehlo.add %a, %b : tensor<i32>
+      stablehlo.return %c : tensor<i32>
+    }) : (tensor<5x4xi32>, tensor<i32>) -> tensor<5x6xi32>
+    return %m, %s : tensor<2x4x3xf32>, tensor<5x6xi32>
+  }
+}
+"""

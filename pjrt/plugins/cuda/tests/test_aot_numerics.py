@@ -14,8 +14,8 @@ import stablehlo
 from stablehlo.interpreter import evaluate
 from pjrt.plugins.cuda import aot, nvcc
 from pjrt.plugins.cuda.tests import host_emulation
-from pjrt.plugins.cuda.tests.programs import (BLOCK_ROW_REDUCTIONS, ELEMENTWISE, MIXED, REPO,
-                                              SOFTMAX, SOFTMAX_BLOCK_ROWS, SOFTMAX_LONG_ROWS,
+from pjrt.plugins.cuda.tests.programs import (BLOCK_ROW_REDUCTIONS, ELEMENTWISE, MIXED,
+                                              REDUCE_WINDOWS, REPO, SOFTMAX, SOFTMAX_BLOCK_ROWS, SOFTMAX_LONG_ROWS,
                                               SOFTMAX_RECOMPUTED)
 
 NVCC = nvcc.find_tool("nvcc")
@@ -228,7 +228,7 @@ def test_block_row_reductions_match_float64(tmp_path):
 @pytest.mark.parametrize("name, text", [
     ("scatter_in_order", SCATTER_IN_ORDER), ("scatter_variadic_batched", SCATTER_VARIADIC_BATCHED),
     ("gather_clamped", GATHER_CLAMPED),
-    ("dynamic_slices", DYNAMIC_SLICES)])
+    ("dynamic_slices", DYNAMIC_SLICES), ("reduce_windows", REDUCE_WINDOWS)])
 def test_indexing_ops_match_the_interpreter(name, text, tmp_path):
     ptxas = _check_indexing(text, tmp_path / name, tmp_path)
     indexing = [k for k in ptxas.values() if k["kind"] == "indexing"]
@@ -244,7 +244,9 @@ TESTDATA = pathlib.Path("/work/shared/conformance/stablehlo/testdata")
     "scatter_add_bfloat16_3_5_40_bfloat16_3_5_2", "scatter_mul_float32_3_5_40_float32_3_5_2",
     "scatter_min_int64_4_2_3_5_int64_4_3", "scatter_uint8_5_6_7_uint8_2_7",
     "gather_float32_10_10_10_int64_1_4_2", "gather_float32_2_6_3_int64_2_3",
-    "dynamic_slice_float32_7_5_3_int64_3", "dynamic_update_slice_bfloat16_3_bfloat16_1_int64_1"])
+    "dynamic_slice_float32_7_5_3_int64_3", "dynamic_update_slice_bfloat16_3_bfloat16_1_int64_1",
+    "reduce_window_add_float32_4_6", "reduce_window_max_bfloat16_4_6",
+    "reduce_window_min_float32_1_1600"])
 def test_indexing_testdata_match_the_interpreter(name, tmp_path):
     from tools.cuda_aot_report import program_of_testdata
     module = stablehlo.parse((TESTDATA / f"{name}.mlir").read_text())
