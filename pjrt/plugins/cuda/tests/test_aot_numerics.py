@@ -205,9 +205,25 @@ def _check_indexing(text: str, out_dir, tmp_path, seeds=range(3)) -> dict:
     return json.loads((out / "ptxas.json").read_text())
 
 
-def test_block_row_reductions_match_float64(tmp_path):
+@pytest.mark.parametrize("name, text", [
+    ("softmax", SOFTMAX), ("softmax_long_rows", SOFTMAX_LONG_ROWS),
+    ("softmax_block_rows", SOFTMAX_BLOCK_ROWS), ("softmax_recomputed", SOFTMAX_RECOMPUTED)])
+def test_rows_shared_by_threads_match_the_interpreter(name, text, tmp_path):
+    """A row per thread, warp and block on a block of real host threads (the shuffles,
+    barriers and shared memory between them: host_emulation's ``threaded``)."""
+    module = stablehlo.parse(text)
+    args = _inputs(module, np.random.default_rng(2))
+    expected = evaluate(stablehlo.parse(text), args)
+    out = aot.compile_module(module, out_dir=tmp_path / name)
+    (got,) = host_emulation.HostExecutable(out, NVCC, tmp_path, threaded=True)(args)
+    np.testing.assert_allclose(got, expected[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_block_row_reductions_match_float64(threaded, tmp_path):
     """max, min and an integer sum over rows of a thread block each against numpy: exact,
-    as any combination order gives the same result."""
+    as any combination order gives the same result (on one thread, and on a block of
+    threads)."""
     module = stablehlo.parse(BLOCK_ROW_REDUCTIONS)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((5, 2053)).astype(np.float32)
@@ -217,7 +233,7 @@ def test_block_row_reductions_match_float64(tmp_path):
     h = rng.standard_normal((2, 2048)).astype(host_emulation.dtype_of("bf16"))
     out = aot.compile_module(module, out_dir=tmp_path / "block_rows")
     assert "__syncthreads();" in (out / "kernels.cu").read_text()
-    m, n, s, hs, d = host_emulation.HostExecutable(out, NVCC, tmp_path)([x, i, h])
+    m, n, s, hs, d = host_emulation.HostExecutable(out, NVCC, tmp_path, threaded)([x, i, h])
     np.testing.assert_array_equal(m, x.max(axis=1))
     np.testing.assert_array_equal(n, x.min(axis=1))
     np.testing.assert_array_equal(s, i.astype(np.int64).sum(axis=1).astype(np.int32))
