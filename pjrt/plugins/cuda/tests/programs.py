@@ -134,3 +134,19 @@ module @m {
   }
 }
 """
+
+# The three shifts of each integer width, signed and unsigned (the test passes amounts from
+# -2, read as unsigned, to past the bit width).
+SHIFTS = "\n".join(["module @m {", "  func.func public @main(" + ", ".join(
+    f"%{t}a: tensor<64x{t}>, %{t}b: tensor<64x{t}>" for t in ("i8", "ui16", "i32", "ui32", "i64",
+                                                              "ui64")) + ") -> (" +
+    ", ".join(f"tensor<64x{t}>" for t in ("i8", "ui16", "i32", "ui32", "i64", "ui64")
+              for _ in range(3)) + ") {"] + [
+    f"    %{t}{k} = stablehlo.shift_{s} %{t}a, %{t}b : tensor<64x{t}>"
+    for t in ("i8", "ui16", "i32", "ui32", "i64", "ui64")
+    for k, s in enumerate(("left", "right_logical", "right_arithmetic"))] + [
+    "    return " + ", ".join(f"%{t}{k}" for t in ("i8", "ui16", "i32", "ui32", "i64", "ui64")
+                              for k in range(3)) + " : " +
+    ", ".join(f"tensor<64x{t}>" for t in ("i8", "ui16", "i32", "ui32", "i64", "ui64")
+              for _ in range(3)),
+    "  }", "}"])

@@ -15,7 +15,7 @@ from stablehlo.interpreter import evaluate
 from pjrt.plugins.cuda import aot, nvcc
 from pjrt.plugins.cuda.tests import host_emulation
 from pjrt.plugins.cuda.tests.programs import (BLOCK_ROW_REDUCTIONS, ELEMENTWISE, MIXED,
-                                              REDUCE_WINDOWS, REPO, SOFTMAX, SOFTMAX_BLOCK_ROWS, SOFTMAX_LONG_ROWS,
+                                              REDUCE_WINDOWS, REPO, SHIFTS, SOFTMAX, SOFTMAX_BLOCK_ROWS, SOFTMAX_LONG_ROWS,
                                               SOFTMAX_RECOMPUTED)
 
 NVCC = nvcc.find_tool("nvcc")
@@ -104,6 +104,26 @@ def test_results_match_the_interpreter(name, text, rtol, tmp_path):
         assert g.shape == e.shape and g.dtype == e.dtype
         np.testing.assert_allclose(g.astype(np.float64), np.asarray(e).astype(np.float64),
                                    rtol=rtol, atol=rtol)
+
+
+def test_shifts_match_the_interpreter(tmp_path):
+    """Shifts by every amount from -2 (read as unsigned: past the width) to the bit width + 2,
+    on values with the top bit set and clear: exact."""
+    module = stablehlo.parse(SHIFTS)
+    rng = np.random.default_rng(3)
+    args = []
+    for t in module.lookup("main").type.inputs[::2]:
+        dtype = host_emulation.dtype_of(str(t.element_type))
+        width = dtype.itemsize * 8
+        values = rng.integers(0, 256, (64, dtype.itemsize), dtype=np.uint8).view(dtype)
+        amounts = (np.arange(64) % (width + 5) - 2).astype(dtype)
+        args += [values.reshape(64), amounts]
+    expected = evaluate(stablehlo.parse(SHIFTS), args)
+    out = aot.compile_module(module, out_dir=tmp_path / "shifts")
+    got = host_emulation.HostExecutable(out, NVCC, tmp_path)(args)
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, np.asarray(e))
 
 
 # Overlapping updates (index 1 twice) through a region whose result depends on their order,
@@ -262,7 +282,9 @@ TESTDATA = pathlib.Path("/work/shared/conformance/stablehlo/testdata")
     "gather_float32_10_10_10_int64_1_4_2", "gather_float32_2_6_3_int64_2_3",
     "dynamic_slice_float32_7_5_3_int64_3", "dynamic_update_slice_bfloat16_3_bfloat16_1_int64_1",
     "reduce_window_add_float32_4_6", "reduce_window_max_bfloat16_4_6",
-    "reduce_window_min_float32_1_1600"])
+    "reduce_window_min_float32_1_1600", "shift_left_int32_1_20_int32_20_20",
+    "shift_right_arithmetic_uint32_20_20_uint32_20_20",
+    "shift_right_logical_int8_20_20_int8_20_20"])
 def test_indexing_testdata_match_the_interpreter(name, tmp_path):
     from tools.cuda_aot_report import program_of_testdata
     module = stablehlo.parse((TESTDATA / f"{name}.mlir").read_text())
