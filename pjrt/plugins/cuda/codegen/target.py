@@ -118,7 +118,8 @@ class CudaKernelTarget(KernelTarget):
             f"if (threadIdx.x % OHC_WARP == 0) {part}[threadIdx.x / OHC_WARP] = {acc};",
             "__syncthreads();",
             f"{acc} = {part}[0];",
-            f"for (int w = 1; w < OHC_BLOCK / OHC_WARP; ++w) {acc} = {combine(acc, f'{part}[w]')};",
+            f"for (int w = 1; w < OHC_BLOCK / OHC_WARP; ++w) "
+            f"{acc} = {combine(acc, f'{part}[w]')};",
             "__syncthreads();"]
 
     def row_buffer(self, name: str, ctype: str, n: int) -> tuple[str, str | None, str] | None:
@@ -142,8 +143,8 @@ class CudaKernelTarget(KernelTarget):
         raise NotGeneratable("a while loop as one kernel")
 
     def launch(self) -> tuple[list[int], list[int]]:
-        """(grid, block) of the kernel written last: a thread per task, up to MAX_BLOCKS
-        blocks."""
+        """(grid, block) of the kernel written last: a thread, warp or block per task
+        (``row_threads``), up to MAX_BLOCKS blocks."""
         threads = self.tasks * self.row_threads
         return [max(1, min(MAX_BLOCKS, -(-threads // THREADS))), 1, 1], [THREADS, 1, 1]
 

@@ -66,8 +66,10 @@ static unsigned char ohc_slots[2048][8];
 extern "C" void ohc_setup(int64_t threads) {
   blockDim.x = threads;
   ohc_block_barrier = std::make_unique<std::barrier<>>(threads);
-  for (int64_t w = 0; w < (threads + 31) / 32; ++w)
-    ohc_warp_barriers[w] = std::make_unique<std::barrier<>>(threads - w * 32 < 32 ? threads - w * 32 : 32);
+  for (int64_t w = 0; w < (threads + 31) / 32; ++w) {
+    const int64_t lanes = threads - w * 32 < 32 ? threads - w * 32 : 32;
+    ohc_warp_barriers[w] = std::make_unique<std::barrier<>>(lanes);
+  }
 }
 extern "C" void ohc_thread(int64_t t) { threadIdx.x = t; }
 #define __syncthreads() ohc_block_barrier->arrive_and_wait()

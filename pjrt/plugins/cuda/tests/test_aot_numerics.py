@@ -15,7 +15,8 @@ from stablehlo.interpreter import evaluate
 from pjrt.plugins.cuda import aot, nvcc
 from pjrt.plugins.cuda.tests import host_emulation
 from pjrt.plugins.cuda.tests.programs import (BLOCK_ROW_REDUCTIONS, ELEMENTWISE, MIXED,
-                                              REDUCE_WINDOWS, REPO, SHIFTS, SOFTMAX, SOFTMAX_BLOCK_ROWS, SOFTMAX_LONG_ROWS,
+                                              REDUCE_WINDOWS, REPO, SHIFTS, SOFTMAX,
+                                              SOFTMAX_BLOCK_ROWS, SOFTMAX_LONG_ROWS,
                                               SOFTMAX_RECOMPUTED)
 
 NVCC = nvcc.find_tool("nvcc")
