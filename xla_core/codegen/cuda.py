@@ -29,6 +29,7 @@ class CudaRenderer(CppRenderer):
              "ui64": "uint64_t"}
     FLOATS = frozenset({"f32", "f64", "f16", "bf16"})
     NARROW = {"f16": "f32", "bf16": "f32"}
+    SHIFTS = True  # checked against the interpreter (pjrt/plugins/cuda/tests)
     # Device functions every kernel may call: the headers of the narrow types, the
     # NaN-propagating max/min (``extremum``; fmaxf would drop a NaN) and logistic.
     HELPERS = (

@@ -6,9 +6,11 @@
   row-shaped and element results are written. Per-row scalars computed from the reductions
   (a log of the sum, a reciprocal) are computed once per row, ahead of the loops; a costly
   reduced operand that later loops use too (softmax's exp) is kept in a row buffer. A target
-  may split a row over threads (``KernelTarget.row_split``, a GPU's warp): each then takes
-  every count-th element in every loop over the row (so a row buffer's elements are its
-  own), and ``row_combine`` joins their accumulators (warp shuffles).
+  may split a row over threads (``KernelTarget.row_split``, a GPU's warp or block): each
+  then takes every count-th element in every loop over the row (so a row buffer's elements
+  are its own, and the target may hold only those: ``row_buffer``, which may also decline,
+  and later loops recompute), and ``row_combine`` joins their accumulators (warp shuffles,
+  shared memory).
 * column (reduced dims are a prefix): the range is blocks of columns; each reduction
   accumulates a block of columns over all rows, from the init value, then the results are
   written.
@@ -97,12 +99,12 @@ def _classify(k: Kernel, shape, kept):
 
 def _reduce_step(k: Kernel, op, acc: str, lane: str, idx, keep: str | None = None) -> list[str]:
     """Statements of one accumulation of ``op``'s operand at ``idx`` into ``acc[lane]`` (and
-    into the row buffer ``keep[j]`` when given)."""
+    into ``keep``, the row buffer's element ``j``, when given)."""
     body = k.body
     saved = body.open()
     v = body.at(op.operands[0], idx)
     if keep is not None:
-        body.lines.append(f"{keep}[j] = {v};")
+        body.lines.append(f"{keep} = {v};")
     comb = k.renderer.expression(combiner(op)[1], [f"{acc}[{lane}]", v], k.math)
     body.lines.append(f"{acc}[{lane}] = {comb};")
     return body.close(saved)
@@ -197,13 +199,16 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
     keep = _buffered(k, reduces, shape)
     split = k.target.row_split(n)
     first, last = [], []
-    for bi, (op, v) in enumerate(keep.items()):
-        name = f"rowbuf{bi}"
-        declare, release = k.target.scratch(name, k.renderer.ctype(v.type), n)
+    for bi, (op, v) in enumerate(list(keep.items())):
+        made = k.target.row_buffer(f"rowbuf{bi}", k.renderer.ctype(v.type), n)
+        if made is None:  # the target keeps no buffer this long: later loops recompute
+            del keep[op]
+            continue
+        declare, release, element = made
         first.append(declare)
         if release is not None:
             last.append(release)
-        keep[op] = (v, name)
+        keep[op] = (v, element)
     part = first + ["for (int64_t r = b; r < e; ++r) {"]
     saved = body.open()
     row_memo = body.memo[-1]
@@ -244,13 +249,13 @@ def _row_reduction(k: Kernel, reduces, shape, dims) -> str:
         body.close(outer)
         if buf is not None:
             # Later loops over the row read the operand back (j: the flat position in the row).
-            row_memo[(op.operands[0], tuple(kidx + ridx))] = f"{buf}[j]"
+            row_memo[(op.operands[0], tuple(kidx + ridx))] = buf
         if split is not None:  # this thread's elements of the row, then the row's threads
             body.lines.append(f"for (int64_t j = {split[0]}; j < {n}; j += {split[1]}) {{")
             body.lines += ["  " + x for x in tail]
             body.lines.append("}")
             body.lines += k.target.row_combine(
-                f"{acc}[0]", lambda a, b: k.renderer.expression(comb, [a, b], k.math))
+                f"{acc}[0]", lambda a, b: k.renderer.expression(comb, [a, b], k.math), t)
         else:
             main = n // lanes * lanes
             body.lines.append(f"for (int64_t j0 = 0; j0 < {main}; j0 += {lanes}) {{")

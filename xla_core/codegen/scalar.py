@@ -12,9 +12,11 @@ A narrow float type a target holds but does not compute in (``NARROW``: bf16 in 
 computed in its wide type: its operands are widened, and each op's result is rounded back,
 which is what the interpreter (ml_dtypes) and the native kernels do, op by op.
 
-What no target handles (float -> integer conversion, integer division, shifts, TOTALORDER
-comparisons, element types the target lacks) raises NotGeneratable; ``why_not`` turns that
-into the reason a backend's fusion hook gives, so such an op never joins a fusion.
+What no target handles (float -> integer conversion, integer division, TOTALORDER
+comparisons, element types the target lacks), and shifts where a renderer leaves ``SHIFTS``
+off (its backend's kernels are not checked against them yet), raise NotGeneratable;
+``why_not`` turns that into the reason a backend's fusion hook gives, so such an op never
+joins a fusion.
 """
 from __future__ import annotations
 
@@ -42,6 +44,8 @@ _UNARY_MATH = {
 _BINARY_MATH = {"stablehlo.power": "pow", "stablehlo.atan2": "atan2",
                 "stablehlo.remainder": "fmod"}
 _SIGNED = frozenset({"i8", "i16", "i32", "i64"})
+_SHIFTS = ("stablehlo.shift_left", "stablehlo.shift_right_logical",
+           "stablehlo.shift_right_arithmetic")
 
 
 class ScalarRenderer:
@@ -49,6 +53,7 @@ class ScalarRenderer:
     TYPES: dict[str, str] = {}          # element type name -> the target's type
     FLOATS: frozenset = frozenset()     # the float element types among TYPES
     NARROW: dict[str, str] = {}         # float types computed in a wider one: name -> its name
+    SHIFTS = False                      # whether the shift ops are rendered
 
     # -- the target's spelling (subclasses) ---------------------------------------
     def literal(self, value, elem: str) -> str:
@@ -159,6 +164,8 @@ class ScalarRenderer:
         elif name == "stablehlo.clamp" and elem != "i1":
             inner = self.extremum("max", t, args[1], args[0])
             return self.extremum("min", t, inner, args[2])
+        elif name in _SHIFTS and self.SHIFTS and elem in ints:
+            return self._shift(name, elem, args)
         elif name == "stablehlo.convert":
             src = self.elem(op.operands[0].type)
             if src in self.FLOATS and not fl and elem != "i1":
@@ -167,6 +174,21 @@ class ScalarRenderer:
                 return f"({args[0]} != 0)"
             return f"({t})({args[0]})"
         raise NotGeneratable(f"{name} on {elem}")
+
+    def _shift(self, name: str, elem: str, args: list[str]) -> str:
+        """The interpreter's (XLA's) shifts: the amount is read as unsigned; an amount of the
+        bit width or more gives 0, or the sign fill for the arithmetic right shift (which
+        reads the bits as signed for unsigned types too)."""
+        width = int(elem.lstrip("ui"))
+        t, bits = self.TYPES[elem], self.TYPES[f"ui{width}"]
+        wide = self.unsigned(elem)  # shifted in: no promotion to a signed int
+        amount = f"({bits}){args[1]}"
+        if name == "stablehlo.shift_right_arithmetic":
+            signed = self.TYPES[f"i{width}"]
+            return (f"({t})(({signed}){args[0]} >> ({amount} < {width} ? {amount} : "
+                    f"{width - 1}))")
+        shift = "<<" if name == "stablehlo.shift_left" else ">>"
+        return f"({t})({amount} < {width} ? ({wide})({bits}){args[0]} {shift} {amount} : 0)"
 
     def _compare(self, op: Operation, args: list[str]) -> str:
         direction = op.attributes["comparison_direction"].value

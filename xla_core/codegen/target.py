@@ -32,13 +32,24 @@ class KernelTarget:
     def row_split(self, n: int) -> tuple[str, str] | None:
         """How the threads of a row reduction over rows of ``n`` elements share a row: None,
         a thread per row (the default), or (this thread's index among the row's threads, their
-        count), as expressions; ``row_combine`` then joins their accumulators."""
+        count), as expressions (a GPU's warp or thread block); ``row_combine`` then joins
+        their accumulators."""
         return None
 
-    def row_combine(self, acc: str, combine) -> list[str]:
-        """Statements leaving in ``acc`` of every thread of a row (``row_split``) the
-        combination of all their ``acc``; ``combine(a, b)`` is the expression of one step."""
+    def row_combine(self, acc: str, combine, ctype: str) -> list[str]:
+        """Statements leaving in ``acc`` (of C type ``ctype``) of every thread of a row
+        (``row_split``) the combination of all their ``acc``; ``combine(a, b)`` is the
+        expression of one step."""
         raise NotImplementedError
+
+    def row_buffer(self, name: str, ctype: str, n: int) -> tuple[str, str | None, str] | None:
+        """A reduction's row buffer ``name`` of a row of ``n`` elements, as (declaration,
+        release or None, the expression of the row's element ``j``), or None when the
+        target keeps none (later loops over the row then recompute the values). A thread
+        of a shared row (``row_split``) touches only its own elements, so a target may hold
+        only those. The default: a ``scratch`` array of the whole row."""
+        declare, release = self.scratch(name, ctype, n)
+        return declare, release, f"{name}[j]"
 
     def lanes(self, elem: str) -> int:
         """Independent accumulators per reduction row (the vector width of ``elem``)."""

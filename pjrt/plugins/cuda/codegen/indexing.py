@@ -1,5 +1,5 @@
 """Kernels of the data-dependent indexing ops: scatter, gather, dynamic_slice and
-dynamic_update_slice (kind ``indexing`` in ptxas.json).
+dynamic_update_slice, and of reduce_window (kind ``indexing`` in ptxas.json).
 
 Fusion keeps these ops out, so each is a kernel of its own, written here from the op's
 dimension numbers with the index helpers of xla_core/codegen (index.py) and the CUDA renderer
@@ -15,6 +15,13 @@ semantics are the reference interpreter's (stablehlo/interpreter/indexing.py, da
   overlapping updates combine in the interpreter's order; an update element whose result
   index is out of bounds is skipped. Its kernel's parameters are the indices, the updates,
   then the results (``scatter_operands``).
+* ``reduce_window``: a thread per result element, looping over its window. The inputs are
+  padded (``padding``; negative crops) and base-dilated with the init values, and each window
+  (``window_dimensions`` taps ``window_dilations`` apart, windows ``window_strides`` apart) is
+  folded from the init values in row-major order of its taps through the body region: a tap
+  in the padding or in a dilation's hole reads the init value, so a body whose init is no
+  identity (an add from 1) gives the interpreter's result. The body is rendered op by op as
+  scatter's region is; a variadic reduce_window folds all its inputs at once.
 """
 from __future__ import annotations
 
@@ -32,7 +39,7 @@ from pjrt.plugins.cuda.codegen.target import CUDA_TARGET, CudaKernelTarget
 
 KIND = "indexing"
 INDEXING_OPS = ("stablehlo.scatter", "stablehlo.gather", "stablehlo.dynamic_slice",
-                "stablehlo.dynamic_update_slice")
+                "stablehlo.dynamic_update_slice", "stablehlo.reduce_window")
 
 
 def scatter_operands(op: Operation) -> list:
@@ -51,6 +58,8 @@ def indexing_kernel(op: Operation) -> KernelText:
         raise NotGeneratable(f"a {op.name} with an empty result")
     if op.name == "stablehlo.scatter":
         return _scatter(op, target)
+    if op.name == "stablehlo.reduce_window":
+        return _reduce_window(op, target)
     tasks = int(np.prod(op.results[0].type.shape))
     ins = [r.ctype(v.type) for v in op.operands]
     body = {"stablehlo.gather": _gather, "stablehlo.dynamic_slice": _dynamic_slice,
@@ -207,23 +216,74 @@ def _scatter(op: Operation, target: CudaKernelTarget) -> KernelText:
     return KernelText(KIND, text, (1, 1, 1), (1, 1, 1))
 
 
+def _ints(op: Operation, name: str, rank: int, default: int) -> list[int]:
+    value = op.attributes.get(name)
+    return [default] * rank if value is None else [int(v) for v in attr(op, name)]
+
+
+def _reduce_window(op: Operation, target: CudaKernelTarget) -> KernelText:
+    r = target.renderer
+    n = len(op.results)
+    inputs, inits = op.operands[:n], op.operands[n:]
+    shape = list(inputs[0].type.shape)
+    rank = len(shape)
+    region = op.regions[0].blocks[0]
+    for x, a, res in zip(inputs, region.arguments[n:], op.results):
+        if r.elem(x.type) != r.elem(a.type) or r.elem(a.type) != r.elem(res.type):
+            raise NotGeneratable("a reduce_window whose body converts to another element type")
+    window = _ints(op, "window_dimensions", rank, 1)
+    strides = _ints(op, "window_strides", rank, 1)
+    base = _ints(op, "base_dilations", rank, 1)
+    wdil = _ints(op, "window_dilations", rank, 1)
+    padding = np.zeros((rank, 2), np.int64) if op.attributes.get("padding") is None else \
+        np.asarray(attr(op, "padding"), np.int64).reshape(rank, 2)
+    out_shape = list(op.results[0].type.shape)
+    lines, out = _split("b", out_shape)
+    types = [r.ctype(v.type) for v in op.results]
+    lines += [f"{t} acc{k} = in{n + k}[0];" for k, t in enumerate(types)]
+    taps, inside, at = [], [], []
+    for d in range(rank):
+        # q: the tap's place in the dilated input (padding low removed)
+        dilated = (shape[d] - 1) * base[d] + 1 if shape[d] else 0
+        q = f"{out[d]} * {strides[d]} + w{d} * {wdil[d]} - ({int(padding[d, 0])})"
+        taps.append(f"for (int64_t w{d} = 0; w{d} < {window[d]}; ++w{d}) {{")
+        taps.append(f"const int64_t q{d} = {q};")
+        inside.append(f"q{d} >= 0 && q{d} < {dilated}" +
+                      (f" && q{d} % {base[d]} == 0" if base[d] > 1 else ""))
+        at.append(f"q{d} / {base[d]}" if base[d] > 1 else f"q{d}")
+    body = [f"const bool tap = {' && '.join(inside) or 'true'};"]
+    body += [f"const {t} x{k} = tap ? in{k}[{linear(at, shape)}] : in{n + k}[0];"
+             for k, t in enumerate(types)]
+    combined = _region(r, region, [f"acc{k}" for k in range(n)] +
+                             [f"x{k}" for k in range(n)], body)
+    # every new accumulator before any is stored: a variadic body may return another's
+    body += [f"const {t} c{k} = {v};" for k, (t, v) in enumerate(zip(types, combined))]
+    body += [f"acc{k} = c{k};" for k in range(n)]
+    lines += taps + body + ["}"] * rank
+    lines += [f"out{k}[b] = acc{k};" for k in range(n)]
+    params = target.bind([r.ctype(v.type) for v in op.operands], types)
+    text = target.kernel(params + lines, int(np.prod(out_shape)), 1)
+    grid, block = target.launch()
+    return KernelText(KIND, text, tuple(grid), tuple(block))
+
+
 def _region(r, block, args: list[str], lines: list[str]) -> list[str]:
-    """The values an update region returns for argument expressions ``args``: each op a
-    local of ``lines``, through the scalar-op protocol."""
+    """The values an update (or reduce_window) region returns for argument expressions
+    ``args``: each op a local of ``lines``, through the scalar-op protocol."""
     names = dict(zip(block.arguments, args))
     for k, inner in enumerate(block.operations):
         if inner.name == "stablehlo.return":
             return [names[v] for v in inner.operands]
         result = inner.results[0] if len(inner.results) == 1 else None
         if result is None or result.type.shape:
-            raise NotGeneratable(f"a scatter region op {inner.name}")
+            raise NotGeneratable(f"a region op {inner.name}")
         if inner.name == "stablehlo.constant":
             value = np.asarray(inner.attributes["value"].array).reshape(-1)[0]
             expr = r.literal(value, r.elem(result.type))
         elif inner.opdef is not None and inner.opdef.has(ELEMENTWISE):
             expr = r.expression(inner, [names[v] for v in inner.operands], set())
         else:
-            raise NotGeneratable(f"a scatter region op {inner.name}")
+            raise NotGeneratable(f"a region op {inner.name}")
         lines.append(f"const {r.ctype(result.type)} v{k} = {expr};")
         names[result] = f"v{k}"
-    raise NotGeneratable("a scatter region without a return")
+    raise NotGeneratable("a region without a return")

@@ -24,13 +24,16 @@ from xla_core.fusion.legality import why_not_fusible
 from xla_core.ir_utils import clone_operation
 
 from pjrt.plugins.cuda.codegen.hook import CUDA_CODEGEN, KINDS
-from pjrt.plugins.cuda.codegen.target import WARP, CudaKernelTarget
+from pjrt.plugins.cuda.codegen.target import THREADS, WARP, CudaKernelTarget
 
-# OHC_WARP: the lanes of a warp-per-row reduction (target.py; a host emulation of the
-# kernels sets 1); ohc_shfl_xor: a warp shuffle of any element type (the narrow integers and
-# bool through int).
+# OHC_WARP, OHC_BLOCK: the lanes of a warp-per-row reduction and the threads of a
+# block-per-row one (target.py; a host emulation of the kernels sets 1 and 1); ohc_shfl_xor:
+# a warp shuffle of any element type (the narrow integers and bool through int).
 PRELUDE = "#include <cstdint>\n" + CUDA.HELPERS + f"""#ifndef OHC_WARP
 #define OHC_WARP {WARP}
+#endif
+#ifndef OHC_BLOCK
+#define OHC_BLOCK {THREADS}
 #endif
 template <class T> __device__ __forceinline__ T ohc_shfl_xor(T v, int off) {{
   return __shfl_xor_sync(0xffffffffu, v, off);

@@ -14,8 +14,10 @@ import stablehlo
 from stablehlo.interpreter import evaluate
 from pjrt.plugins.cuda import aot, nvcc
 from pjrt.plugins.cuda.tests import host_emulation
-from pjrt.plugins.cuda.tests.programs import (ELEMENTWISE, MIXED, REPO, SOFTMAX,
-                                              SOFTMAX_LONG_ROWS)
+from pjrt.plugins.cuda.tests.programs import (BLOCK_ROW_REDUCTIONS, ELEMENTWISE, MIXED,
+                                              REDUCE_WINDOWS, REPO, SHIFTS, SOFTMAX,
+                                              SOFTMAX_BLOCK_ROWS, SOFTMAX_LONG_ROWS,
+                                              SOFTMAX_RECOMPUTED)
 
 NVCC = nvcc.find_tool("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None or host_emulation.host_compiler() is None,
@@ -89,7 +91,9 @@ def _inputs(module, rng) -> list:
     ("hello", HELLO, 1e-5), ("elementwise", ELEMENTWISE, 1e-2), ("softmax", SOFTMAX, 1e-5),
     ("mixed", MIXED, 1e-5), ("inner_dims_reduce", INNER_DIMS_REDUCE, 1e-5),
     ("narrow_constants", NARROW_CONSTANTS, 1e-2), ("softmax_long_rows", SOFTMAX_LONG_ROWS, 1e-5),
-    ("bitcasts", BITCASTS, 0), ("attention_scores", ATTENTION_SCORES, 1e-5)])
+    ("bitcasts", BITCASTS, 0), ("attention_scores", ATTENTION_SCORES, 1e-5),
+    ("softmax_block_rows", SOFTMAX_BLOCK_ROWS, 1e-5),
+    ("softmax_recomputed", SOFTMAX_RECOMPUTED, 1e-5)])
 def test_results_match_the_interpreter(name, text, rtol, tmp_path):
     module = stablehlo.parse(text)
     args = _inputs(module, np.random.default_rng(0))
@@ -101,6 +105,26 @@ def test_results_match_the_interpreter(name, text, rtol, tmp_path):
         assert g.shape == e.shape and g.dtype == e.dtype
         np.testing.assert_allclose(g.astype(np.float64), np.asarray(e).astype(np.float64),
                                    rtol=rtol, atol=rtol)
+
+
+def test_shifts_match_the_interpreter(tmp_path):
+    """Shifts by every amount from -2 (read as unsigned: past the width) to the bit width + 2,
+    on values with the top bit set and clear: exact."""
+    module = stablehlo.parse(SHIFTS)
+    rng = np.random.default_rng(3)
+    args = []
+    for t in module.lookup("main").type.inputs[::2]:
+        dtype = host_emulation.dtype_of(str(t.element_type))
+        width = dtype.itemsize * 8
+        values = rng.integers(0, 256, (64, dtype.itemsize), dtype=np.uint8).view(dtype)
+        amounts = (np.arange(64) % (width + 5) - 2).astype(dtype)
+        args += [values.reshape(64), amounts]
+    expected = evaluate(stablehlo.parse(SHIFTS), args)
+    out = aot.compile_module(module, out_dir=tmp_path / "shifts")
+    got = host_emulation.HostExecutable(out, NVCC, tmp_path)(args)
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, np.asarray(e))
 
 
 # Overlapping updates (index 1 twice) through a region whose result depends on their order,
@@ -203,9 +227,45 @@ def _check_indexing(text: str, out_dir, tmp_path, seeds=range(3)) -> dict:
 
 
 @pytest.mark.parametrize("name, text", [
+    ("softmax", SOFTMAX), ("softmax_long_rows", SOFTMAX_LONG_ROWS),
+    ("softmax_block_rows", SOFTMAX_BLOCK_ROWS), ("softmax_recomputed", SOFTMAX_RECOMPUTED)])
+def test_rows_shared_by_threads_match_the_interpreter(name, text, tmp_path):
+    """A row per thread, warp and block on a block of real host threads (the shuffles,
+    barriers and shared memory between them: host_emulation's ``threaded``)."""
+    module = stablehlo.parse(text)
+    args = _inputs(module, np.random.default_rng(2))
+    expected = evaluate(stablehlo.parse(text), args)
+    out = aot.compile_module(module, out_dir=tmp_path / name)
+    (got,) = host_emulation.HostExecutable(out, NVCC, tmp_path, threaded=True)(args)
+    np.testing.assert_allclose(got, expected[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_block_row_reductions_match_float64(threaded, tmp_path):
+    """max, min and an integer sum over rows of a thread block each against numpy: exact,
+    as any combination order gives the same result (on one thread, and on a block of
+    threads)."""
+    module = stablehlo.parse(BLOCK_ROW_REDUCTIONS)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 2053)).astype(np.float32)
+    x[1, 2052] = 9.0  # the extremes in the tails and heads of the rows' thread shares
+    x[2, 0] = -9.0
+    i = rng.integers(-1000, 1000, (3, 3001)).astype(np.int32)
+    h = rng.standard_normal((2, 2048)).astype(host_emulation.dtype_of("bf16"))
+    out = aot.compile_module(module, out_dir=tmp_path / "block_rows")
+    assert "__syncthreads();" in (out / "kernels.cu").read_text()
+    m, n, s, hs, d = host_emulation.HostExecutable(out, NVCC, tmp_path, threaded)([x, i, h])
+    np.testing.assert_array_equal(m, x.max(axis=1))
+    np.testing.assert_array_equal(n, x.min(axis=1))
+    np.testing.assert_array_equal(s, i.astype(np.int64).sum(axis=1).astype(np.int32))
+    np.testing.assert_array_equal(hs, h.max(axis=1))
+    np.testing.assert_array_equal(d, x - x.max(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("name, text", [
     ("scatter_in_order", SCATTER_IN_ORDER), ("scatter_variadic_batched", SCATTER_VARIADIC_BATCHED),
     ("gather_clamped", GATHER_CLAMPED),
-    ("dynamic_slices", DYNAMIC_SLICES)])
+    ("dynamic_slices", DYNAMIC_SLICES), ("reduce_windows", REDUCE_WINDOWS)])
 def test_indexing_ops_match_the_interpreter(name, text, tmp_path):
     ptxas = _check_indexing(text, tmp_path / name, tmp_path)
     indexing = [k for k in ptxas.values() if k["kind"] == "indexing"]
@@ -221,7 +281,11 @@ TESTDATA = pathlib.Path("/work/shared/conformance/stablehlo/testdata")
     "scatter_add_bfloat16_3_5_40_bfloat16_3_5_2", "scatter_mul_float32_3_5_40_float32_3_5_2",
     "scatter_min_int64_4_2_3_5_int64_4_3", "scatter_uint8_5_6_7_uint8_2_7",
     "gather_float32_10_10_10_int64_1_4_2", "gather_float32_2_6_3_int64_2_3",
-    "dynamic_slice_float32_7_5_3_int64_3", "dynamic_update_slice_bfloat16_3_bfloat16_1_int64_1"])
+    "dynamic_slice_float32_7_5_3_int64_3", "dynamic_update_slice_bfloat16_3_bfloat16_1_int64_1",
+    "reduce_window_add_float32_4_6", "reduce_window_max_bfloat16_4_6",
+    "reduce_window_min_float32_1_1600", "shift_left_int32_1_20_int32_20_20",
+    "shift_right_arithmetic_uint32_20_20_uint32_20_20",
+    "shift_right_logical_int8_20_20_int8_20_20"])
 def test_indexing_testdata_match_the_interpreter(name, tmp_path):
     from tools.cuda_aot_report import program_of_testdata
     module = stablehlo.parse((TESTDATA / f"{name}.mlir").read_text())
