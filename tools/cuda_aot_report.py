@@ -25,7 +25,7 @@ import tempfile
 import time
 
 DEFAULT_TESTDATA = "/work/shared/conformance/stablehlo/testdata"
-_CHECKED_KINDS = ("elementwise", "reduction", "indexing")
+_CHECKED_KINDS = ("elementwise", "reduction", "indexing", "convolution")
 
 
 def program_of_testdata(module) -> None:
