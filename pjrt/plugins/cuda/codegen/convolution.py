@@ -136,8 +136,8 @@ class ConvolutionPlan:
         for i, d in enumerate(self.isp):
             size = self.k[self.ksp[i]]
             tap = f"({size - 1} - {taps[i]})" if self.reversal[i] else taps[i]
-            lines.append(f"const int64_t q{i} = {out[i]} * {self.strides[i]} + {tap} * "
-                         f"{self.rhs_dilation[i]} - ({self.pad_low[i]});")
+            lines.append(f"const int64_t q{i} = (int64_t){out[i]} * {self.strides[i]} + "
+                         f"(int64_t){tap} * {self.rhs_dilation[i]} - ({self.pad_low[i]});")
             dil = self.lhs_dilation[i]
             if dil == 1:
                 inside.append(f"q{i} >= 0 && q{i} < {self.x[d]}")
@@ -153,7 +153,12 @@ class ConvolutionPlan:
         body = Body(CUDA_TARGET.renderer, {}, set(), [], "")
         row_dims = [d for d in range(len(self.y)) if d != self.of]
         col_dims = [d for d in range(len(self.k)) if d != self.ko]
-        body.lines += [f"const int64_t r = b / {self.ct};", f"const int64_t j = b % {self.ct};"]
+        # 32-bit quotients when the positions fit: a 64-bit division by a constant is
+        # several times the instructions, and this kernel is mostly index arithmetic
+        index = "uint32_t" if self.rows * self.ct < 2 ** 31 and np.prod(self.x) < 2 ** 31 \
+            else "int64_t"
+        body.lines += [f"const {index} r = ({index})b / {self.ct};",
+                       f"const {index} j = ({index})b % {self.ct};"]
         rows = dict(zip(row_dims, body.delinearize("r", [self.y[d] for d in row_dims])))
         cols = dict(zip(col_dims, body.delinearize("j", [self.k[d] for d in col_dims])))
         lines = body.lines
