@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from stablehlo.ir.core import Operation
+from xla_core.buffers.liveness import value_bytes
 from xla_core.codegen import NotGeneratable
 from xla_core.codegen.attrs import attr
 from xla_core.codegen.body import Body
@@ -42,9 +43,6 @@ from pjrt.plugins.cuda.gemm import GEMM_TYPES, gemm_step, offset
 
 KIND = "convolution"
 _FLOATS = ("f32", "f16", "bf16", "f64")
-_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}
-_TO_FLOAT = {"f16": "__half2float", "bf16": "__bfloat162float"}
-_FROM_FLOAT = {"f16": "__float2half_rn", "bf16": "__float2bfloat16_rn"}
 # An im2col matrix above this many bytes is not written: the direct kernel runs instead.
 MAX_SCRATCH_BYTES = 1 << 31
 
@@ -86,7 +84,7 @@ class ConvolutionPlan:
         self.outer = int(np.prod(self.y[:self.of]))         # result dims before the feature
         self.inner = int(np.prod(self.y[self.of + 1:]))     # and after it
         self.rows = self.outer * self.inner
-        itemsize = _BYTES[self.elems[0]]
+        itemsize = value_bytes(lhs, op) // int(np.prod(self.x))
         self.col_bytes = self.rows * self.ct * itemsize
         self.repack = self.ko not in (0, len(self.k) - 1)
         gemm = (self.groups == 1 and self.batch_groups == 1 and self.elems[0] in GEMM_TYPES
@@ -124,7 +122,7 @@ class ConvolutionPlan:
         return steps
 
     def _bytes(self, v) -> int:
-        return int(np.prod(v.type.shape)) * _BYTES[CUDA_TARGET.renderer.elem(v.type)]
+        return value_bytes(v, self.op)
 
     def _input_at(self, batch: str, feature: str, out: list[str], taps: list[str],
                   lines: list[str]) -> tuple[str, str]:
@@ -210,8 +208,8 @@ class ConvolutionPlan:
         inner.append(f"if ({cond}) acc += {x} * {w};")
         lines += [" ".join(loops) + " {", *("  " + line for line in inner), "}"]
         res = self.elems[2]
-        value = f"{_FROM_FLOAT[res]}((float)acc)" if res in _FROM_FLOAT else \
-            f"({CUDA_TARGET.renderer.TYPES[res]})acc"
+        r = CUDA_TARGET.renderer
+        value = r.narrow("(float)acc", res) if res in r.NARROW else f"({r.TYPES[res]})acc"
         lines.append(f"out0[b] = {value};")
         types = CUDA_TARGET.renderer.TYPES
         return _kernel([types[self.elems[0]], types[self.elems[1]]], [types[res]], lines,
@@ -219,7 +217,8 @@ class ConvolutionPlan:
 
 
 def _widen(expr: str, elem: str, acc: str) -> str:
-    return f"({acc}){_TO_FLOAT[elem]}({expr})" if elem in _TO_FLOAT else f"({acc}){expr}"
+    r = CUDA_TARGET.renderer
+    return f"({acc}){r.widen(expr, elem)}" if elem in r.NARROW else f"({acc}){expr}"
 
 
 def _kernel(ins: list[str], outs: list[str], lines: list[str], tasks: int) -> KernelText:
