@@ -17,7 +17,9 @@ dilation inside the input, else zero.
   (rows in the result's memory order), a column per kernel element but its output feature
   (columns in the kernel's memory order, so the kernel is a ``[O, CT]`` or ``[CT, O]``
   matrix as it lies; a kernel whose output feature dim is neither its first nor its last is
-  first copied into ``[O, CT]`` order after the matrix in the scratch). Then one GEMM: with
+  first copied into ``[O, CT]`` order after the matrix in the scratch). A pointwise
+  convolution (1-wide windows, stride 1, no padding, the input laid out as the result) reads
+  the input as that matrix: no im2col. Then one GEMM: with
   the result's feature dim last, ``out[rows, O] = col @ W``; else a strided batch over the
   result dims before the feature dim, each ``out_b[O, inner] = W[O, CT] @ col_b^T`` (NCHW:
   one GEMM per image, written in place).
@@ -85,23 +87,41 @@ class ConvolutionPlan:
         self.inner = int(np.prod(self.y[self.of + 1:]))     # and after it
         self.rows = self.outer * self.inner
         itemsize = value_bytes(lhs, op) // int(np.prod(self.x))
-        self.col_bytes = self.rows * self.ct * itemsize
+        self.pointwise = self._pointwise()
+        self.col_bytes = 0 if self.pointwise else self.rows * self.ct * itemsize
         self.repack = self.ko not in (0, len(self.k) - 1)
-        gemm = (self.groups == 1 and self.batch_groups == 1 and self.elems[0] in GEMM_TYPES
-                and len(set(self.elems)) == 1)
         self.repack_bytes = int(np.prod(self.k)) * itemsize if self.repack else 0
-        self.scratch_bytes = self.col_bytes + self.repack_bytes if gemm else 0
-        if self.scratch_bytes > MAX_SCRATCH_BYTES:
-            self.scratch_bytes = 0
+        self.gemm = (self.groups == 1 and self.batch_groups == 1 and
+                     self.elems[0] in GEMM_TYPES and len(set(self.elems)) == 1 and
+                     self.col_bytes + self.repack_bytes <= MAX_SCRATCH_BYTES)
+        self.scratch_bytes = self.col_bytes + self.repack_bytes if self.gemm else 0
+
+    def _pointwise(self) -> bool:
+        """Whether the im2col matrix is the input itself: 1-wide windows at stride 1 with
+        no padding or dilation, the input's dims in the result's roles and order."""
+        roles_in, roles_out = [None] * len(self.x), [None] * len(self.y)
+        for roles, b, f, sp in ((roles_in, self.ib, self.if_, self.isp),
+                                (roles_out, self.ob, self.of, self.osp)):
+            roles[b], roles[f] = "b", "f"
+            for i, d in enumerate(sp):
+                roles[d] = i
+        return (roles_in == roles_out and self.x[self.if_] == self.ct and
+                all(self.k[d] == 1 for d in self.ksp) and
+                all(self.x[d] == self.y[e] for d, e in zip(self.isp, self.osp)) and
+                set(self.strides) <= {1} and set(self.lhs_dilation) <= {1} and
+                set(self.pad_low) <= {0})
 
     def steps(self, lhs, rhs, out, scratch) -> list[dict]:
         """The steps from buffer references ``lhs``, ``rhs`` into ``out``, with ``scratch``
         (``scratch_bytes`` long; None when that is 0)."""
-        if not self.scratch_bytes:
+        if not self.gemm:
             return [_launch(self._direct(), [lhs, rhs, out],
                             [self._bytes(v) for v in (*self.op.operands, self.op.results[0])])]
-        steps = [_launch(self._im2col(), [lhs, scratch],
-                         [self._bytes(self.op.operands[0]), self.col_bytes])]
+        steps, col = [], lhs
+        if not self.pointwise:
+            col = scratch
+            steps.append(_launch(self._im2col(), [lhs, scratch],
+                                 [self._bytes(self.op.operands[0]), self.col_bytes]))
         weights, o_first = rhs, self.ko == 0
         if self.repack:
             weights, o_first = offset(scratch, self.col_bytes), True
@@ -110,15 +130,17 @@ class ConvolutionPlan:
         elem, o = self.elems[2], self.out_features
         w_ld = self.ct if o_first else o
         if self.inner == 1:  # out[rows, O] = col[rows, CT] @ W
-            steps.append(gemm_step(elem, m=self.rows, n=o, k=self.ct, a=scratch, lda=self.ct,
+            steps.append(gemm_step(elem, m=self.rows, n=o, k=self.ct, a=col, lda=self.ct,
                                    trans_a=0, b=weights, ldb=w_ld, trans_b=int(o_first),
                                    c=out, ldc=o))
         else:  # per outer index: out_b[O, inner] = W[O, CT] @ col_b^T
+            # (a pointwise input holds col_b^T itself: [C, inner] per outer index)
             steps.append(gemm_step(elem, m=o, n=self.inner, k=self.ct, a=weights, lda=w_ld,
-                                   trans_a=int(not o_first), b=scratch, ldb=self.ct,
-                                   trans_b=1, c=out, ldc=self.inner, batch=self.outer,
-                                   stride_a=0, stride_b=self.inner * self.ct,
-                                   stride_c=o * self.inner))
+                                   trans_a=int(not o_first), b=col,
+                                   ldb=self.inner if self.pointwise else self.ct,
+                                   trans_b=int(not self.pointwise), c=out, ldc=self.inner,
+                                   batch=self.outer, stride_a=0,
+                                   stride_b=self.inner * self.ct, stride_c=o * self.inner))
         return steps
 
     def _bytes(self, v) -> int:

@@ -45,11 +45,12 @@ def conv_program(lhs: str, rhs: str, out: str, *, n: int, c: int, o: int, spatia
     pads = "dense<[" + ", ".join(f"[{a}, {b}]" for a, b in padding) + f"]> : tensor<{s}x2xi64>"
     rev = "" if reversal is None else \
         ", window_reversal = " + array(["true" if r else "false" for r in reversal], "i1")
-    layouts = "x".join("[" + ", ".join(layout) + "]" for layout in (lhs, rhs))
+    layouts = "x".join("[" + ", ".join(layout) + "]" for layout in (lhs, rhs)) + \
+        "->[" + ", ".join(out) + "]"
     return f"""
 module @m {{
   func.func public @main(%x: {x}, %w: {w}) -> {y} {{
-    %y = "stablehlo.convolution"(%x, %w) <{{dimension_numbers = #stablehlo.conv<{layouts}->[{", ".join(out)}]>,
+    %y = "stablehlo.convolution"(%x, %w) <{{dimension_numbers = #stablehlo.conv<{layouts}>,
         window_strides = {array(strides)}, padding = {pads}, lhs_dilation = {array(lhs_dilation)},
         rhs_dilation = {array(rhs_dilation)}{rev}, feature_group_count = {groups} : i64,
         batch_group_count = {batch_groups} : i64}}> : ({x}, {w}) -> {y}
@@ -86,6 +87,14 @@ CONFIGS = {
                                                o=4, spatial=[5, 6], window=[2, 3],
                                                elem="bf16"),
                                           ["launch", "launch", "gemm"]),
+    "pointwise_nhwc": (dict(lhs="b01f", rhs="01io", out="b01f", n=2, c=6, o=5, spatial=[4, 3],
+                            window=[1, 1]), ["gemm"]),
+    "pointwise_nchw_kernel_repacked": (dict(lhs="bf01", rhs="0io1", out="bf01", n=3, c=4, o=5,
+                                            spatial=[3, 5], window=[1, 1], elem="bf16"),
+                                       ["launch", "gemm"]),
+    "pointwise_strided_is_im2col": (dict(lhs="bf0", rhs="oi0", out="bf0", n=2, c=3, o=2,
+                                         spatial=[7], window=[1], strides=[2]),
+                                    ["launch", "gemm"]),
     "conv3d": (dict(lhs="b012f", rhs="012io", out="b012f", n=1, c=2, o=3, spatial=[4, 5, 3],
                     window=[2, 3, 2], padding=[[0, 1], [1, 1], [1, 0]]), ["launch", "gemm"]),
     "depthwise_nhwc": (dict(lhs="b01f", rhs="01io", out="b01f", n=2, c=4, o=8, spatial=[6, 6],
@@ -134,9 +143,11 @@ def test_convolution_matches_the_interpreter(name, tmp_path):
     config, steps = CONFIGS[name]
     exe = _check(conv_program(**config), tmp_path / name, tmp_path)
     assert [s["op"] for s in exe["steps"]] == steps
-    if "gemm" in steps:  # the im2col matrix has a buffer of its own, not the result's
-        scratch = exe["steps"][0]["args"][1]
-        assert isinstance(scratch, int) and scratch not in exe["results"]
+    if steps[0] == "launch" and "gemm" in steps:  # im2col (or the kernel's repacking) into
+        scratch = exe["steps"][0]["args"][1]      # a buffer of its own, not the result's
+        scratch = scratch if isinstance(scratch, int) else scratch["id"]
+        assert scratch not in exe["results"]
+        assert scratch not in [b["id"] for b in exe["buffers"] if b["kind"] != "temp"]
 
 
 def test_integer_convolution_is_refused_with_its_place():
