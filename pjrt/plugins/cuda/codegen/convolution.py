@@ -17,12 +17,11 @@ dilation inside the input, else zero.
   (rows in the result's memory order), a column per kernel element but its output feature
   (columns in the kernel's memory order, so the kernel is a ``[O, CT]`` or ``[CT, O]``
   matrix as it lies; a kernel whose output feature dim is neither its first nor its last is
-  first copied into ``[O, CT]`` order after the matrix in the scratch). A pointwise
-  convolution (1-wide windows, stride 1, no padding, the input laid out as the result) reads
-  the input as that matrix: no im2col. Then one GEMM: with
+  first copied into ``[O, CT]`` order after the matrix in the scratch). Then one GEMM: with
   the result's feature dim last, ``out[rows, O] = col @ W``; else a strided batch over the
   result dims before the feature dim, each ``out_b[O, inner] = W[O, CT] @ col_b^T`` (NCHW:
-  one GEMM per image, written in place).
+  one GEMM per image, written in place). A pointwise convolution (1-wide windows, stride 1,
+  no padding, the input laid out as the result) reads the input as ``col``: no im2col.
 * Grouped (``feature_group_count`` or ``batch_group_count`` above 1), mixed element types, f64:
   a direct kernel, a thread per result element summing its window in f32 (f64 for f64).
   Output feature ``o`` is group ``(o / Og) % G`` of batch group ``o / (G * Og)``.
@@ -32,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stablehlo.ir.attributes import ConvDimensionNumbersAttr
 from stablehlo.ir.core import Operation
 from xla_core.buffers.liveness import value_bytes
 from xla_core.codegen import NotGeneratable
@@ -62,6 +62,8 @@ class ConvolutionPlan:
             raise NotGeneratable(f"a convolution of {lhs.type} x {rhs.type} -> {result.type} "
                                  f"(floating-point element types only)")
         dn = op.attributes.get("dimension_numbers")
+        if not isinstance(dn, ConvDimensionNumbersAttr):
+            raise NotGeneratable(f"dimension_numbers {dn} (expected #stablehlo.conv<...>)")
         self.x, self.k, self.y = (list(v.type.shape) for v in (lhs, rhs, result))
         spatial = len(self.x) - 2
         self.ib, self.if_ = dn.input_batch_dimension, dn.input_feature_dimension
