@@ -13,7 +13,7 @@ program is compiled, with the inputs as its parameters (``program_of_testdata``)
 constant inputs would be folded away. Each program is compiled ahead of time
 (pjrt/plugins/cuda/aot.py: one nvcc call for all its kernels) and reported as it goes:
 claimed or why not, kernels, spills, seconds. Exits 1 when a claimed program fails to
-compile or an elementwise, reduction or indexing kernel spills registers.
+compile or an elementwise, reduction, indexing or convolution kernel spills registers.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import tempfile
 import time
 
 DEFAULT_TESTDATA = "/work/shared/conformance/stablehlo/testdata"
-_CHECKED_KINDS = ("elementwise", "reduction", "indexing")
+_CHECKED_KINDS = ("elementwise", "reduction", "indexing", "convolution")
 
 
 def program_of_testdata(module) -> None:

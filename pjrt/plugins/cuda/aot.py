@@ -6,16 +6,18 @@ executable launches into one translation unit (codegen/source.py), compiles it w
 ``nvcc -cubin`` call (nvcc.py) and writes into DIR:
 
 * ``kernels.cu`` and ``kernels.cubin`` (none when nothing is launched: ``cubin`` is null);
-* ``ptxas.json``: per kernel its kind (elementwise or reduction), registers, spill stores and
-  loads, stack frame and shared memory (bytes), from ptxas's report;
+* ``ptxas.json``: per kernel its kind (elementwise, reduction, indexing or convolution),
+  registers, spill stores and loads, stack frame and shared memory (bytes), from ptxas's
+  report;
 * ``executable.json``: the buffers and steps a runtime runs (executable.py, README.md);
 * ``const_<n>.bin``: the bytes of each constant buffer;
 * ``checks.mlir``: the program's check ops, run on the host after the program on its last
   results (host_checks.py), when it has any.
 
 ``claims(module)`` says whether the backend takes a program, without compiling its kernels:
-every op of the entry, after the pipeline, is a kernel, a GEMM, a byte copy (reshape, copy,
-bitcast_convert), a constant or the return (else the reason names the op and its place).
+every op of the entry, after the pipeline, is a kernel, a GEMM, a convolution (im2col and a
+GEMM, or a kernel), a byte copy (reshape, copy, bitcast_convert), a constant or the return
+(else the reason names the op and its place).
 """
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ writes ``executable.json``'s content (format ``openhlo-cuda-executable/1``, READ
   gather, dynamic_slice or dynamic_update_slice, and per scatter after a ``copy`` of each
   input into its result (codegen/indexing.py: its args are the indices, updates, results), a
   ``gemm`` (or a few) per dot_general (gemm.py), a ``copy`` per reshape, copy or bitcast_convert
-  (row-major: the same bytes).
+  (row-major: the same bytes), per convolution an im2col launch into the ``scratch`` buffer
+  and a gemm, or a direct kernel's launch (codegen/convolution.py).
 
 An op it cannot express raises NotClaimed with the op and its location.
 """
@@ -30,6 +31,7 @@ from xla_core.buffers.liveness import value_bytes
 from xla_core.codegen import NotGeneratable
 
 from pjrt.errors import UnimplementedError
+from pjrt.plugins.cuda.codegen.convolution import ConvolutionPlan
 from pjrt.plugins.cuda.codegen.indexing import INDEXING_OPS, indexing_kernel, scatter_operands
 from pjrt.plugins.cuda.codegen.source import KernelSet, is_fusion, kernel_of, why_not_lone
 from pjrt.plugins.cuda.gemm import gemm_steps
@@ -66,6 +68,7 @@ class Description:
         self.returned = _returned(func)
         self.results: list[int] = []
         self.written_params: set[int] = set()  # donated parameters the steps write into
+        self.scratch: int | None = None  # im2col matrices (codegen/convolution.py)
 
     def _buffer(self, kind: str, nbytes: int, **extra) -> int:
         self.buffers.append({"id": len(self.buffers), "bytes": int(nbytes), "kind": kind,
@@ -98,6 +101,8 @@ class Description:
             except NotGeneratable as exc:
                 raise not_claimed(op, f"no cuBLAS GEMM for it: {exc}") from None
             self.steps += steps
+        elif op.name == "stablehlo.convolution":
+            self._convolution(op)
         elif op.name in _SAME_BYTES:
             nbytes = value_bytes(op.results[0], op)
             if value_bytes(op.operands[0], op) != nbytes:
@@ -130,6 +135,26 @@ class Description:
                            "grid": list(kernel.grid), "block": list(kernel.block),
                            "shared": 0, "args": args,
                            "bytes": [value_bytes(v, op) for v in (*operands, *op.results)]})
+
+    def _convolution(self, op: Operation) -> None:
+        try:
+            plan = ConvolutionPlan(op)
+        except NotGeneratable as exc:
+            raise not_claimed(op, f"its kernel is not generated: {exc}") from None
+        scratch = self._scratch(plan.scratch_bytes) if plan.scratch_bytes else None
+        for step in plan.steps(self.where[op.operands[0]], self.where[op.operands[1]],
+                               self._place(op.results[0], op), scratch):
+            if step["op"] == "launch":
+                step["kernel"] = self.kernels.add(step["kernel"])
+            self.steps.append(step)
+
+    def _scratch(self, nbytes: int) -> int:
+        """The scratch buffer (a temp of its own, which every step that needs one shares:
+        steps run one after another), at least ``nbytes`` long."""
+        if self.scratch is None:
+            self.scratch = self._buffer("temp", nbytes)
+        self.buffers[self.scratch]["bytes"] = max(self.buffers[self.scratch]["bytes"], nbytes)
+        return self.scratch
 
     def _copy(self, src, dst, nbytes: int) -> None:
         if src != dst:

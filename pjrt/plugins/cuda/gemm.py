@@ -44,10 +44,10 @@ def gemm_steps(dot: Operation, a, b, c) -> list[dict]:
                if _batch_stride(lshape, lb[i:]) is not None and
                _batch_stride(rshape, rb[i:]) is not None)
     batch = size([lshape[d] for d in lb[cut:]])
-    step = {"op": "gemm", "dtype": elem, "m": m, "n": n, "k": size([lshape[d] for d in lcd]),
-            "batch": batch, "trans_a": trans_a, "trans_b": trans_b, "a": a, "b": b, "c": c,
-            "lda": lda, "ldb": ldb, "ldc": n, "stride_a": _batch_stride(lshape, lb[cut:]),
-            "stride_b": _batch_stride(rshape, rb[cut:]), "stride_c": m * n}
+    step = gemm_step(elem, m=m, n=n, k=size([lshape[d] for d in lcd]), a=a, lda=lda,
+                     trans_a=trans_a, b=b, ldb=ldb, trans_b=trans_b, c=c, ldc=n, batch=batch,
+                     stride_a=_batch_stride(lshape, lb[cut:]),
+                     stride_b=_batch_stride(rshape, rb[cut:]), stride_c=m * n)
     itemsize = 4 if elem == "f32" else 2
     lst, rst = strides(lshape), strides(rshape)
     steps = []
@@ -57,6 +57,17 @@ def gemm_steps(dot: Operation, a, b, c) -> list[dict]:
         steps.append({**step, "a": offset(a, a_at * itemsize), "b": offset(b, b_at * itemsize),
                       "c": offset(c, flat * batch * m * n * itemsize)})
     return steps
+
+
+def gemm_step(dtype: str, *, m: int, n: int, k: int, a, lda: int, trans_a: int, b, ldb: int,
+              trans_b: int, c, ldc: int, batch: int = 1, stride_a: int = 0,
+              stride_b: int = 0, stride_c: int = 0) -> dict:
+    """One ``gemm`` step: ``c[m, n] = op(a)[m, k] op(b)[k, n]`` per batch element, row-major,
+    leading dimensions and batch strides in elements (README.md)."""
+    return {"op": "gemm", "dtype": dtype, "m": int(m), "n": int(n), "k": int(k),
+            "batch": int(batch), "trans_a": int(trans_a), "trans_b": int(trans_b), "a": a,
+            "b": b, "c": c, "lda": int(lda), "ldb": int(ldb), "ldc": int(ldc),
+            "stride_a": int(stride_a), "stride_b": int(stride_b), "stride_c": int(stride_c)}
 
 
 def offset(ref, nbytes: int):
