@@ -647,6 +647,12 @@ class Client(abc.ABC):
     def platform_version(self) -> str:
         return "0"
 
+    # Whether a process forked after this client was made can still make and use clients of
+    # the same backend. Not so where the parent's device state does not survive a fork: a
+    # CUDA driver initialized in the parent is unusable in the child. Tools that start
+    # worker processes (the conformance pool) start them fresh where this is False.
+    survives_fork: bool = True
+
     @property
     def process_index(self) -> int:
         return 0

@@ -60,7 +60,8 @@ def conformance_command(args: argparse.Namespace) -> int:
     # Judge the code the cpu backend ends up running: its generated kernels, not the
     # op-by-op first tier that runs while they compile (see pjrt/plugins/cpu/tiering.py).
     os.environ.setdefault("OPENHLO_CPU_ASYNC_CODEGEN", "0")
-    make_client(args.backend)  # fail fast on an unknown or broken backend
+    # fail fast on an unknown or broken backend (and learn whether workers may be forked)
+    survives_fork = make_client(args.backend).survives_fork
     start = time.monotonic()
     files = _files(args.paths)
     cases = plan_cases(files)
@@ -74,7 +75,7 @@ def conformance_command(args: argparse.Namespace) -> int:
         progress.update(results[index])
 
     run_cases(cases, Target(args.backend, args.check_result_ownership, args.integer_path),
-              args.jobs, args.timeout, on_result)
+              args.jobs, args.timeout, on_result, fork=survives_fork)
     done = [r for r in results if r is not None]
     summary = summarize(done, len(files), time.monotonic() - start)
     if args.json:

@@ -30,14 +30,16 @@ OnResult = Callable[[int, Case, str, str, Optional[tuple]], None]
 
 
 def run_cases(cases: list[Case], target: Target, jobs: int, timeout: float,
-              on_result: OnResult) -> None:
+              on_result: OnResult, fork: bool = True) -> None:
     """Run every case; ``on_result(index, case, status, message, integer path)`` for each
-    (``execute_case``'s outcome)."""
+    (``execute_case``'s outcome). ``fork=False``: workers never come from a fork of this
+    process (a client of the backend made here, ``Client.survives_fork``, would not work
+    in them)."""
     if jobs <= 0:
         for i, case in enumerate(cases):
             on_result(i, case, *execute_case(case, target))
         return
-    _Pool(target, min(jobs, max(len(cases), 1)), timeout, on_result).run(cases)
+    _Pool(target, min(jobs, max(len(cases), 1)), timeout, on_result, fork).run(cases)
 
 
 def _worker_main(conn, target: Target) -> None:
@@ -83,7 +85,7 @@ class _Worker:
         self.conn.close()
 
 
-def _start_method() -> str:
+def _start_method(fork: bool = True) -> str:
     """Fork when it is safe: it starts warm workers (the kernels are already imported).
 
     Forking a process that runs other threads (JAX starts native ones, as in a
@@ -93,14 +95,15 @@ def _start_method() -> str:
     methods = multiprocessing.get_all_start_methods()
     # Native threads (JAX's, torch's) are invisible to threading.active_count().
     native_threads = any(name in sys.modules for name in ("jax", "jaxlib", "torch"))
-    if "fork" in methods and threading.active_count() == 1 and not native_threads:
+    if fork and "fork" in methods and threading.active_count() == 1 and not native_threads:
         return "fork"
     return "forkserver" if "forkserver" in methods else "spawn"
 
 
 class _Pool:
-    def __init__(self, target: Target, jobs: int, timeout: float, on_result: OnResult):
-        self.ctx = multiprocessing.get_context(_start_method())
+    def __init__(self, target: Target, jobs: int, timeout: float, on_result: OnResult,
+                 fork: bool = True):
+        self.ctx = multiprocessing.get_context(_start_method(fork))
         self.target, self.jobs, self.timeout = target, jobs, timeout
         self.on_result = on_result
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -211,7 +212,7 @@ def test_worker_crash_costs_only_its_case(capsys, tmp_path, monkeypatch):
         return real(case, target)
 
     monkeypatch.setattr(pool, "execute_case", crashing)  # forked workers inherit it
-    monkeypatch.setattr(pool, "_start_method", lambda: "fork")  # even if jax is loaded
+    monkeypatch.setattr(pool, "_start_method", lambda fork=True: "fork")  # even if jax is loaded
     suite = write_suite(tmp_path / "crash", {"crash.mlir": FILES["pass.mlir"],
                                              "pass.mlir": FILES["pass.mlir"]})
     report = tmp_path / "r.json"
@@ -222,6 +223,35 @@ def test_worker_crash_costs_only_its_case(capsys, tmp_path, monkeypatch):
     assert results[("crash.mlir", 2)]["status"] == "error"
     assert results[("pass.mlir", 0)]["status"] == results[("pass.mlir", 2)]["status"] == "pass"
     assert summary["error"] == 2 and summary["pass"] == 2
+
+
+def test_workers_are_not_forked_from_a_backend_that_does_not_survive_fork(capsys, tmp_path,
+                                                                          monkeypatch):
+    # A CUDA driver initialized by the command's fail-fast client is unusable in forked
+    # workers (every case errored at once on the GPU): such a backend's workers start fresh.
+    import tools.conformance.pool as pool
+    from pjrt.registry import BACKENDS, make_client
+
+    def fork_fragile_client():
+        client = make_client("interpreter")
+        client.survives_fork = False
+        return client
+    asked = []
+    real = pool._start_method
+
+    def start_method(fork=True):
+        asked.append((fork, real(fork)))
+        return "fork"  # the test's backend is registered in this process only
+    monkeypatch.setitem(BACKENDS._entries, "fork_fragile", fork_fragile_client)
+    monkeypatch.setattr(pool, "_start_method", start_method)
+    suite = write_suite(tmp_path / "s", {"pass.mlir": FILES["pass.mlir"]})
+    r = run_cli(capsys, "conformance", suite, "--backend", "fork_fragile", "--jobs", "1")
+    assert r.code == 0, r.err
+    fresh = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    assert asked == [(False, fresh)]
+    asked.clear()
+    r = run_cli(capsys, "conformance", suite, "--backend", "interpreter", "--jobs", "1")
+    assert r.code == 0 and asked[0][0] is True
 
 
 def test_bad_paths_and_backend(capsys, tmp_path):

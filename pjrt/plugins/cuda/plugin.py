@@ -216,6 +216,7 @@ class CudaLoadedExecutable(LoadedExecutable):
 
 class CudaClient(CompileDriverMixin, Client):
     platform_name = PLATFORM
+    survives_fork = False  # the driver, initialized here, is unusable in a forked child
 
     def __init__(self, use_graphs: bool = True, target: str = "sm_90a"):
         self.use_graphs = bool(use_graphs)
