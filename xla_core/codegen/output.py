@@ -102,8 +102,10 @@ def _tile_shape(target, batches: int, m: int, n: int, kk: int, elem: str) -> tup
 #     at two thirds of the speed it runs the transposed product, weight [n,k] times x^T, into
 #     a [n,m] tile (on AVX-512: 62-67 against 81-91 GFLOP/s from [34,192] x [192,192] to
 #     [34,768] x [768,192]); each element is the same sum of the same products in the same
-#     order, so the results are the same bits. The tile then goes to a scratch array and the
-#     epilogue reads it transposed.
+#     order, so with those kernels the results are the same bits. (OpenBLAS's AVX2 kernels,
+#     on an AMD EPYC, round by panel: there any other cut of a GEMM changes bits too, see
+#     pjrt/plugins/cpu/tests/tier_bits.py's blas_bits_depend_on_split.) The tile then goes
+#     to a scratch array and the epilogue reads it transposed.
 
 
 def output_kernel(k: Kernel) -> str:
