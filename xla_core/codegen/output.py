@@ -104,7 +104,7 @@ def _tile_shape(target, batches: int, m: int, n: int, kk: int, elem: str) -> tup
 #     [34,768] x [768,192]); each element is the same sum of the same products in the same
 #     order, so with those kernels the results are the same bits. (OpenBLAS's AVX2 kernels,
 #     on an AMD EPYC, round by panel: there any other cut of a GEMM changes bits too, see
-#     pjrt/plugins/cpu/tests/tier_bits.py's blas_bits_depend_on_split.) The tile then goes
+#     the cpu backend's blas.py, gemm_bits_depend_on_panels.) The tile then goes
 #     to a scratch array and the epilogue reads it transposed.
 
 

@@ -10,6 +10,7 @@ import os
 import numpy as np
 import pytest
 
+from pjrt.plugins.cpu.blas import gemm_bits_depend_on_panels
 from pjrt.plugins.cpu.codegen import mathlib
 from pjrt.plugins.cpu.tests import tier_bits
 from xla_core.testing.conformance import conformance_dir
@@ -62,9 +63,9 @@ def test_fused_program_gives_the_same_bits_on_both_tiers(name, cold_cache):
     text = tier_bits.FUSED[name]
     first, optimized, generated = tier_bits.run_tiers(text, tier_bits.fused_inputs(text))
     assert generated >= 1
-    if "dot_general" in text and tier_bits.blas_bits_depend_on_split():
+    if "dot_general" in text and gemm_bits_depend_on_panels():
         # The tiers cut the GEMM into other panels, and this BLAS sums by panel
-        # (blas_bits_depend_on_split): the same products, rounded in another order, so
+        # (pjrt/plugins/cpu/blas.py): the same products, rounded in another order, so
         # the dots differ by rounding of sums of _D products of unit normals (a few eps
         # x _D) and the activations after them (slopes <= 1) by no more.
         for a, b in zip(first, optimized, strict=True):

@@ -79,30 +79,6 @@ def max_ulps(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.max(np.abs(ia - ib)[both], initial=0))
 
 
-def blas_bits_depend_on_split() -> bool:
-    """Whether the cpu backend's BLAS gives other bits for a GEMM cut into row panels than for
-    the whole. The two tiers cut a fused dot differently (the executor's dot into panels per
-    pool thread, the output template into its tiles: xla_core/codegen/output.py), so their
-    bits agree only where the BLAS kernels sum every element in one order whatever the
-    panel. OpenBLAS's AVX-512 kernels do; its AVX2 ones (an AMD EPYC) do not: 770 to 1,380 of
-    34 x 96 elements change when the rows are cut in two. Probed with a [34,192] x [192,96]
-    product (one GEMM call whole and per half: below the executor's own split) at opt level 0."""
-    t = lambda m: f"tensor<{m}x192xf32>"  # noqa: E731
-    program = lambda m: (  # noqa: E731
-        f"func.func @main(%x: {t(m)}, %w: tensor<192x96xf32>) -> tensor<{m}x96xf32> {{\n"
-        f"  %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : "
-        f"({t(m)}, tensor<192x96xf32>) -> tensor<{m}x96xf32>\n"
-        f"  return %d : tensor<{m}x96xf32>\n}}\n")
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((34, 192)).astype(np.float32)
-    w = rng.standard_normal((192, 96)).astype(np.float32)
-    client = pjrt.make_client("cpu", opt_level=0)
-    whole = np.asarray(client.compile(program(34))(x, w)[0])
-    half = client.compile(program(17))
-    halves = np.vstack([np.asarray(half(x[:17], w)[0]), np.asarray(half(x[17:], w)[0])])
-    return not same_bits(whole, halves)
-
-
 # -- StableHLO testdata ---------------------------------------------------------------------
 _CALL = re.compile(r"^\s*(%\w+)(?::(\d+))? = call @inputs\(\) : \(\) -> \(?(.*?)\)?\s*$", re.M)
 
