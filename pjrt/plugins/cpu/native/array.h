@@ -1,5 +1,6 @@
 // Arrays of the cpu backend: an element type, a static shape, and aligned storage shared by
-// reference. Arrays are values: a kernel never writes into its inputs, it allocates outputs.
+// reference. Arrays are values: a kernel never writes into an input anyone else holds, it
+// allocates outputs (or takes over an input's storage that only it holds: can_take_over).
 #pragma once
 
 #include <cstddef>
