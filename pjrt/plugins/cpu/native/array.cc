@@ -142,28 +142,57 @@ void give_small(void* p, size_t rounded) {
 }
 
 // The allocator of an array's shared Storage (its control block and the Storage in one
-// small block), from the same per-thread lists.
+// small block), from the same per-thread lists. `inline_bytes` more (64-byte aligned) follow
+// the control block for an Inline storage's data; the shared_ptr keeps a copy of the
+// allocator, so the block is given back at the size it was taken at.
 template <class T>
 struct SmallBlockAllocator {
   using value_type = T;
-  SmallBlockAllocator() = default;
+  size_t inline_bytes = 0;
+  explicit SmallBlockAllocator(size_t bytes = 0) : inline_bytes(bytes) {}
   template <class U>
-  SmallBlockAllocator(const SmallBlockAllocator<U>&) {}  // NOLINT: rebinding is implicit
+  SmallBlockAllocator(const SmallBlockAllocator<U>& other)  // NOLINT: rebinding is implicit
+      : inline_bytes(other.inline_bytes) {}
+  size_t block_bytes(size_t n) const {
+    const size_t head = rounded_size(n * sizeof(T), kAlignment);
+    return inline_bytes == 0 ? head : head + rounded_size(inline_bytes, kAlignment);
+  }
   T* allocate(size_t n) {
-    const size_t rounded = rounded_size(n * sizeof(T), kAlignment);
+    const size_t rounded = block_bytes(n);
     void* p = take_small(rounded);
     if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
     if (p == nullptr) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
-  void deallocate(T* p, size_t n) { give_small(p, rounded_size(n * sizeof(T), kAlignment)); }
+  void deallocate(T* p, size_t n) { give_small(p, block_bytes(n)); }
   template <class U>
-  bool operator==(const SmallBlockAllocator<U>&) const { return true; }
+  bool operator==(const SmallBlockAllocator<U>& other) const {
+    return inline_bytes == other.inline_bytes;
+  }
   template <class U>
-  bool operator!=(const SmallBlockAllocator<U>&) const { return false; }
+  bool operator!=(const SmallBlockAllocator<U>& other) const { return !(*this == other); }
 };
 
+// Arrays up to this many bytes are Inline storage: with the control block (about 64 bytes)
+// they fit a small block, so a loop's small results cost one take_small and one give_small.
+constexpr size_t kInlineMaxBytes = kSmallMaxBytes - 2 * kAlignment;
 
+// Memory statistics of a Storage made or freed.
+void count_live(size_t bytes) {
+  g_live_count.fetch_add(1, std::memory_order_relaxed);
+  const int64_t live =
+      g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
+      static_cast<int64_t>(bytes);
+  int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
+  while (live > peak &&
+         !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+
+void count_freed(size_t bytes) {
+  g_live_count.fetch_sub(1, std::memory_order_relaxed);
+  g_live_bytes.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -197,26 +226,28 @@ Storage::Storage(size_t bytes) : nbytes(bytes) {
     if (data == nullptr) throw std::bad_alloc();
     if (alignment == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);  // a hint; may fail
   }
-  g_live_count.fetch_add(1, std::memory_order_relaxed);
-  const int64_t live =
-      g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
-      static_cast<int64_t>(bytes);
-  int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
-  while (live > peak &&
-         !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
+  count_live(bytes);
+}
+
+// The bytes start at the first 64-byte boundary after the Storage: the control block holding
+// it starts on one and SmallBlockAllocator gave it rounded_size(bytes) more after its own
+// rounded size.
+Storage::Storage(size_t bytes, Inline) : nbytes(bytes), inline_data(true) {
+  const auto end = reinterpret_cast<uintptr_t>(this + 1);
+  data = reinterpret_cast<void*>((end + kAlignment - 1) / kAlignment * kAlignment);
+  count_live(bytes);
 }
 
 Storage::~Storage() {
   if (!owned) return;
+  count_freed(nbytes);
+  if (inline_data) return;  // goes with the control block
   const size_t rounded = rounded_size(nbytes, alignment_for(nbytes));
   if (nbytes >= kCacheMinBytes) {
     block_cache().give(data, rounded);
   } else {
     give_small(data, rounded);
   }
-  g_live_count.fetch_sub(1, std::memory_order_relaxed);
-  g_live_bytes.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
 }
 
 int64_t live_storage_count() { return g_live_count.load(); }
@@ -228,8 +259,13 @@ Array allocate(DType dtype, const Shape& shape) {
   Array a;
   a.dtype = dtype;
   a.shape = shape;
-  a.storage = std::allocate_shared<Storage>(SmallBlockAllocator<Storage>(),
-                                           num_bytes(dtype, shape));
+  const size_t bytes = num_bytes(dtype, shape);
+  if (bytes <= kInlineMaxBytes) {
+    a.storage = std::allocate_shared<Storage>(SmallBlockAllocator<Storage>(bytes), bytes,
+                                             Storage::Inline{});
+  } else {
+    a.storage = std::allocate_shared<Storage>(SmallBlockAllocator<Storage>(), bytes);
+  }
   return a;
 }
 

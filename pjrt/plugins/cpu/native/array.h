@@ -1,5 +1,6 @@
 // Arrays of the cpu backend: an element type, a static shape, and aligned storage shared by
-// reference. Arrays are values: a kernel never writes into its inputs, it allocates outputs.
+// reference. Arrays are values: a kernel never writes into an input anyone else holds, it
+// allocates outputs (or takes over an input's storage that only it holds: can_take_over).
 #pragma once
 
 #include <cstddef>
@@ -72,13 +73,18 @@ inline std::vector<int64_t> row_major_strides(const Shape& shape) {
 
 // 64-byte aligned bytes; freed when the last Array referring to them goes away. Borrowed
 // storage is someone else's memory (a PJRT caller's argument buffer): never freed here and
-// never written (kernels take over only owned storage for in-place results).
+// never written (kernels take over only owned storage for in-place results). Inline storage
+// (allocate's small arrays) has its bytes in the same block as the Storage and its shared
+// count, which allocate sized for them: one allocation per array instead of two.
 struct Storage {
   struct Borrowed {};
+  struct Inline {};
   void* data = nullptr;
   size_t nbytes = 0;
   bool owned = true;
+  bool inline_data = false;
   explicit Storage(size_t bytes);
+  Storage(size_t bytes, Inline);
   Storage(void* external, size_t bytes, Borrowed) : data(external), nbytes(bytes), owned(false) {}
   ~Storage();
   Storage(const Storage&) = delete;
@@ -111,6 +117,15 @@ Array allocate(DType dtype, const Shape& shape);
 Array copy_array(const Array& array);
 // A new array with all bytes zero.
 Array allocate_zeroed(DType dtype, const Shape& shape);
+
+// Whether a kernel may write a result of `nbytes` into `operand`'s storage: the storage is
+// owned, exactly that long, and nobody else holds it (the executor moves an operand's last use
+// out of its slot, so the step's operand is then the only reference). Only for kernels whose
+// result element i depends on operand element i alone, written after it is read.
+inline bool can_take_over(const Array& operand, size_t nbytes) {
+  return operand.storage != nullptr && operand.storage->owned &&
+         operand.storage.use_count() == 1 && operand.nbytes() == nbytes;
+}
 
 // Scalar C++ types of the element types, for templated kernels.
 struct f16_t { uint16_t bits; };

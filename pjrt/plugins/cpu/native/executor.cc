@@ -68,16 +68,6 @@ class LocalArrays {
   std::vector<Array> heap_;
 };
 
-// Whether operand `i` of `instr` is its slot's last use: the slot is released after the
-// instruction and no later operand reads it.
-bool dies_at(const Instr& instr, size_t i) {
-  const int32_t s = instr.in[i];
-  for (size_t j = i + 1; j < instr.in.size(); ++j) {
-    if (instr.in[j] == s) return false;
-  }
-  return std::find(instr.release.begin(), instr.release.end(), s) != instr.release.end();
-}
-
 // Which of the body's results may be moved out of their slots at the end of an iteration:
 // those the body defines (a parameter or an instruction's result), at their last place in
 // the results. A value from outside the loop is read again by the next iteration.
@@ -103,29 +93,29 @@ void run_while(const Instr& instr, Frame& frame) {
   const Program& body = *instr.regions[1];
   auto& slots = frame.slots;
   const size_t n = instr.in.size();
-  // Results move into `carried`, so the body's next iteration holds the only reference to
-  // a carried array and a kernel may take its storage over (no second owner in a slot).
   const std::vector<bool> movable = movable_results(body);
-  std::vector<Array> carried(n);
-  for (size_t i = 0; i < n; ++i) carried[i] = slots[instr.in[i]];
+  // The carried values live in the condition's parameter slots between iterations. The
+  // condition borrows them (it releases no parameter: lend_params in executor_bindings.cc),
+  // then they move on to the body's parameters, and the body's results move back: the body's
+  // next iteration holds the only reference to a carried array, so a kernel may take its
+  // storage over (no second owner in a slot), and no value is copied on the way.
+  for (size_t i = 0; i < n; ++i) slots[cond.params[i]] = slots[instr.in[i]];
   for (;;) {
-    // The condition borrows the carried values (it releases no parameter: lend_params in
-    // executor_bindings.cc), so they move into its slots and on to the body's, uncopied.
-    for (size_t i = 0; i < n; ++i) slots[cond.params[i]] = std::move(carried[i]);
     run_program(cond, frame);
-    const bool go = *slots[cond.results[0]].data<bool>();
-    if (!go) {
-      for (size_t i = 0; i < n; ++i) carried[i] = std::move(slots[cond.params[i]]);
-      break;
-    }
+    if (!*slots[cond.results[0]].data<bool>()) break;
     for (size_t i = 0; i < n; ++i) slots[body.params[i]] = std::move(slots[cond.params[i]]);
     run_program(body, frame);
+    // Body slots and the condition's parameters are distinct, so a result read twice is
+    // copied at its earlier places before its last place moves it.
     for (size_t i = 0; i < n; ++i) {
-      carried[i] = movable[i] ? std::move(slots[body.results[i]]) : slots[body.results[i]];
+      Array& result = slots[body.results[i]];
+      slots[cond.params[i]] = movable[i] ? std::move(result) : result;
     }
-    for (int32_t p : body.params) slots[p] = Array();
+    for (int32_t p : body.params) {
+      if (slots[p].defined()) slots[p] = Array();  // a parameter that is not a result
+    }
   }
-  for (size_t i = 0; i < n; ++i) slots[instr.out[i]] = std::move(carried[i]);
+  for (size_t i = 0; i < n; ++i) slots[instr.out[i]] = std::move(slots[cond.params[i]]);
 }
 
 void run_branch(const Program& branch, const Instr& instr, Frame& frame) {
@@ -300,7 +290,7 @@ void run_instr(const Instr& instr, Frame& frame) {
       // operand's last use here moves it out of its slot.
       for (size_t i = 0; i < n; ++i) {
         const int32_t s = instr.in[i];
-        if (dies_at(instr, i)) {
+        if (instr.last_use[i]) {
           operands[i] = std::move(slots[s]);
         } else {
           operands[i] = slots[s];
@@ -379,6 +369,19 @@ void run_program(const Program& program, Frame& frame) {
 }
 
 }  // namespace
+
+void set_release(Instr& instr, std::vector<int32_t> slots) {
+  instr.release = std::move(slots);
+  const size_t n = instr.in.size();
+  instr.last_use.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t s = instr.in[i];
+    bool read_later = false;
+    for (size_t j = i + 1; j < n; ++j) read_later |= instr.in[j] == s;
+    instr.last_use[i] = !read_later && std::find(instr.release.begin(), instr.release.end(),
+                                                 s) != instr.release.end();
+  }
+}
 
 namespace {
 std::atomic<bool> g_python_exiting{false};

@@ -68,7 +68,11 @@ struct Instr {
   InstrKind kind = InstrKind::KERNEL;
   std::string where;              // "stablehlo.add at f.mlir:3:5", for errors
   std::vector<int32_t> in, out;   // slots
-  std::vector<int32_t> release;   // slots dead after this instruction
+  std::vector<int32_t> release;   // slots dead after this instruction (set_release)
+  // Per operand: this is its slot's last use (the slot is released and no later operand
+  // reads it), so a KERNEL moves it out of its slot rather than copying it. Worked out once
+  // by set_release, not on every run of the instruction.
+  std::vector<uint8_t> last_use;
   Step step;
   Array constant;
   std::vector<std::shared_ptr<const Program>> regions;
@@ -113,6 +117,9 @@ struct Frame {
   std::unique_ptr<CommThread> comm;  // made by the first ASYNC_START; declared last, so
                                      // it is joined first when the frame goes
 };
+
+// Sets the slots dead after `instr` (and with them its operands' last_use flags).
+void set_release(Instr& instr, std::vector<int32_t> slots);
 
 // Runs `exe` on `args` in a new frame; returns its results. Throws ExecError (or the Python
 // exception of a failed callback) naming the instruction.

@@ -47,6 +47,7 @@ Instr& add(Program& p, InstrKind kind, std::string where, std::vector<int32_t> i
   instr.where = std::move(where);
   instr.in = std::move(in);
   instr.out = std::move(out);
+  set_release(instr, {});
   p.instrs.push_back(std::move(instr));
   return p.instrs.back();
 }
@@ -60,8 +61,9 @@ void lend_params(Program& cond) {
     auto lent = [&](int32_t s) {
       return std::find(cond.params.begin(), cond.params.end(), s) != cond.params.end();
     };
-    instr.release.erase(std::remove_if(instr.release.begin(), instr.release.end(), lent),
-                        instr.release.end());
+    std::vector<int32_t> kept = instr.release;
+    kept.erase(std::remove_if(kept.begin(), kept.end(), lent), kept.end());
+    set_release(instr, std::move(kept));
   }
 }
 
@@ -337,7 +339,7 @@ void bind_executor(py::module_& m) {
         p.instrs.at(index).communicates = true;
       })
       .def("set_release", [](Program& p, size_t index, std::vector<int32_t> slots) {
-        p.instrs.at(index).release = std::move(slots);
+        set_release(p.instrs.at(index), std::move(slots));
       });
 
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable")

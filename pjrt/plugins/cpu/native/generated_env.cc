@@ -75,8 +75,7 @@ Step make_generated_step(const std::string& library, const std::string& symbol,
     // this step) is taken over by its paired result.
     for (auto [r, o] : inplace) {
       const Array& a = operands[o];
-      if (!outs[r].defined() && a.storage.use_count() == 1 && a.storage->owned &&
-          a.nbytes() == num_bytes(results[r].dtype, results[r].shape)) {
+      if (!outs[r].defined() && can_take_over(a, num_bytes(results[r].dtype, results[r].shape))) {
         outs[r] = Array{results[r].dtype, results[r].shape, a.storage};
       }
     }

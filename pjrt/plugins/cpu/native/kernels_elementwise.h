@@ -194,13 +194,46 @@ inline void map_binary(const In* __restrict a, const In* __restrict b, Out* __re
   for (int64_t i = begin; i < end; ++i) y[i] = f(a[i], b[i]);
 }
 
+// The same loops over a result that is one of the operands (its storage taken over): each
+// element is read before it is written, but the arrays alias, so no restrict.
+template <typename T, typename F>
+inline void map_unary_in_place(T* y, int64_t begin, int64_t end, F f) {
+  for (int64_t i = begin; i < end; ++i) y[i] = f(y[i]);
+}
+
+template <typename T, typename F>
+inline void map_binary_in_place(const T* a, const T* b, T* y, int64_t begin, int64_t end,
+                                F f) {
+  for (int64_t i = begin; i < end; ++i) y[i] = f(a[i], b[i]);
+}
+
+// The operand whose storage the result may take over (can_take_over), or -1: the steps
+// below try it when the element types match, so a loop of the executor reuses a carried
+// value's storage instead of allocating a new array per op and iteration.
+inline int taken_operand(const Array* operands, int arity, size_t nbytes) {
+  for (int k = 0; k < arity; ++k) {
+    if (can_take_over(operands[k], nbytes)) return k;
+  }
+  return -1;
+}
+
 // A step computing results[0][i] = f(operands[0][i]).
 template <typename In, typename Out, typename F>
 Step unary_step(const TensorSpec& result, F f, int64_t chunk = kCheapChunk) {
   const DType dtype = result.dtype;
   const Shape shape = result.shape;
   const int64_t n = num_elements(shape);
+  const size_t nbytes = num_bytes(dtype, shape);
   return [=](ExecContext&, const Array* operands, Array* results) {
+    if constexpr (std::is_same_v<In, Out>) {
+      if (taken_operand(operands, 1, nbytes) == 0) {
+        results[0] = Array{dtype, shape, operands[0].storage};
+        Out* y = results[0].data<Out>();
+        run_range(n, chunk,
+                  [=](int64_t begin, int64_t end) { map_unary_in_place(y, begin, end, f); });
+        return;
+      }
+    }
     results[0] = allocate(dtype, shape);
     const In* x = operands[0].data<In>();
     Out* y = results[0].data<Out>();
@@ -214,10 +247,22 @@ Step binary_step(const TensorSpec& result, F f, int64_t chunk = kCheapChunk) {
   const DType dtype = result.dtype;
   const Shape shape = result.shape;
   const int64_t n = num_elements(shape);
+  const size_t nbytes = num_bytes(dtype, shape);
   return [=](ExecContext&, const Array* operands, Array* results) {
-    results[0] = allocate(dtype, shape);
     const In* a = operands[0].data<In>();
     const In* b = operands[1].data<In>();
+    if constexpr (std::is_same_v<In, Out>) {
+      const int taken = taken_operand(operands, 2, nbytes);
+      if (taken >= 0) {
+        results[0] = Array{dtype, shape, operands[taken].storage};
+        Out* y = results[0].data<Out>();
+        run_range(n, chunk, [=](int64_t begin, int64_t end) {
+          map_binary_in_place(a, b, y, begin, end, f);
+        });
+        return;
+      }
+    }
+    results[0] = allocate(dtype, shape);
     Out* y = results[0].data<Out>();
     run_range(n, chunk, [=](int64_t begin, int64_t end) { map_binary(a, b, y, begin, end, f); });
   };

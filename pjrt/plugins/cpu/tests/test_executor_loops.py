@@ -161,3 +161,59 @@ def test_carried_values_trade_places_around_a_nested_loop(compile, n):
     np.testing.assert_array_equal(p, want_p)
     np.testing.assert_array_equal(q, want_q)
     assert int(k) == want_k
+
+
+# Elementwise steps write into an operand's storage when its last use is theirs (the executor
+# moved it out of its slot, so nobody else holds it: kernels_elementwise.h taken_operand).
+# Here %v is read again after the add that makes the next %v (so that add must allocate),
+# %w dies at an add of itself with itself, %u is returned twice (two carried values sharing
+# one storage, neither writable in place) and %c is a constant read by every iteration.
+READ_AFTER_UPDATE = """
+func.func @main(%x: tensor<5xf32>, %n: tensor<i32>)
+    -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:6 = stablehlo.while(%i = %c0, %v = %x, %w = %x, %u = %x, %u2 = %x, %s = %x)
+      : tensor<i32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>
+    cond {
+      %go = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %go : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %i1 = stablehlo.add %i, %one : tensor<i32>
+      %c = stablehlo.constant dense<0.25> : tensor<5xf32>
+      %v1 = stablehlo.add %v, %c : tensor<5xf32>
+      %old = stablehlo.multiply %v, %c : tensor<5xf32>
+      %w1 = stablehlo.add %w, %w : tensor<5xf32>
+      %wn = stablehlo.negate %w1 : tensor<5xf32>
+      %us = stablehlo.subtract %u, %u2 : tensor<5xf32>
+      %u1 = stablehlo.add %us, %c : tensor<5xf32>
+      %s1 = stablehlo.add %s, %old : tensor<5xf32>
+      stablehlo.return %i1, %v1, %wn, %u1, %u1, %s1
+          : tensor<i32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>,
+            tensor<5xf32>
+    }
+  return %r#1, %r#2, %r#3, %r#4, %r#5
+      : tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>
+}"""
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_in_place_steps_never_write_a_value_read_later(compile, n):
+    x = np.linspace(-1, 1, 5, dtype=np.float32)
+    exe = compile(READ_AFTER_UPDATE)
+    for _ in range(2):  # a second run starts from the same argument
+        v, w, u, u2, s = _against_interpreter(exe, READ_AFTER_UPDATE, [x, np.int32(n)])
+        want_v, want_w, want_u, want_s = x, x, x, x
+        want_u2 = x
+        c = np.float32(0.25)
+        for _ in range(n):
+            want_s = want_s + want_v * c
+            want_v = want_v + c
+            want_w = -(want_w + want_w)
+            want_u = want_u2 = (want_u - want_u2) + c
+        np.testing.assert_array_equal(v, want_v)
+        np.testing.assert_array_equal(w, want_w)
+        np.testing.assert_array_equal(u, want_u)
+        np.testing.assert_array_equal(u2, want_u2)
+        np.testing.assert_allclose(s, want_s, rtol=1e-6)
+        assert not np.shares_memory(u, u2)
