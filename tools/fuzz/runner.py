@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import resource
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -38,8 +40,22 @@ class Outcome:
     detail: str = ""   # the signal or exit code of a crash
 
 
-def _worker_main(conn, function_path: str) -> None:
+def _exit_with_owner(lifeline) -> None:
+    """Ends the worker when the process that owns it is gone: the owner holds the only
+    other end of ``lifeline`` and never writes to it, so the read returns when it closes.
+    A worker's parent is the fork server, not its owner, and neither notices the owner
+    being killed: a worker busy on an input (a hang) would otherwise run on forever."""
+    try:
+        lifeline.recv()
+    except (EOFError, OSError):
+        pass
+    os._exit(1)
+
+
+def _worker_main(conn, function_path: str, lifeline=None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    if lifeline is not None:
+        threading.Thread(target=_exit_with_owner, args=(lifeline,), daemon=True).start()
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard == resource.RLIM_INFINITY or hard > WORKER_ADDRESS_SPACE:
         resource.setrlimit(resource.RLIMIT_AS, (WORKER_ADDRESS_SPACE, hard))
@@ -66,6 +82,7 @@ class SubprocessRunner:
         self.ctx.set_forkserver_preload(list(preload) or [function_path.split(":")[0]])
         self._process = None
         self._conn = None
+        self._lifeline = None
 
     def call(self, payload) -> Outcome:
         if self._process is None:
@@ -101,13 +118,15 @@ class SubprocessRunner:
 
     def _start(self) -> None:
         conn, child = self.ctx.Pipe()
-        process = self.ctx.Process(target=_worker_main, args=(child, self.function_path),
-                                   daemon=True)
+        lifeline_read, lifeline = self.ctx.Pipe(duplex=False)
+        process = self.ctx.Process(target=_worker_main,
+                                   args=(child, self.function_path, lifeline_read), daemon=True)
         try:
             process.start()
         finally:
             child.close()
-        self._process, self._conn = process, conn
+            lifeline_read.close()
+        self._process, self._conn, self._lifeline = process, conn, lifeline
 
     def _death(self) -> str:
         """How the worker died (a signal name or an exit code); forgets the worker."""
@@ -126,5 +145,7 @@ class SubprocessRunner:
             self._process.kill()
         self._process.join(timeout=5)
         self._conn.close()
+        self._lifeline.close()
         self._process = None
         self._conn = None
+        self._lifeline = None

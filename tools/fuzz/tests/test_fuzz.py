@@ -1,7 +1,11 @@
 """The fuzzing harness itself: the mutator, the contract checks, the minimizer, the worker
 runner, the comparison of backends, and a short end-to-end run."""
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -13,7 +17,7 @@ from tools.fuzz.driver import minimize_finding
 from tools.fuzz.mutator import Mutator
 from tools.fuzz.run_target import compare_backends
 from tools.fuzz.runner import CRASHED, OK, TIMED_OUT, SubprocessRunner
-from tools.tests.helpers import run_subprocess
+from tools.tests.helpers import REPO_ROOT, run_subprocess
 
 ADD = """func.func @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = stablehlo.add %a, %b : tensor<4x8xf32>
@@ -133,6 +137,44 @@ def test_runner_stops_a_hang():
     with SubprocessRunner(f"{FAKE_TARGETS}:hang", timeout=1.0) as runner:
         outcome = runner.call("x")
     assert outcome.status == TIMED_OUT and outcome.stage == "about to hang"
+
+
+OWNER_OF_A_HANG = f"""
+from tools.fuzz.runner import SubprocessRunner
+runner = SubprocessRunner("{FAKE_TARGETS}:hang", timeout=600)
+runner._start()
+print(runner._process.pid, flush=True)
+runner.call("x")
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_runner_worker_ends_with_its_owner():
+    # A fuzzing engine killed mid-input (the driver's grace period ran out) must not leave
+    # its worker behind, busy on a hanging input: CI once found one spinning 28 min later.
+    owner = subprocess.Popen([sys.executable, "-c", OWNER_OF_A_HANG], stdout=subprocess.PIPE,
+                             text=True, cwd=REPO_ROOT)
+    try:
+        worker = int(owner.stdout.readline())
+        time.sleep(1.0)  # the worker is inside the hang
+        assert _running(worker)
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 20
+    while _running(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    still = _running(worker)
+    if still:
+        os.kill(worker, signal.SIGKILL)
+    assert not still, "the worker outlived its owner"
 
 
 def test_runner_status_ok():
