@@ -3,7 +3,9 @@
 Every SSA value of the function (nested regions and inlined callees included) gets a slot
 of one frame; each op becomes one instruction (see native/executor.h):
 
-* ``constant`` -> CONSTANT (the array is built once, at compile time);
+* ``constant`` -> no instruction: the array is built once, at compile time, and the
+  executable puts it in its slot when a frame is made, so constants in a loop body cost its
+  iterations nothing;
 * ``while``/``if``/``case`` -> control-flow instructions holding nested Programs, so loops
   run in C++ without returning to Python;
 * ``func.call`` -> the callee is lowered inline (StableHLO has no recursion);
@@ -219,6 +221,7 @@ class Lowering:
         self.num_replicas = num_replicas
         self.num_partitions = num_partitions
         self.num_slots = 0
+        self.constants: list[tuple[int, np.ndarray, str]] = []  # (slot, value, element type)
         self.fallbacks: list[Fallback] = []
         self.compiled: list[str] = []  # ops run as generated kernels
         self.fusions = fusions  # codegen FusionLibrary of the function being lowered
@@ -245,7 +248,7 @@ class Lowering:
         exe = native().Executable(
             func.name, self.num_slots, builder.native,
             [native_type(t) for t in func.type.inputs],
-            [native_type(t) for t in func.type.results])
+            [native_type(t) for t in func.type.results], self.constants)
         return LoweredFunction(exe, self.fallbacks, self.count, self.compiled,
                                self.fusions_generated, self.fusions_inlined)
 
@@ -323,7 +326,9 @@ class Lowering:
             type = native_type(op.results[0].type)
             value = as_stored(np.require(op.attributes["value"].array, requirements="C"),
                               op.results[0].type)
-            b.add("add_constant", where, value, type[0], outs[0], outs=outs)
+            # Defined by no program, so every program sees the slot as an enclosing value
+            # and none releases it.
+            self.constants.append((outs[0], value, type[0]))
         elif name in ("stablehlo.optimization_barrier", "sdy.sharding_constraint"):
             b.add("add_alias", where, ins, outs, uses=ins, outs=outs)
         elif name == "stablehlo.while" and self._lower_compiled_while(op, env, ins, outs, b):

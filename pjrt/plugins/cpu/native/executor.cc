@@ -302,9 +302,6 @@ void run_instr(const Instr& instr, Frame& frame) {
       for (size_t i = 0; i < instr.out.size(); ++i) slots[instr.out[i]] = std::move(results[i]);
       break;
     }
-    case InstrKind::CONSTANT:
-      slots[instr.out[0]] = instr.constant;
-      break;
     case InstrKind::ALIAS:
       for (size_t i = 0; i < instr.out.size(); ++i) slots[instr.out[i]] = slots[instr.in[i]];
       break;
@@ -422,6 +419,7 @@ std::vector<Array> run_executable(const Executable& exe, std::vector<Array> args
     throw ExecError(exe.name + ": expected " + std::to_string(main.params.size()) +
                     " arguments, got " + std::to_string(args.size()));
   }
+  for (const auto& [slot, value] : exe.constants) frame.slots[slot] = value;
   for (size_t i = 0; i < args.size(); ++i) frame.slots[main.params[i]] = std::move(args[i]);
   try {
     run_program(main, frame);

@@ -3,6 +3,8 @@
 // The lowering (pjrt/plugins/cpu/lowering.py) turns a StableHLO function into a Program: a
 // list of instructions over numbered slots of one frame (a slot per SSA value of the
 // function, nested regions included, so regions see enclosing values without copying).
+// Constants are no instructions: their slots are filled when the frame is made, so a loop
+// body's constants cost its iterations nothing.
 // Control flow (while/if/case) holds nested Programs and loops in C++; an op without a
 // native kernel is a CALLBACK instruction that calls back into the Python interpreter for that
 // op only. After each instruction the slots whose last use it was are released, so memory
@@ -47,7 +49,6 @@ class SharedPyObject {
 
 enum class InstrKind : uint8_t {
   KERNEL,        // step(operands) -> results
-  CONSTANT,      // results[0] = constant
   ALIAS,         // results[i] = operands[i] (optimization_barrier, identity)
   WHILE,         // regions: cond (which releases no parameter: it borrows them), body
   IF,            // regions: true, false; operand 0: pred
@@ -74,7 +75,6 @@ struct Instr {
   // by set_release, not on every run of the instruction.
   std::vector<uint8_t> last_use;
   Step step;
-  Array constant;
   std::vector<std::shared_ptr<const Program>> regions;
   SharedPyObject callback;                        // CALLBACK
   std::vector<TensorSpec> out_specs;              // CALLBACK: result types (tokens: is_token)
@@ -97,6 +97,10 @@ struct Executable {
   std::string name;
   int32_t num_slots = 0;
   std::shared_ptr<const Program> main;
+  // (slot, value) of every constant of the program, its regions included. No program
+  // defines or releases these slots, so no step ever holds a constant's only reference:
+  // it is read, never moved out or written in place.
+  std::vector<std::pair<int32_t, Array>> constants;
   std::vector<TensorSpec> param_specs, result_specs;
   std::vector<bool> param_is_token, result_is_token;
 };

@@ -268,11 +268,6 @@ void bind_executor(py::module_& m) {
         add(p, InstrKind::KERNEL, std::move(where), std::move(in), std::move(out)).step =
             std::move(step);
       })
-      .def("add_constant", [](Program& p, std::string where, py::handle value,
-                              const std::string& dtype, int32_t out) {
-        add(p, InstrKind::CONSTANT, std::move(where), {}, {out}).constant =
-            array_from_numpy(value, dtype_from_name(dtype));
-      })
       .def("add_alias", [](Program& p, std::string where, std::vector<int32_t> in,
                            std::vector<int32_t> out) {
         add(p, InstrKind::ALIAS, std::move(where), std::move(in), std::move(out));
@@ -344,15 +339,22 @@ void bind_executor(py::module_& m) {
 
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable")
       .def(py::init([](std::string name, int32_t num_slots, ProgramPtr main, py::list params,
-                       py::list results) {
+                       py::list results, py::list constants) {
         auto exe = std::make_shared<Executable>();
         exe->name = std::move(name);
         exe->num_slots = num_slots;
         exe->main = main;
         for (auto t : params) add_type(t, exe->param_specs, exe->param_is_token);
         for (auto t : results) add_type(t, exe->result_specs, exe->result_is_token);
+        for (auto item : constants) {  // (slot, array, element type name)
+          auto c = item.cast<py::tuple>();
+          exe->constants.emplace_back(
+              c[0].cast<int32_t>(),
+              array_from_numpy(c[1], dtype_from_name(c[2].cast<std::string>())));
+        }
         return exe;
-      }))
+      }), py::arg("name"), py::arg("num_slots"), py::arg("main"), py::arg("params"),
+         py::arg("results"), py::arg("constants") = py::list())
       .def_readonly("name", &Executable::name)
       .def("c_entry", [](std::shared_ptr<const Executable> exe) -> py::object {
         // (run, release, context, free_result) as addresses for the PJRT plugin library,
