@@ -2,17 +2,18 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <deque>
 #include <iterator>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace openhlo::cpu {
 
 namespace {
-std::atomic<int64_t> g_live_count{0};
 std::atomic<int64_t> g_live_bytes{0};
 std::atomic<int64_t> g_peak_bytes{0};
 constexpr size_t kAlignment = 64;
@@ -78,31 +79,56 @@ size_t rounded_size(size_t bytes, size_t alignment) {
 size_t alignment_for(size_t bytes) { return bytes >= kHugeThreshold ? kHugePage : kAlignment; }
 
 // Note [small block cache]: a loop the executor runs allocates a few small results per
-// iteration (a counter, a predicate, a step's value); aligned_alloc + free of those (and
-// malloc + free of their shared_ptr control blocks) were about a third of an iteration's
-// time. Freed blocks up to kSmallMaxBytes are kept per thread, per 64-byte size class, at
-// most kSmallPerClass each, and handed out again on the same thread (a block freed on
-// another thread joins that thread's lists). A thread's lists are freed when it ends;
-// blocks freed after that (during exit) go back to the C library.
+// iteration (a counter, a predicate, a step's value); aligned_alloc + free of those (and of
+// their Storage headers) were about a third of an iteration's time. Freed blocks up to
+// kSmallMaxBytes are kept per thread, per 64-byte size class, at most kSmallPerClass each,
+// and handed out again on the same thread (a block freed on another thread joins that
+// thread's lists). A thread's lists are freed when it ends; blocks freed after that (during
+// exit) go back to the C library.
 constexpr size_t kSmallMaxBytes = 1024;
 constexpr size_t kSmallClasses = kSmallMaxBytes / kAlignment;
 constexpr int kSmallPerClass = 32;
 
-// Trivially destructible (and zero-initialized), so a block freed after the thread's
-// destructors ran still reads `state` and goes back to the C library; one thread-local
-// access per allocation.
+// A thread's small blocks, and the Storages it made minus those it freed. The count is
+// written by its thread alone (a plain add, not a locked one: two fewer atomic
+// read-modify-writes per array) and summed by live_storage_count. Trivially destructible
+// (and zero-initialized), so a block freed after the thread's destructors ran still reads
+// `state` and goes back to the C library; one thread-local access per allocation.
 struct SmallBlocks {
   enum State : uint8_t { kUnused, kLive, kGone };
   void* blocks[kSmallClasses][kSmallPerClass];
   int count[kSmallClasses];
+  std::atomic<int64_t> live;
   State state;
 };
 
 thread_local SmallBlocks t_small_blocks;
 
+// The threads' counts, for live_storage_count: those of live threads, and what the ended
+// ones left (a thread that frees more than it made leaves a negative count).
+struct LiveCounts {
+  std::mutex mu;
+  std::vector<const SmallBlocks*> threads;
+  int64_t ended = 0;
+};
+
+LiveCounts& live_counts() {
+  static auto* counts = new LiveCounts();  // leaked: threads may end during exit
+  return *counts;
+}
+
+// Storages made or freed on a thread whose lists are gone (during its exit).
+std::atomic<int64_t> g_live_count_elsewhere{0};
+
 struct SmallBlocksRelease {
   ~SmallBlocksRelease() {
     SmallBlocks& lists = t_small_blocks;
+    {
+      LiveCounts& counts = live_counts();
+      std::lock_guard<std::mutex> lock(counts.mu);
+      counts.ended += lists.live.load(std::memory_order_relaxed);
+      counts.threads.erase(std::find(counts.threads.begin(), counts.threads.end(), &lists));
+    }
     lists.state = SmallBlocks::kGone;
     for (size_t c = 0; c < kSmallClasses; ++c) {
       for (int i = 0; i < lists.count[c]; ++i) std::free(lists.blocks[c][i]);
@@ -117,69 +143,79 @@ SmallBlocks* small_blocks() {
   if (lists->state == SmallBlocks::kGone) return nullptr;
   thread_local SmallBlocksRelease release;  // the first use registers the release at exit
   (void)release;
+  {
+    LiveCounts& counts = live_counts();
+    std::lock_guard<std::mutex> lock(counts.mu);
+    counts.threads.push_back(lists);
+  }
   lists->state = SmallBlocks::kLive;
   return lists;
 }
 
-// A kept block of `rounded` bytes (a multiple of kAlignment), or nullptr.
-void* take_small(size_t rounded) {
-  if (rounded > kSmallMaxBytes) return nullptr;
-  SmallBlocks* lists = small_blocks();
-  const size_t c = rounded / kAlignment - 1;
-  if (lists == nullptr || lists->count[c] == 0) return nullptr;
-  return lists->blocks[c][--lists->count[c]];
+// A kept block of `rounded` bytes (a multiple of kAlignment), or a new one.
+void* take_small(SmallBlocks* lists, size_t rounded) {
+  if (rounded <= kSmallMaxBytes && lists != nullptr) {
+    const size_t c = rounded / kAlignment - 1;
+    if (lists->count[c] > 0) return lists->blocks[c][--lists->count[c]];
+  }
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
 }
 
 // Keeps the block `p` of `rounded` bytes for take_small, or frees it.
-void give_small(void* p, size_t rounded) {
-  SmallBlocks* lists = rounded <= kSmallMaxBytes ? small_blocks() : nullptr;
+void give_small(SmallBlocks* lists, void* p, size_t rounded) {
   const size_t c = rounded / kAlignment - 1;
-  if (lists != nullptr && lists->count[c] < kSmallPerClass) {
+  if (lists != nullptr && rounded <= kSmallMaxBytes && lists->count[c] < kSmallPerClass) {
     lists->blocks[c][lists->count[c]++] = p;
   } else {
     std::free(p);
   }
 }
 
-// The allocator of an array's shared Storage (its control block and the Storage in one
-// small block), from the same per-thread lists. `inline_bytes` more (64-byte aligned) follow
-// the control block for an Inline storage's data; the shared_ptr keeps a copy of the
-// allocator, so the block is given back at the size it was taken at.
-template <class T>
-struct SmallBlockAllocator {
-  using value_type = T;
-  size_t inline_bytes = 0;
-  explicit SmallBlockAllocator(size_t bytes = 0) : inline_bytes(bytes) {}
-  template <class U>
-  SmallBlockAllocator(const SmallBlockAllocator<U>& other)  // NOLINT: rebinding is implicit
-      : inline_bytes(other.inline_bytes) {}
-  size_t block_bytes(size_t n) const {
-    const size_t head = rounded_size(n * sizeof(T), kAlignment);
-    return inline_bytes == 0 ? head : head + rounded_size(inline_bytes, kAlignment);
-  }
-  T* allocate(size_t n) {
-    const size_t rounded = block_bytes(n);
-    void* p = take_small(rounded);
-    if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
-    if (p == nullptr) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t n) { give_small(p, block_bytes(n)); }
-  template <class U>
-  bool operator==(const SmallBlockAllocator<U>& other) const {
-    return inline_bytes == other.inline_bytes;
-  }
-  template <class U>
-  bool operator!=(const SmallBlockAllocator<U>& other) const { return !(*this == other); }
-};
+// The bytes of an array that is not Inline storage: from the block cache, the small lists or
+// the C library (large ones on huge pages).
+void* take_data(SmallBlocks* lists, size_t bytes) {
+  const size_t alignment = alignment_for(bytes);
+  const size_t rounded = rounded_size(bytes, alignment);
+  void* data = bytes >= kCacheMinBytes ? block_cache().take(rounded) : nullptr;
+  if (data != nullptr) return data;
+  if (alignment == kAlignment) return take_small(lists, rounded);
+  data = std::aligned_alloc(alignment, rounded);
+  if (data == nullptr) throw std::bad_alloc();
+  madvise(data, rounded, MADV_HUGEPAGE);  // a hint; may fail
+  return data;
+}
 
-// Arrays up to this many bytes are Inline storage: with the control block (about 64 bytes)
-// they fit a small block, so a loop's small results cost one take_small and one give_small.
-constexpr size_t kInlineMaxBytes = kSmallMaxBytes - 2 * kAlignment;
+void give_data(SmallBlocks* lists, void* data, size_t bytes) {
+  const size_t rounded = rounded_size(bytes, alignment_for(bytes));
+  if (bytes >= kCacheMinBytes) {
+    block_cache().give(data, rounded);
+  } else {
+    give_small(lists, data, rounded);
+  }
+}
+
+// A Storage sits at the start of a small block, its Inline bytes (if any) at the next 64-byte
+// boundary after it.
+constexpr size_t kHeaderBytes = (sizeof(Storage) + kAlignment - 1) / kAlignment * kAlignment;
+
+// Arrays up to this many bytes are Inline storage: with their Storage they fit a small block,
+// so a loop's small results cost one take_small and one give_small.
+constexpr size_t kInlineMaxBytes = kSmallMaxBytes - kHeaderBytes;
+
+size_t block_bytes(const Storage& storage) {
+  return storage.inline_data ? kHeaderBytes + rounded_size(storage.nbytes, kAlignment)
+                             : kHeaderBytes;
+}
 
 // Memory statistics of a Storage made or freed.
-void count_live(size_t bytes) {
-  g_live_count.fetch_add(1, std::memory_order_relaxed);
+void count_live(SmallBlocks* lists, size_t bytes) {
+  if (lists != nullptr) {
+    lists->live.store(lists->live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } else {
+    g_live_count_elsewhere.fetch_add(1, std::memory_order_relaxed);
+  }
   const int64_t live =
       g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
       static_cast<int64_t>(bytes);
@@ -189,8 +225,12 @@ void count_live(size_t bytes) {
   }
 }
 
-void count_freed(size_t bytes) {
-  g_live_count.fetch_sub(1, std::memory_order_relaxed);
+void count_freed(SmallBlocks* lists, size_t bytes) {
+  if (lists != nullptr) {
+    lists->live.store(lists->live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  } else {
+    g_live_count_elsewhere.fetch_sub(1, std::memory_order_relaxed);
+  }
   g_live_bytes.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
 }
 
@@ -217,40 +257,32 @@ DType dtype_from_name(const std::string& name) {
                           "-byte elements: its size in bytes does not fit in int64");
 }
 
-Storage::Storage(size_t bytes) : nbytes(bytes) {
-  const size_t alignment = alignment_for(bytes);
-  const size_t rounded = rounded_size(bytes, alignment);
-  data = bytes >= kCacheMinBytes ? block_cache().take(rounded) : take_small(rounded);
-  if (data == nullptr) {
-    data = std::aligned_alloc(alignment, rounded);
-    if (data == nullptr) throw std::bad_alloc();
-    if (alignment == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);  // a hint; may fail
+void destroy_storage(Storage* storage) {
+  SmallBlocks* lists = small_blocks();
+  const size_t block = block_bytes(*storage);
+  if (storage->owned) {
+    count_freed(lists, storage->nbytes);
+    if (!storage->inline_data) give_data(lists, storage->data, storage->nbytes);
   }
-  count_live(bytes);
+  storage->~Storage();
+  give_small(lists, storage, block);
 }
 
-// The bytes start at the first 64-byte boundary after the Storage: the control block holding
-// it starts on one and SmallBlockAllocator gave it rounded_size(bytes) more after its own
-// rounded size.
-Storage::Storage(size_t bytes, Inline) : nbytes(bytes), inline_data(true) {
-  const auto end = reinterpret_cast<uintptr_t>(this + 1);
-  data = reinterpret_cast<void*>((end + kAlignment - 1) / kAlignment * kAlignment);
-  count_live(bytes);
+StorageRef borrow_storage(void* data, size_t bytes) {
+  auto* storage = new (take_small(small_blocks(), kHeaderBytes)) Storage();
+  storage->data = data;
+  storage->nbytes = bytes;
+  storage->owned = false;
+  return StorageRef::adopt(storage);
 }
 
-Storage::~Storage() {
-  if (!owned) return;
-  count_freed(nbytes);
-  if (inline_data) return;  // goes with the control block
-  const size_t rounded = rounded_size(nbytes, alignment_for(nbytes));
-  if (nbytes >= kCacheMinBytes) {
-    block_cache().give(data, rounded);
-  } else {
-    give_small(data, rounded);
-  }
+int64_t live_storage_count() {
+  LiveCounts& counts = live_counts();
+  std::lock_guard<std::mutex> lock(counts.mu);
+  int64_t live = counts.ended + g_live_count_elsewhere.load();
+  for (const SmallBlocks* lists : counts.threads) live += lists->live.load(std::memory_order_relaxed);
+  return live;
 }
-
-int64_t live_storage_count() { return g_live_count.load(); }
 int64_t live_storage_bytes() { return g_live_bytes.load(); }
 int64_t peak_storage_bytes() { return g_peak_bytes.load(); }
 void reset_peak_storage_bytes() { g_peak_bytes.store(g_live_bytes.load()); }
@@ -260,12 +292,25 @@ Array allocate(DType dtype, const Shape& shape) {
   a.dtype = dtype;
   a.shape = shape;
   const size_t bytes = num_bytes(dtype, shape);
+  SmallBlocks* lists = small_blocks();
+  Storage* storage;
   if (bytes <= kInlineMaxBytes) {
-    a.storage = std::allocate_shared<Storage>(SmallBlockAllocator<Storage>(bytes), bytes,
-                                             Storage::Inline{});
+    storage = new (take_small(lists, kHeaderBytes + rounded_size(bytes, kAlignment))) Storage();
+    storage->data = reinterpret_cast<char*>(storage) + kHeaderBytes;
+    storage->inline_data = true;
   } else {
-    a.storage = std::allocate_shared<Storage>(SmallBlockAllocator<Storage>(), bytes);
+    void* data = take_data(lists, bytes);
+    try {
+      storage = new (take_small(lists, kHeaderBytes)) Storage();
+    } catch (...) {
+      give_data(lists, data, bytes);
+      throw;
+    }
+    storage->data = data;
   }
+  storage->nbytes = bytes;
+  count_live(lists, bytes);
+  a.storage = StorageRef::adopt(storage);
   return a;
 }
 

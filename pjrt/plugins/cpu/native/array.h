@@ -3,6 +3,7 @@
 // allocates outputs (or takes over an input's storage that only it holds: can_take_over).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "_generated/dtypes.h"
@@ -71,25 +73,89 @@ inline std::vector<int64_t> row_major_strides(const Shape& shape) {
   return strides;
 }
 
-// 64-byte aligned bytes; freed when the last Array referring to them goes away. Borrowed
-// storage is someone else's memory (a PJRT caller's argument buffer): never freed here and
-// never written (kernels take over only owned storage for in-place results). Inline storage
-// (allocate's small arrays) has its bytes in the same block as the Storage and its shared
-// count, which allocate sized for them: one allocation per array instead of two.
+// 64-byte aligned bytes with a reference count; freed when the last counted StorageRef to
+// them goes away. Borrowed storage is someone else's memory (a PJRT caller's argument
+// buffer): never freed here and never written (kernels take over only owned storage for
+// in-place results). Inline storage (allocate's small arrays) has its bytes in the same block
+// as the Storage: one allocation per array instead of two.
 struct Storage {
-  struct Borrowed {};
-  struct Inline {};
+  std::atomic<int64_t> refs{1};  // counted StorageRefs
   void* data = nullptr;
   size_t nbytes = 0;
   bool owned = true;
   bool inline_data = false;
-  explicit Storage(size_t bytes);
-  Storage(size_t bytes, Inline);
-  Storage(void* external, size_t bytes, Borrowed) : data(external), nbytes(bytes), owned(false) {}
-  ~Storage();
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
 };
+
+// Frees a Storage whose last counted reference went (array.cc).
+void destroy_storage(Storage* storage);
+
+// A reference to a Storage. The count lives in the Storage (intrusive), so copying a
+// reference is one atomic add and the last release frees the Storage without a virtual call:
+// the executor copies and drops references for every operand of every instruction it runs.
+// A view (StorageRef::view) points at storage that another reference keeps alive, and adds
+// nothing to its count: the executor lends a step the operands their slots still hold that
+// way, and can_take_over never lets a step write into a view. A copy of a view counts.
+class StorageRef {
+ public:
+  StorageRef() = default;
+  StorageRef(std::nullptr_t) {}  // NOLINT: as a null shared pointer converts
+  StorageRef(const StorageRef& other) : p_(other.p_) {
+    if (p_ != nullptr) p_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  StorageRef(StorageRef&& other) noexcept : p_(other.p_), counted_(other.counted_) {
+    other.p_ = nullptr;
+    other.counted_ = true;
+  }
+  StorageRef& operator=(const StorageRef& other) {
+    StorageRef(other).swap(*this);
+    return *this;
+  }
+  StorageRef& operator=(StorageRef&& other) noexcept {
+    StorageRef(std::move(other)).swap(*this);
+    return *this;
+  }
+  ~StorageRef() {
+    if (p_ != nullptr && counted_ && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      destroy_storage(p_);
+    }
+  }
+  // Takes over a new Storage's initial count.
+  static StorageRef adopt(Storage* storage) {
+    StorageRef ref;
+    ref.p_ = storage;
+    return ref;
+  }
+  // An uncounted reference to what `of` refers to; valid while `of` (or another counted
+  // reference) keeps it.
+  static StorageRef view(const StorageRef& of) {
+    StorageRef ref;
+    ref.p_ = of.p_;
+    ref.counted_ = false;
+    return ref;
+  }
+  void reset() { StorageRef().swap(*this); }
+  void swap(StorageRef& other) noexcept {
+    std::swap(p_, other.p_);
+    std::swap(counted_, other.counted_);
+  }
+  Storage* get() const { return p_; }
+  Storage* operator->() const { return p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  bool counted() const { return counted_; }
+  // Counted references (a view's own is not among them).
+  int64_t use_count() const { return p_ == nullptr ? 0 : p_->refs.load(std::memory_order_acquire); }
+  friend bool operator==(const StorageRef& a, const StorageRef& b) { return a.p_ == b.p_; }
+  friend bool operator!=(const StorageRef& a, const StorageRef& b) { return a.p_ != b.p_; }
+  friend bool operator==(const StorageRef& a, std::nullptr_t) { return a.p_ == nullptr; }
+  friend bool operator!=(const StorageRef& a, std::nullptr_t) { return a.p_ != nullptr; }
+
+ private:
+  Storage* p_ = nullptr;
+  bool counted_ = true;
+};
+
+// A counted reference to `bytes` of someone else's memory (Borrowed above).
+StorageRef borrow_storage(void* data, size_t bytes);
 
 // Live Storage count and bytes, for leak tests and memory statistics.
 int64_t live_storage_count();
@@ -102,7 +168,7 @@ void reset_peak_storage_bytes();
 struct Array {
   DType dtype = DType::F32;
   Shape shape;
-  std::shared_ptr<Storage> storage;
+  StorageRef storage;
 
   bool defined() const { return storage != nullptr; }
   int64_t size() const { return num_elements(shape); }
@@ -120,10 +186,11 @@ Array allocate_zeroed(DType dtype, const Shape& shape);
 
 // Whether a kernel may write a result of `nbytes` into `operand`'s storage: the storage is
 // owned, exactly that long, and nobody else holds it (the executor moves an operand's last use
-// out of its slot, so the step's operand is then the only reference). Only for kernels whose
+// out of its slot, so the step's operand is then the only reference; an operand that its slot
+// still holds is lent to the step as a view, which is never taken over). Only for kernels whose
 // result element i depends on operand element i alone, written after it is read.
 inline bool can_take_over(const Array& operand, size_t nbytes) {
-  return operand.storage != nullptr && operand.storage->owned &&
+  return operand.storage != nullptr && operand.storage.counted() && operand.storage->owned &&
          operand.storage.use_count() == 1 && operand.nbytes() == nbytes;
 }
 

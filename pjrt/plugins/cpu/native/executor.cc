@@ -287,13 +287,23 @@ void run_instr(const Instr& instr, Frame& frame) {
       LocalArrays results(instr.out.size());
       // Slots dead after this instruction are dropped before it runs, so a step holding the
       // last reference to an operand may reuse its storage (generated in-place results): an
-      // operand's last use here moves it out of its slot.
+      // operand's last use here moves it out of its slot. An operand its slot keeps is lent
+      // as a view (no reference counted: the slot holds it until the step is done), which no
+      // step takes over.
       for (size_t i = 0; i < n; ++i) {
-        const int32_t s = instr.in[i];
-        if (instr.last_use[i]) {
-          operands[i] = std::move(slots[s]);
-        } else {
-          operands[i] = slots[s];
+        Array& slot = slots[instr.in[i]];
+        switch (instr.pass[i]) {
+          case Pass::MOVE:
+            operands[i] = std::move(slot);
+            break;
+          case Pass::COPY:
+            operands[i] = slot;
+            break;
+          case Pass::VIEW:
+            operands[i].dtype = slot.dtype;
+            operands[i].shape = slot.shape;
+            operands[i].storage = StorageRef::view(slot.storage);
+            break;
         }
       }
       for (int32_t s : instr.release) slots[s] = Array();
@@ -370,13 +380,13 @@ void run_program(const Program& program, Frame& frame) {
 void set_release(Instr& instr, std::vector<int32_t> slots) {
   instr.release = std::move(slots);
   const size_t n = instr.in.size();
-  instr.last_use.assign(n, 0);
+  instr.pass.assign(n, Pass::VIEW);
   for (size_t i = 0; i < n; ++i) {
     const int32_t s = instr.in[i];
+    if (std::find(instr.release.begin(), instr.release.end(), s) == instr.release.end()) continue;
     bool read_later = false;
     for (size_t j = i + 1; j < n; ++j) read_later |= instr.in[j] == s;
-    instr.last_use[i] = !read_later && std::find(instr.release.begin(), instr.release.end(),
-                                                 s) != instr.release.end();
+    instr.pass[i] = read_later ? Pass::COPY : Pass::MOVE;
   }
 }
 

@@ -65,15 +65,21 @@ enum class InstrKind : uint8_t {
 struct Program;
 struct Executable;
 
+// How a KERNEL hands an operand to its step.
+enum class Pass : uint8_t {
+  VIEW,  // the slot keeps the value past the step: lent uncounted (StorageRef::view)
+  MOVE,  // the slot's last use, released here: moved out, so the step may take it over
+  COPY,  // released here but also a later operand of the same step: a counted copy, so the
+         // later operand's move does not leave it the only reference to write into
+};
+
 struct Instr {
   InstrKind kind = InstrKind::KERNEL;
   std::string where;              // "stablehlo.add at f.mlir:3:5", for errors
   std::vector<int32_t> in, out;   // slots
   std::vector<int32_t> release;   // slots dead after this instruction (set_release)
-  // Per operand: this is its slot's last use (the slot is released and no later operand
-  // reads it), so a KERNEL moves it out of its slot rather than copying it. Worked out once
-  // by set_release, not on every run of the instruction.
-  std::vector<uint8_t> last_use;
+  // Per operand, how a KERNEL passes it: worked out once by set_release, not on every run.
+  std::vector<Pass> pass;
   Step step;
   std::vector<std::shared_ptr<const Program>> regions;
   SharedPyObject callback;                        // CALLBACK
@@ -122,7 +128,7 @@ struct Frame {
                                      // it is joined first when the frame goes
 };
 
-// Sets the slots dead after `instr` (and with them its operands' last_use flags).
+// Sets the slots dead after `instr` (and with them how its operands are passed).
 void set_release(Instr& instr, std::vector<int32_t> slots);
 
 // Runs `exe` on `args` in a new frame; returns its results. Throws ExecError (or the Python

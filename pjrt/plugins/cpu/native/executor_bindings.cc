@@ -80,9 +80,7 @@ Array argument_array(const py::array& arr, DType dtype) {
   if ((arr.flags() & kBorrowable) != kBorrowable) return array_from_numpy(arr, dtype);
   Shape shape(arr.shape(), arr.shape() + arr.ndim());
   const size_t nbytes = num_bytes(dtype, shape);
-  return Array{dtype, std::move(shape),
-               std::make_shared<Storage>(const_cast<void*>(arr.data()), nbytes,
-                                         Storage::Borrowed{})};
+  return Array{dtype, std::move(shape), borrow_storage(const_cast<void*>(arr.data()), nbytes)};
 }
 
 // The numpy fast path: exact-match arguments are borrowed, the program runs on the calling
@@ -193,8 +191,7 @@ int c_run(void* ctx, int64_t num_args, void* const* inputs, void** results, void
     for (size_t i = 0; i < args.size(); ++i) {
       const TensorSpec& spec = exe.param_specs[i];
       size_t nbytes = num_bytes(spec.dtype, spec.shape);
-      args[i] = Array{spec.dtype, spec.shape,
-                      std::make_shared<Storage>(inputs[i], nbytes, Storage::Borrowed{})};
+      args[i] = Array{spec.dtype, spec.shape, borrow_storage(inputs[i], nbytes)};
     }
     std::vector<Array> out = run_executable(exe, std::move(args), ExecContext{},
                                             SharedPyObject());

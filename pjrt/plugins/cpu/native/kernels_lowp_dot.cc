@@ -52,7 +52,7 @@ class PackedRhsCache {
 
  private:
   std::mutex mu_;
-  std::shared_ptr<Storage> storage_;
+  StorageRef storage_;
   std::shared_ptr<const std::vector<Packed>> packed_;
 };
 

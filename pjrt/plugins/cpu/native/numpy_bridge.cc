@@ -44,8 +44,8 @@ Array array_from_numpy(const py::handle& handle, DType dtype) {
 }
 
 py::array array_to_numpy(const Array& array) {
-  auto* keep = new std::shared_ptr<Storage>(array.storage);
-  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
+  auto* keep = new StorageRef(array.storage);
+  py::capsule owner(keep, [](void* p) { delete static_cast<StorageRef*>(p); });
   std::vector<py::ssize_t> shape(array.shape.begin(), array.shape.end());
   return py::array(numpy_dtype(array.dtype), shape, {}, array.raw(), owner);
 }
