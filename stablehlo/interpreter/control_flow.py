@@ -20,6 +20,7 @@ import numpy as np
 
 from stablehlo.errors import CheckFailure, InterpreterError
 from stablehlo.ir.attributes import StringAttr, SymbolRefAttr
+from stablehlo.ir.ops.control_flow import custom_call_target
 from stablehlo.interpreter import checks
 from stablehlo.interpreter.kernels import kernel
 
@@ -105,12 +106,10 @@ _CHECK_TARGETS = {
 
 
 def _target(op) -> str:
-    attr = op.attributes.get("call_target_name")
-    if isinstance(attr, StringAttr):
-        return attr.value
-    if isinstance(attr, SymbolRefAttr):
-        return attr.name
-    raise InterpreterError("custom_call has no call_target_name")
+    target = custom_call_target(op)
+    if target is None:
+        raise InterpreterError("custom_call has no call_target_name")
+    return target
 
 
 @kernel("stablehlo.custom_call", multi=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from stablehlo.errors import ParseError
 from stablehlo.ir.attributes import StringAttr
 from stablehlo.ir.core import Block, Func, Operation, Region
+from stablehlo.ir.ops.control_flow import custom_call_target
 from stablehlo.ir.sharding import (GspmdSharding, GspmdShardingAttr, ManualAxesAttr, Mesh,
                                    ShardingError, ShardingPerValueAttr, TensorSharding)
 from stablehlo.text.parse_sharding import read_gspmd_sharding
@@ -225,12 +226,6 @@ def tensor_sharding(mesh_name: str, mesh: Mesh, sharding: GspmdSharding, rank: i
 
 
 # ---- shard_map (manual regions) ----------------------------------------------------------
-
-def custom_call_target(op: Operation):
-    if op.name != "stablehlo.custom_call":
-        return None
-    return getattr(op.attributes.get("call_target_name"), "value", None)
-
 
 def rewrite_manual_regions(func: Func, mesh_name: str, mesh: Mesh) -> None:
     """Each connected region between ``@SPMDFullToShardShape``s and

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 from stablehlo.ir.attributes import ArrayAttr, StringAttr
 from stablehlo.ir.core import Func, Module, Operation, Value
+from stablehlo.ir.ops.control_flow import custom_call_target
 from stablehlo.ir.sharding import ShardingAttr, ShardingPerValueAttr
 from stablehlo.ir.types import TensorType
 
@@ -134,8 +135,7 @@ class _Propagation:
     def _rewrite_gspmd_constraints(self) -> None:
         """``custom_call @Sharding`` (GSPMD's constraint) -> ``sdy.sharding_constraint``."""
         for i, op in enumerate(self.ops):
-            target = op.attributes.get("call_target_name")
-            if op.name != "stablehlo.custom_call" or getattr(target, "value", None) != "Sharding":
+            if custom_call_target(op) != "Sharding":
                 continue
             shape = op.results[0].type.shape
             sharding = gspmd_sharding(self.info, op.attributes["mhlo.sharding"], len(shape),

@@ -39,6 +39,7 @@ from stablehlo.errors import InterpreterError, OpenHLOError
 from stablehlo.ir.core import Block, Func, Module, Operation, Value
 from stablehlo.ir.ops.async_collectives import ASYNC_DONE, ASYNC_START, wrapped_collective
 from stablehlo.ir.ops.base import COLLECTIVE
+from stablehlo.ir.ops.control_flow import custom_call_target
 from stablehlo.ir.types import (FutureType, QuantizedType, TensorType, TokenType, Type,
                                 numpy_dtype)
 
@@ -368,9 +369,8 @@ class Lowering:
         a native call of its XLA FFI handler. False: not one (the interpreter's targets)."""
         from pjrt.custom_kernels import CUSTOM_KERNELS
         from pjrt.custom_kernels.attributes import call_attributes
-        from pjrt.plugins.cpu.attrs import plain
-        target = plain(op.attributes.get("call_target_name"))
-        kernel = CUSTOM_KERNELS.lookup(target)
+        target = custom_call_target(op)
+        kernel = None if target is None else CUSTOM_KERNELS.lookup(target)
         if kernel is None:
             return False
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from stablehlo.errors import CheckFailure
 from stablehlo.ir.attributes import ArrayAttr, StringAttr, TypeAttr
 from stablehlo.ir.core import Func, Module, Operation, make_func
+from stablehlo.ir.ops.control_flow import custom_call_target
 from stablehlo.ir.types import FunctionType
 
 from pjrt.errors import UnimplementedError
@@ -29,9 +30,7 @@ _DEVICE_LESS = ("check.expect_serialized_eq",)
 
 def is_check(op: Operation) -> bool:
     if op.name == "stablehlo.custom_call":
-        target = op.attributes.get("call_target_name")
-        name = getattr(target, "value", None) or getattr(target, "name", None) or ""
-        return str(name).startswith("check.")
+        return (custom_call_target(op) or "").startswith("check.")
     return op.name.startswith("check.")
 
 

@@ -1,5 +1,5 @@
 """Control flow, calls, composites, custom calls, tokens and I/O."""
-from stablehlo.ir.attributes import BoolAttr
+from stablehlo.ir.attributes import BoolAttr, StringAttr, SymbolRefAttr
 from stablehlo.ir.ops.base import define, define_pure, Effect, TERMINATOR, ISOLATED, VARIADIC
 from stablehlo.ir.ops.control_flow_rules import rule_for
 
@@ -9,6 +9,20 @@ def _custom_call_effects(op) -> Effect:
     # has_side_effect = true it is a function of its operands.
     flag = op.attributes.get("has_side_effect")
     return Effect.IO if isinstance(flag, BoolAttr) and flag.value else Effect.PURE
+
+
+def custom_call_target(op) -> str | None:
+    """The target a ``stablehlo.custom_call`` calls: its ``call_target_name``, a string or
+    (as some producers write it) a symbol reference. None for any other op, or a call
+    without one."""
+    if op.name != "stablehlo.custom_call":
+        return None
+    attr = op.attributes.get("call_target_name")
+    if isinstance(attr, StringAttr):
+        return attr.value
+    if isinstance(attr, SymbolRefAttr):
+        return attr.name
+    return None
 
 
 define_pure("stablehlo.while", syntax="while", num_regions=2, verify=rule_for("while"))
