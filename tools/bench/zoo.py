@@ -21,7 +21,9 @@ held-out set; in this process, one model after the other):
   bar, so a result that eager itself gets only roughly (batch statistics over 2 images of
   1x1 feature maps) does not fail a correct backend, while an error well above eager's does.
   Eager's error is the largest of three float32 runs: on the inputs and weights as given,
-  and nudged up and down by about an ulp (Note [Eager's own error]).
+  and nudged up and down by about an ulp (Note [Eager's own error]). A backend that fails
+  is run on the same two nudged copies too, and each tensor is judged by the closest of its
+  three results (Note [A backend's own side of a kink]).
 * **fallbacks**: ops the openhlo backend ran in eager PyTorch (pjrt's metrics), ops the
   cpu backend left to the interpreter (its ``openhlo.cpu`` log) and optimization pipelines
   abandoned for the unoptimized program (a pass's internal error, ``openhlo.compile``'s
@@ -66,6 +68,19 @@ NUDGE = 2.0 ** -23
 #     given, and with every element times 1 + NUDGE * r and 1 - NUDGE * r (r a seeded
 #     normal draw). Opposite nudges put such a value on both sides of its kink; a smooth
 #     result moves by its condition number times NUDGE, as under eager's own rounding.
+
+
+# Note [A backend's own side of a kink]
+#     Eager's nudged runs widen the bar where eager itself crosses a kink, but a backend that
+#     rounds differently can sit on the far side of a kink that none of eager's three runs
+#     crosses. In torchvision's MNASNet 0.5 a ReLU input is 1.6e-7 of its tensor's scale
+#     (under 3 float32 ulps) and decides a batch-norm weight's gradient: on an AVX2 machine
+#     openhlo's gradient was 0.0999 off as given and nudged up, 0.00045 off nudged down,
+#     while eager was 0.0065 off in all three runs (Inductor 0.0067, and openhlo in float64
+#     1.6e-12). So a backend that fails is also run on the two nudged copies, and a tensor
+#     passes when the closest of its three results is within the bar. A wrong kernel or a
+#     precision loss is wrong on all three inputs; a side of a kink chosen by rounding moves
+#     with an ulp's nudge.
 
 
 # Note [Zero references]
@@ -126,6 +141,21 @@ def judge(named: dict, eager_errors: dict, reference: dict) -> dict:
         if error > allowed:
             result["ok"] = False
     return result
+
+
+def closest_of_runs(runs: list[dict], reference: dict) -> dict:
+    """Per tensor of ``reference``, the result of ``runs`` (name -> tensor each, results of
+    the same computation on nudged inputs) closest to it: Note [A backend's own side of a
+    kink]."""
+    scales = reference_scales(reference)
+    closest = {}
+    for key, want in reference.items():
+        candidates = [run[key] for run in runs
+                      if key in run and tuple(run[key].shape) == tuple(want.shape)]
+        if candidates:
+            closest[key] = min(candidates,
+                               key=lambda got: relative_error(got, want, scales[key]))
+    return closest
 
 
 def _leaves(outputs) -> dict:
@@ -286,27 +316,20 @@ def run_backend(backend: str, model, inputs, train: bool, eager_errors: dict,
     """Compile a copy of ``model`` on ``backend``, time its first call, judge its results;
     for openhlo also the fallbacks and the time until its kernels are in place. Returns the
     record and the call to time (None if it failed)."""
-    import torch
-
     import pjrt
-    from pjrt.plugins.cpu import tiering
     entry = {"status": "ok"}
-    module = copy.deepcopy(model)
-    initial = copy.deepcopy(module.state_dict())
-    call = _Mode(train, inputs).prepare(module, torch.compile(module, backend=_backend(backend)))
     pjrt.reset_metrics()
     try:
         with _CompileLogs() as logs:
-            start = time.perf_counter()
-            results = [call()]
-            entry["compile_s"] = time.perf_counter() - start
-            if backend == "openhlo":
-                tiering.wait_all()
-                entry["optimized_s"] = time.perf_counter() - start
-                # the first call ran op by op; what is timed runs the generated kernels:
-                # judge that too, from the same weights (the step changed them)
-                module.load_state_dict(initial)
-                results.append(call())
+            results, times, call = _run_compiled(backend, model, inputs, train)
+            entry.update(times)
+            verdicts = [judge(got, eager_errors, reference) for got in results]
+            if not all(v["ok"] for v in verdicts):  # Note [A backend's own side of a kink]
+                entry["judged_nudged"] = True
+                nudged = [_run_compiled(backend, *_nudged(model, inputs, d), train)[0]
+                          for d in (1, -1)]
+                verdicts = [judge(closest_of_runs([got, *(n[i] for n in nudged)], reference),
+                                  eager_errors, reference) for i, got in enumerate(results)]
     except Exception as exc:  # noqa: BLE001 - a model a backend cannot run is a result
         entry.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
         log(f"    ERROR {backend}: {entry['message']}")
@@ -315,13 +338,38 @@ def run_backend(backend: str, model, inputs, train: bool, eager_errors: dict,
         entry["eager_fallbacks"] = dict(pjrt.metrics().fallbacks)
         entry["interpreter_fallbacks"] = sorted(logs.ops)
         entry["pipeline_failures"] = logs.pipeline_failures
-    verdicts = [judge(got, eager_errors, reference) for got in results]
     entry.update(next((v for v in verdicts if not v["ok"]), verdicts[0]))
+    if entry.get("judged_nudged") and entry["ok"]:
+        log(f"    {backend}: within the bar on the closest of its 3 nudged runs "
+            f"(Note [A backend's own side of a kink])")
     if not entry["ok"]:
         entry["status"] = "mismatch"
         log(f"    MISMATCH {backend}: {entry['worst']}: error {entry['error']:.3g}, "
             f"eager's {entry['eager_error']:.3g}")
     return entry, call
+
+
+def _run_compiled(backend: str, model, inputs, train: bool) -> tuple[list, dict, Callable]:
+    """Compiles a copy of ``model`` on ``backend`` and calls it: (the tensors to judge of
+    each call, {"compile_s": the first call's time, and for openhlo "optimized_s": until its
+    kernels were in place}, the call)."""
+    import torch
+
+    from pjrt.plugins.cpu import tiering
+    module = copy.deepcopy(model)
+    initial = copy.deepcopy(module.state_dict())
+    call = _Mode(train, inputs).prepare(module, torch.compile(module, backend=_backend(backend)))
+    start = time.perf_counter()
+    results = [call()]
+    times = {"compile_s": time.perf_counter() - start}
+    if backend == "openhlo":
+        tiering.wait_all()
+        times["optimized_s"] = time.perf_counter() - start
+        # the first call ran op by op; what is timed runs the generated kernels: judge that
+        # too, from the same weights (the step changed them)
+        module.load_state_dict(initial)
+        results.append(call())
+    return results, times, call
 
 
 def _measure_mode(model, inputs, train: bool, budget: float, log,

@@ -118,6 +118,31 @@ def test_eager_error_covers_a_kink_that_rounding_decides():
     assert not zoo.judge(dict(above, loss=above["loss"] * 1.001), eager_errors, reference)["ok"]
 
 
+def test_a_backend_is_judged_by_its_closest_run_of_three():
+    # Note [A backend's own side of a kink]: a run on the far side of a kink eager never
+    # crosses fails, the same backend on a nudged input lands on float64's side: the closest
+    # result of each tensor is judged. Wrong in every run still fails, tensor by tensor.
+    reference = {"loss": torch.tensor(2.0, dtype=torch.float64),
+                 "grad w": torch.tensor([1.0, -1.0], dtype=torch.float64)}
+    eager_errors = {"loss": 1e-7, "grad w": 1e-6}
+    right = {"loss": torch.tensor(2.0), "grad w": torch.tensor([1.0, -1.0])}
+    far_side = dict(right, **{"grad w": torch.tensor([1.0, -0.8])})
+    wrong_loss = dict(right, loss=torch.tensor(2.5))
+    assert not zoo.judge(far_side, eager_errors, reference)["ok"]
+    closest = zoo.closest_of_runs([far_side, right, far_side], reference)
+    assert closest["grad w"] is right["grad w"]
+    assert zoo.judge(closest, eager_errors, reference)["ok"]
+    verdict = zoo.judge(zoo.closest_of_runs([far_side, far_side, far_side], reference),
+                        eager_errors, reference)
+    assert not verdict["ok"] and verdict["worst"] == "grad w"
+    # each tensor must be right somewhere: a loss right only where the gradient is wrong,
+    # and the other way round, passes; wrong everywhere does not
+    mixed = zoo.closest_of_runs([far_side, wrong_loss], reference)
+    assert zoo.judge(mixed, eager_errors, reference)["ok"]
+    assert not zoo.judge(zoo.closest_of_runs([wrong_loss, wrong_loss], reference),
+                         eager_errors, reference)["ok"]
+
+
 def test_compile_logs_collect_interpreter_ops_and_abandoned_pipelines():
     import logging
 
