@@ -273,6 +273,11 @@ class ProfileMatch:
     unmatched: list[str]         # measured keys that name no op of the function
 
 
+# Ops whose events are matched but whose times are not used: a done's (the schedule decides
+# its wait) and a constant's (none at run time), Note [matching a profile].
+_NO_RUN_TIME = frozenset({ASYNC_DONE, "stablehlo.constant"})
+
+
 def match_profile(module: Module, profile: MeasuredProfile, function: str | None = None
                   ) -> ProfileMatch:
     """The measured time of each op of ``function`` (default: ``main``, or the only
@@ -288,7 +293,9 @@ def match_profile(module: Module, profile: MeasuredProfile, function: str | None
     decides: they are matched, not used. Places shared by several collectives are told
     apart by their order (the `` #n`` of ``profile_keys``), so a place with both a recorded
     synchronous and a recorded asynchronous collective of one kind may leave them unmatched
-    (their estimates stay)."""
+    (their estimates stay). A constant is no work at run time (the cpu executor puts it in
+    its slot when it makes a frame), so a trace need not name it: an event of one is
+    matched, none is not missed."""
     function = function or _entry(module)
     own = op_keys(module, function)
     synchronous = {}
@@ -307,7 +314,7 @@ def match_profile(module: Module, profile: MeasuredProfile, function: str | None
         return None
 
     for key, op in own.items():
-        if op.name == ASYNC_DONE:
+        if op.name in _NO_RUN_TIME:
             find([key])
             continue
         if op.name == ASYNC_START:
