@@ -52,10 +52,9 @@ def _exit_with_owner(lifeline) -> None:
     os._exit(1)
 
 
-def _worker_main(conn, function_path: str, lifeline=None) -> None:
+def _worker_main(conn, function_path: str, lifeline) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    if lifeline is not None:
-        threading.Thread(target=_exit_with_owner, args=(lifeline,), daemon=True).start()
+    threading.Thread(target=_exit_with_owner, args=(lifeline,), daemon=True).start()
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard == resource.RLIM_INFINITY or hard > WORKER_ADDRESS_SPACE:
         resource.setrlimit(resource.RLIMIT_AS, (WORKER_ADDRESS_SPACE, hard))

@@ -209,13 +209,20 @@ size_t block_bytes(const Storage& storage) {
                              : kHeaderBytes;
 }
 
+// Adds `delta` to the live count of the calling thread (`lists`; a thread whose lists are
+// gone counts in g_live_count_elsewhere).
+void add_live_count(SmallBlocks* lists, int64_t delta) {
+  if (lists != nullptr) {
+    lists->live.store(lists->live.load(std::memory_order_relaxed) + delta,
+                      std::memory_order_relaxed);
+  } else {
+    g_live_count_elsewhere.fetch_add(delta, std::memory_order_relaxed);
+  }
+}
+
 // Memory statistics of a Storage made or freed.
 void count_live(SmallBlocks* lists, size_t bytes) {
-  if (lists != nullptr) {
-    lists->live.store(lists->live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  } else {
-    g_live_count_elsewhere.fetch_add(1, std::memory_order_relaxed);
-  }
+  add_live_count(lists, 1);
   const int64_t live =
       g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
       static_cast<int64_t>(bytes);
@@ -226,11 +233,7 @@ void count_live(SmallBlocks* lists, size_t bytes) {
 }
 
 void count_freed(SmallBlocks* lists, size_t bytes) {
-  if (lists != nullptr) {
-    lists->live.store(lists->live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  } else {
-    g_live_count_elsewhere.fetch_sub(1, std::memory_order_relaxed);
-  }
+  add_live_count(lists, -1);
   g_live_bytes.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
 }
 

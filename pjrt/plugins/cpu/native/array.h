@@ -138,7 +138,6 @@ class StorageRef {
     std::swap(p_, other.p_);
     std::swap(counted_, other.counted_);
   }
-  Storage* get() const { return p_; }
   Storage* operator->() const { return p_; }
   explicit operator bool() const { return p_ != nullptr; }
   bool counted() const { return counted_; }
